@@ -1,0 +1,64 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// config is everything the server reads from flags and LOGBOOK_* variables.
+type config struct {
+	Addr         string
+	DB           string
+	Sync         string
+	MaxBodyBytes int64
+	LogLevel     string
+	Migrate      bool
+}
+
+// parseConfig reads flags, each with an environment twin; a flag given on the
+// command line wins over its variable, and the variable over the default.
+func parseConfig(name string, args []string, getenv func(string) string, stderr io.Writer) (config, []string, error) {
+	var c config
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	env := func(key, def string) string {
+		if v := getenv(key); v != "" {
+			return v
+		}
+		return def
+	}
+	fs.StringVar(&c.Addr, "addr", env("LOGBOOK_ADDR", "127.0.0.1:8080"), "listen address (LOGBOOK_ADDR)")
+	fs.StringVar(&c.DB, "db", env("LOGBOOK_DB", "data/logbook.db"), "SQLite database file; its directory is created (LOGBOOK_DB)")
+	fs.StringVar(&c.Sync, "sync", env("LOGBOOK_SYNC", "full"), "full: durable on power loss; normal: faster, durable on process crash (LOGBOOK_SYNC)")
+	fs.StringVar(&c.LogLevel, "log-level", env("LOGBOOK_LOG_LEVEL", "info"), "debug, info, warn or error (LOGBOOK_LOG_LEVEL)")
+	maxBody := env("LOGBOOK_MAX_BODY_BYTES", "1048576")
+	fs.Func("max-body-bytes", "largest request body in bytes; larger answers 413 (LOGBOOK_MAX_BODY_BYTES, default 1048576)", func(s string) error {
+		maxBody = s
+		return nil
+	})
+	migrate := env("LOGBOOK_MIGRATE", "true")
+	fs.Func("migrate", "apply pending migrations at start (LOGBOOK_MIGRATE, default true)", func(s string) error {
+		migrate = s
+		return nil
+	})
+	if err := fs.Parse(args); err != nil {
+		return c, nil, err
+	}
+
+	n, err := strconv.ParseInt(maxBody, 10, 64)
+	if err != nil || n < 1 {
+		return c, nil, fmt.Errorf("max-body-bytes must be a positive integer, not %q", maxBody)
+	}
+	c.MaxBodyBytes = n
+	if c.Migrate, err = strconv.ParseBool(migrate); err != nil {
+		return c, nil, fmt.Errorf("migrate must be true or false, not %q", migrate)
+	}
+	c.Sync = strings.ToLower(c.Sync)
+	if c.Sync != "full" && c.Sync != "normal" {
+		return c, nil, fmt.Errorf("sync must be full or normal, not %q", c.Sync)
+	}
+	return c, fs.Args(), nil
+}

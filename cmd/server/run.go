@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	logbook "github.com/logbook/logbook"
+	"github.com/logbook/logbook/internal/api"
+	"github.com/logbook/logbook/internal/repo"
+	"github.com/rs/zerolog"
+)
+
+const usage = `usage: server [flags]                 run the HTTP API
+       server [flags] migrate status|up|down
+
+Run "server -h" for the flags.`
+
+// run is the whole program; main only wires it to the process. Tests call it with
+// their own args, environment and writers, and stop it by cancelling ctx.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cfg, rest, err := parseConfig("server", args, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		switch rest[0] {
+		case "migrate":
+			if len(rest) != 2 {
+				return errors.New(usage)
+			}
+			return repo.Migrate(ctx, cfg.DB, rest[1], stdout)
+		default:
+			return fmt.Errorf("unknown command %q\n%s", rest[0], usage)
+		}
+	}
+	return serve(ctx, cfg, stdout)
+}
+
+func serve(ctx context.Context, cfg config, stdout io.Writer) error {
+	level, err := zerolog.ParseLevel(cfg.LogLevel)
+	if err != nil {
+		return fmt.Errorf("log-level: %w", err)
+	}
+	log := zerolog.New(stdout).Level(level).With().Timestamp().Logger()
+
+	store, err := repo.Open(ctx, repo.Config{Path: cfg.DB, Sync: cfg.Sync, Migrate: cfg.Migrate})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := store.Close(); err != nil {
+			log.Error().Err(err).Msg("close store")
+		}
+	}()
+
+	// Bind before serving so that a taken port fails at once, with its address.
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler: api.New(api.Config{Store: store, Log: log, MaxBodyBytes: cfg.MaxBodyBytes, Spec: logbook.OpenAPI}),
+		// A slow or stuck client cannot hold a connection forever.
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+	}
+	log.Info().Str("addr", ln.Addr().String()).Str("db", cfg.DB).Str("sync", cfg.Sync).Msg("listening")
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+
+	// Stop accepting, let in-flight requests finish; the deferred Close then drains
+	// the writer queue and checkpoints the WAL.
+	log.Info().Msg("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	log.Info().Msg("stopped")
+	return nil
+}

@@ -1,0 +1,94 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/logbook/logbook/internal/model"
+)
+
+// problem is an RFC 9457 problem details body.
+type problem struct {
+	Type     string             `json:"type"`
+	Title    string             `json:"title"`
+	Status   int                `json:"status"`
+	Detail   string             `json:"detail"`
+	Code     string             `json:"code"`
+	Instance string             `json:"instance,omitempty"`
+	Errors   []model.FieldError `json:"errors,omitempty"`
+	From     any                `json:"from,omitempty"` // invalid_transition: the current status
+	To       any                `json:"to,omitempty"`   // invalid_transition: the refused status
+}
+
+// statusOf is the one table from error kind to HTTP status.
+func statusOf(k model.Kind) int {
+	switch k {
+	case model.KindInvalid:
+		return http.StatusUnprocessableEntity
+	case model.KindBadRequest:
+		return http.StatusBadRequest
+	case model.KindNotFound:
+		return http.StatusNotFound
+	case model.KindConflict:
+		return http.StatusConflict
+	case model.KindPrecondition:
+		return http.StatusPreconditionFailed
+	case model.KindTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case model.KindUnsupported:
+		return http.StatusUnsupportedMediaType
+	case model.KindUnavailable:
+		return http.StatusServiceUnavailable
+	case model.KindNotAllowed:
+		return http.StatusMethodNotAllowed
+	}
+	return http.StatusInternalServerError
+}
+
+// writeError is the only place an error becomes an HTTP answer. Causes are logged
+// with the request id; the body carries only what is safe to show.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+		// The client is gone and nothing was queued: nobody reads this answer.
+		s.log.Debug().Str("request_id", requestIDOf(r)).Msg("client went away")
+		w.WriteHeader(499)
+		return
+	}
+	e := model.AsError(err)
+	status := statusOf(e.Kind)
+	ev := s.log.Debug()
+	if status >= 500 {
+		ev = s.log.Error()
+	}
+	ev.Str("request_id", requestIDOf(r)).Str("code", e.Code).Err(err).Msg("request failed")
+
+	p := problem{
+		Type:     "urn:logbook:problem:" + e.Code,
+		Title:    http.StatusText(status),
+		Status:   status,
+		Detail:   e.Msg,
+		Code:     e.Code,
+		Instance: r.URL.Path,
+		Errors:   e.Fields,
+	}
+	if e.Kind == model.KindInternal {
+		p.Detail = "internal error; the request id identifies it in the server's log"
+	}
+	if e.Extra != nil {
+		p.From, p.To = e.Extra["from"], e.Extra["to"]
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "1")
+	}
+	s.encode(w, r, status, p)
+}
+
+func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	s.writeError(w, r, model.Errorf(model.KindNotFound, "not_found", "no route for %s %s", r.Method, r.URL.Path))
+}
+
+func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	s.writeError(w, r, model.Errorf(model.KindNotAllowed, "method_not_allowed", "method %s is not allowed on %s", r.Method, r.URL.Path))
+}

@@ -1,0 +1,97 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/logbook/logbook/internal/model"
+)
+
+type messageList struct {
+	Data []model.Message `json:"data"`
+}
+
+// appendMessages takes one message, or {"messages": [...]} for an all-or-nothing
+// batch. A replay of an idempotent request answers 200 with what was stored.
+func (s *Server) appendMessages(w http.ResponseWriter, r *http.Request) {
+	req, err := s.decodeAppend(w, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	res, err := s.store.AppendMessages(r.Context(), tenantOf(r), chi.URLParam(r, "id"), req)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	status := http.StatusCreated
+	if res.Replayed {
+		status = http.StatusOK
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	if req.Batch {
+		s.writeJSON(w, r, status, messageList{res.Messages})
+		return
+	}
+	s.writeJSON(w, r, status, res.Messages[0])
+}
+
+func (s *Server) decodeAppend(w http.ResponseWriter, r *http.Request) (model.AppendRequest, error) {
+	req := model.AppendRequest{RequestKey: r.Header.Get("Idempotency-Key")}
+	if len(req.RequestKey) > 255 {
+		return req, model.Invalid(model.FieldError{Field: "Idempotency-Key", Message: "must be at most 255 characters long"})
+	}
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return req, err
+	}
+	var probe map[string]json.RawMessage
+	if json.Unmarshal(body, &probe) == nil {
+		_, req.Batch = probe["messages"]
+	}
+	if req.Batch {
+		var in model.AppendBatch
+		if err := unmarshalStrict(body, &in); err != nil {
+			return req, err
+		}
+		req.Messages = in.Messages
+		return req, s.check(&in)
+	}
+	var in model.NewMessage
+	if err := unmarshalStrict(body, &in); err != nil {
+		return req, err
+	}
+	req.Messages = []model.NewMessage{in}
+	return req, s.check(&in)
+}
+
+func (s *Server) listMessages(w http.ResponseWriter, r *http.Request) {
+	q := parseQuery(r, "order", "after_seq", "before_seq", "role", "limit", "cursor")
+	f := model.MessageFilter{
+		Desc:      q.oneOf("order", "asc", "desc") == "desc",
+		AfterSeq:  q.seq("after_seq"),
+		BeforeSeq: q.seq("before_seq"),
+		Role:      model.Role(q.oneOf("role", "user", "assistant", "system", "tool")),
+	}
+	p := q.page()
+	if err := q.err(); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	page, err := s.store.ListMessages(r.Context(), tenantOf(r), chi.URLParam(r, "id"), f, p)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, r, http.StatusOK, page)
+}
+
+func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) {
+	m, err := s.store.GetMessage(r.Context(), tenantOf(r), chi.URLParam(r, "id"), chi.URLParam(r, "message_id"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, r, http.StatusOK, m)
+}

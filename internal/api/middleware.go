@@ -1,0 +1,92 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"runtime/debug"
+	"time"
+
+	"github.com/go-chi/chi/v5/middleware"
+	"github.com/google/uuid"
+	"github.com/logbook/logbook/internal/model"
+)
+
+type ctxKey int
+
+const requestIDKey ctxKey = iota
+
+// requestID gives every request an id, echoed in X-Request-Id and in every log
+// line about it. A caller's own id is kept when it is short and printable, so that
+// a runtime can correlate its logs with ours.
+func (s *Server) requestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("X-Request-Id")
+		if !validRequestID(id) {
+			id = uuid.Must(uuid.NewV7()).String()
+		}
+		w.Header().Set("X-Request-Id", id)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey, id)))
+	})
+}
+
+func validRequestID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; c < 0x21 || c > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+func requestIDOf(r *http.Request) string {
+	id, _ := r.Context().Value(requestIDKey).(string)
+	return id
+}
+
+// accessLog writes one JSON line per request.
+func (s *Server) accessLog(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+		next.ServeHTTP(ww, r)
+		status := ww.Status()
+		if status == 0 {
+			status = http.StatusOK
+		}
+		ev := s.log.Info()
+		if status >= 500 {
+			ev = s.log.Warn()
+		}
+		ev.Str("request_id", requestIDOf(r)).
+			Str("method", r.Method).
+			Str("path", r.URL.Path).
+			Int("status", status).
+			Int("bytes", ww.BytesWritten()).
+			Float64("duration_ms", float64(time.Since(start).Microseconds())/1000).
+			Str("remote", r.RemoteAddr).
+			Msg("request")
+	})
+}
+
+// recoverer turns a handler panic into a logged stack and a problem+json 500 with
+// no internals in the body.
+func (s *Server) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			rec := recover()
+			if rec == nil {
+				return
+			}
+			if rec == http.ErrAbortHandler {
+				panic(rec)
+			}
+			s.log.Error().Str("request_id", requestIDOf(r)).Interface("panic", rec).
+				Bytes("stack", debug.Stack()).Msg("handler panicked")
+			s.writeError(w, r, model.Internal(nil))
+		}()
+		next.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,101 @@
+package api
+
+import (
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/logbook/logbook/internal/model"
+	"github.com/logbook/logbook/internal/repo"
+)
+
+// query reads a request's query string, collecting every problem so that one 400
+// names all of them. Unknown parameters are refused: a misspelt filter would
+// otherwise silently widen a list.
+type query struct {
+	v    url.Values
+	errs []model.FieldError
+}
+
+func parseQuery(r *http.Request, allowed ...string) *query {
+	q := &query{v: r.URL.Query()}
+	for name := range q.v {
+		if !slices.Contains(allowed, name) && !(slices.Contains(allowed, "metadata.*") && strings.HasPrefix(name, "metadata.")) {
+			q.fail(name, "is not a known query parameter")
+		}
+	}
+	return q
+}
+
+func (q *query) fail(name, msg string) {
+	q.errs = append(q.errs, model.FieldError{Field: name, Message: msg})
+}
+
+// err returns a 400 invalid_query naming every bad parameter, or nil.
+func (q *query) err() error {
+	if len(q.errs) == 0 {
+		return nil
+	}
+	slices.SortFunc(q.errs, func(a, b model.FieldError) int { return strings.Compare(a.Field, b.Field) })
+	e := model.InvalidQuery(q.errs[0].Field, q.errs[0].Message)
+	e.Fields = q.errs
+	if len(q.errs) > 1 {
+		e.Msg = "invalid query parameters"
+	}
+	return e
+}
+
+func (q *query) str(name string) string { return q.v.Get(name) }
+
+// page reads limit (1–200, default 50) and cursor.
+func (q *query) page() repo.PageRequest {
+	p := repo.PageRequest{Limit: model.DefaultLimit, Cursor: q.v.Get("cursor")}
+	if s := q.v.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > model.MaxLimit {
+			q.fail("limit", "must be an integer from 1 to 200")
+		} else {
+			p.Limit = n
+		}
+	}
+	return p
+}
+
+// seq reads a non-negative integer; 0 when absent.
+func (q *query) seq(name string) int64 {
+	s := q.v.Get(name)
+	if s == "" {
+		return 0
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		q.fail(name, "must be a non-negative integer")
+		return 0
+	}
+	return n
+}
+
+func (q *query) time(name string) *model.Time {
+	s := q.v.Get(name)
+	if s == "" {
+		return nil
+	}
+	t, err := model.ParseTime(s)
+	if err != nil {
+		q.fail(name, err.Error())
+		return nil
+	}
+	return &t
+}
+
+// oneOf reads an enumerated value; "" when absent.
+func (q *query) oneOf(name string, values ...string) string {
+	s := q.v.Get(name)
+	if s != "" && !slices.Contains(values, s) {
+		q.fail(name, "must be one of: "+strings.Join(values, ", "))
+		return ""
+	}
+	return s
+}

@@ -1,0 +1,32 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+)
+
+// routes lists every route in one place.
+func (s *Server) routes() http.Handler {
+	r := chi.NewRouter()
+	r.Use(s.requestID, s.accessLog, s.recoverer)
+	r.NotFound(s.notFound)
+	r.MethodNotAllowed(s.methodNotAllowed)
+
+	r.Get("/healthz", s.healthz)
+	r.Get("/readyz", s.readyz)
+	r.Get("/openapi.yaml", s.openapi)
+
+	r.Route("/v1", func(r chi.Router) {
+		r.Post("/sessions", s.createSession)
+		r.Get("/sessions", s.listSessions)
+		r.Get("/sessions/{id}", s.getSession)
+		r.Patch("/sessions/{id}", s.updateSession)
+		r.Delete("/sessions/{id}", s.closeSession)
+
+		r.Post("/sessions/{id}/messages", s.appendMessages)
+		r.Get("/sessions/{id}/messages", s.listMessages)
+		r.Get("/sessions/{id}/messages/{message_id}", s.getMessage)
+	})
+	return r
+}

@@ -1,0 +1,92 @@
+package api
+
+import (
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/logbook/logbook/internal/model"
+)
+
+func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
+	in, err := decode[model.CreateSession](s, w, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ses, err := s.store.CreateSession(r.Context(), tenantOf(r), in)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Location", "/v1/sessions/"+ses.ID)
+	s.writeJSON(w, r, http.StatusCreated, ses)
+}
+
+func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
+	ses, err := s.store.GetSession(r.Context(), tenantOf(r), chi.URLParam(r, "id"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, r, http.StatusOK, ses)
+}
+
+func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
+	q := parseQuery(r, "status", "agent_id", "metadata.*", "created_after", "created_before", "limit", "cursor")
+	f := model.SessionFilter{
+		Status:        model.Status(q.oneOf("status", "created", "active", "completed", "archived")),
+		AgentID:       q.str("agent_id"),
+		CreatedAfter:  q.time("created_after"),
+		CreatedBefore: q.time("created_before"),
+	}
+	for name, values := range q.v {
+		if key, ok := strings.CutPrefix(name, "metadata."); ok {
+			for _, v := range values {
+				f.Metadata = append(f.Metadata, model.MetadataMatch{Key: key, Value: v})
+			}
+		}
+	}
+	// a fixed order makes the filter, and so its cursors, independent of how the
+	// client ordered its query string
+	sort.Slice(f.Metadata, func(i, j int) bool {
+		a, b := f.Metadata[i], f.Metadata[j]
+		return a.Key < b.Key || (a.Key == b.Key && a.Value < b.Value)
+	})
+	p := q.page()
+	if err := q.err(); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	page, err := s.store.ListSessions(r.Context(), tenantOf(r), f, p)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, r, http.StatusOK, page)
+}
+
+func (s *Server) updateSession(w http.ResponseWriter, r *http.Request) {
+	in, err := decode[model.UpdateSession](s, w, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ses, err := s.store.UpdateSession(r.Context(), tenantOf(r), chi.URLParam(r, "id"), in)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, r, http.StatusOK, ses)
+}
+
+// closeSession is a soft close: nothing is deleted.
+func (s *Server) closeSession(w http.ResponseWriter, r *http.Request) {
+	ses, err := s.store.CloseSession(r.Context(), tenantOf(r), chi.URLParam(r, "id"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, r, http.StatusOK, ses)
+}

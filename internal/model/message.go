@@ -1,0 +1,107 @@
+package model
+
+// Role says who wrote a message.
+type Role string
+
+const (
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleSystem    Role = "system"
+	RoleTool      Role = "tool"
+)
+
+// ToolCall is one function call made by an assistant, as OpenAI's APIs send it:
+// Arguments is a string that holds JSON.
+type ToolCall struct {
+	ID        string `json:"id" validate:"required,max=256"`
+	Name      string `json:"name" validate:"required,max=256"`
+	Arguments string `json:"arguments" validate:"json"`
+}
+
+// Message is one entry of a session's history. Seq is the session's one order.
+type Message struct {
+	ID         string         `json:"id"`
+	SessionID  string         `json:"session_id"`
+	Seq        int64          `json:"seq"`
+	Role       Role           `json:"role"`
+	Content    string         `json:"content"`
+	Name       *string        `json:"name"`
+	ToolCalls  []ToolCall     `json:"tool_calls"`
+	ToolCallID *string        `json:"tool_call_id"`
+	AgentID    *string        `json:"agent_id"`
+	Model      *string        `json:"model"`
+	Tokens     int64          `json:"tokens"`
+	Cost       float64        `json:"cost"`
+	Metadata   map[string]any `json:"metadata"`
+	CreatedAt  Time           `json:"created_at"`
+}
+
+// NewMessage is one message to append. IdempotencyKey names this message: a retry
+// carrying the same key returns the stored message instead of writing another.
+type NewMessage struct {
+	Role           Role           `json:"role" validate:"required,oneof=user assistant system tool"`
+	Content        string         `json:"content" validate:"max=1048576"`
+	Name           *string        `json:"name,omitempty" validate:"omitempty,max=256"`
+	ToolCalls      []ToolCall     `json:"tool_calls,omitempty" validate:"omitempty,excluded_unless=Role assistant,max=128,dive"`
+	ToolCallID     *string        `json:"tool_call_id,omitempty" validate:"required_if=Role tool,excluded_unless=Role tool,omitempty,min=1,max=256"`
+	AgentID        *string        `json:"agent_id,omitempty" validate:"omitempty,min=1,max=128"`
+	Model          *string        `json:"model,omitempty" validate:"omitempty,max=256"`
+	Tokens         int64          `json:"tokens" validate:"gte=0"`
+	Cost           float64        `json:"cost" validate:"gte=0"`
+	Metadata       map[string]any `json:"metadata,omitempty"`
+	IdempotencyKey string         `json:"idempotency_key,omitempty" validate:"omitempty,max=255"`
+}
+
+// MaxBatch is the most messages one append request may carry.
+const MaxBatch = 1000
+
+// AppendBatch is the input of a batch append: all of it is stored, or none.
+type AppendBatch struct {
+	Messages []NewMessage `json:"messages" validate:"required,min=1,max=1000,dive"`
+}
+
+// Validate catches what tags cannot: two messages of one batch sharing a key.
+func (b AppendBatch) Validate() error {
+	seen := make(map[string]int, len(b.Messages))
+	var fields []FieldError
+	for i, m := range b.Messages {
+		if m.IdempotencyKey == "" {
+			continue
+		}
+		if j, dup := seen[m.IdempotencyKey]; dup {
+			fields = append(fields, FieldError{
+				Field:   "messages[" + itoa(i) + "].idempotency_key",
+				Message: "repeats the key of messages[" + itoa(j) + "]",
+			})
+			continue
+		}
+		seen[m.IdempotencyKey] = i
+	}
+	if fields != nil {
+		return Invalid(fields...)
+	}
+	return nil
+}
+
+// AppendRequest is one append call as the store receives it. RequestKey is the
+// Idempotency-Key header: it names the whole request, a single message or a batch
+// (Batch), so that a retry is answered in the shape it was asked in.
+type AppendRequest struct {
+	Messages   []NewMessage
+	RequestKey string
+	Batch      bool
+}
+
+// AppendResult is what an append stored, or what an earlier identical call stored.
+type AppendResult struct {
+	Messages []Message
+	Replayed bool // nothing was written: every message came from an earlier call
+}
+
+// MessageFilter selects a session's messages for a list.
+type MessageFilter struct {
+	Desc      bool
+	AfterSeq  int64 // 0: no lower bound
+	BeforeSeq int64 // 0: no upper bound
+	Role      Role
+}

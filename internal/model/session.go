@@ -1,0 +1,117 @@
+package model
+
+// Status is where a session is in its life.
+type Status string
+
+const (
+	StatusCreated   Status = "created"
+	StatusActive    Status = "active"
+	StatusCompleted Status = "completed"
+	StatusArchived  Status = "archived"
+)
+
+// Statuses lists every status in lifecycle order.
+var Statuses = []Status{StatusCreated, StatusActive, StatusCompleted, StatusArchived}
+
+var transitions = map[Status][]Status{
+	StatusCreated:   {StatusActive, StatusCompleted, StatusArchived},
+	StatusActive:    {StatusCompleted, StatusArchived},
+	StatusCompleted: {StatusArchived, StatusActive}, // completed → active reopens
+	StatusArchived:  nil,                            // terminal
+}
+
+// Valid reports whether s is one of the four statuses.
+func (s Status) Valid() bool {
+	_, ok := transitions[s]
+	return ok
+}
+
+// Closed reports whether messages can no longer be appended.
+func (s Status) Closed() bool { return s == StatusCompleted || s == StatusArchived }
+
+// CanTransition reports whether a session may move from one status to another.
+// Staying in the same status is always allowed (a no-op).
+func CanTransition(from, to Status) bool {
+	if from == to {
+		return from.Valid()
+	}
+	for _, t := range transitions[from] {
+		if t == to {
+			return true
+		}
+	}
+	return false
+}
+
+// InvalidTransition is the error for a refused status change; it names both ends so
+// that a client can tell what the session's status was.
+func InvalidTransition(from, to Status) *Error {
+	return &Error{Kind: KindConflict, Code: "invalid_transition",
+		Msg:   "cannot move a session from " + string(from) + " to " + string(to),
+		Extra: map[string]any{"from": from, "to": to}}
+}
+
+// Session is one agent conversation with its running counters.
+type Session struct {
+	ID           string         `json:"id"`
+	AgentID      *string        `json:"agent_id"`
+	Title        *string        `json:"title"`
+	Status       Status         `json:"status"`
+	Metadata     map[string]any `json:"metadata"`
+	MessageCount int64          `json:"message_count"`
+	LastSeq      int64          `json:"last_seq"`
+	TotalTokens  int64          `json:"total_tokens"`
+	TotalCost    float64        `json:"total_cost"`
+	ParentID     *string        `json:"parent_id"`
+	ForkedAtSeq  *int64         `json:"forked_at_seq"`
+	CreatedAt    Time           `json:"created_at"`
+	UpdatedAt    Time           `json:"updated_at"`
+	ClosedAt     *Time          `json:"closed_at"`
+}
+
+// CreateSession is the input of POST /v1/sessions.
+type CreateSession struct {
+	ID       string         `json:"id,omitempty" validate:"omitempty,max=128,clientid"`
+	AgentID  *string        `json:"agent_id,omitempty" validate:"omitempty,min=1,max=128"`
+	Title    *string        `json:"title,omitempty" validate:"omitempty,max=1000"`
+	Metadata map[string]any `json:"metadata,omitempty"`
+}
+
+// UpdateSession is the input of PATCH /v1/sessions/{id}. Metadata is an RFC 7396
+// merge patch over the stored metadata.
+type UpdateSession struct {
+	Status   Optional[Status]         `json:"status"`
+	Title    Optional[string]         `json:"title"`
+	Metadata Optional[map[string]any] `json:"metadata"`
+}
+
+// Validate checks the fields that tags cannot reach inside Optional.
+func (u UpdateSession) Validate() error {
+	var fields []FieldError
+	if u.Status.Set && (u.Status.Null || !u.Status.Value.Valid()) {
+		fields = append(fields, FieldError{Field: "status", Message: "must be one of: created, active, completed, archived"})
+	}
+	if u.Title.Set && !u.Title.Null && len(u.Title.Value) > 1000 {
+		fields = append(fields, FieldError{Field: "title", Message: "must be at most 1000 characters long"})
+	}
+	if fields != nil {
+		return Invalid(fields...)
+	}
+	return nil
+}
+
+// SessionFilter selects sessions for a list; every set field must match.
+type SessionFilter struct {
+	Status        Status
+	AgentID       string
+	Metadata      []MetadataMatch // all must match
+	CreatedAfter  *Time
+	CreatedBefore *Time
+}
+
+// MetadataMatch matches a top-level metadata key whose value, rendered as text
+// (strings as they are, other values as JSON writes them), equals Value.
+type MetadataMatch struct {
+	Key   string
+	Value string
+}

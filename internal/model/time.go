@@ -1,0 +1,51 @@
+package model
+
+import (
+	"fmt"
+	"time"
+)
+
+// Time is an instant with millisecond precision, as it is stored (Unix ms, UTC),
+// rendered as RFC 3339 with exactly three fractional digits so that clients can
+// compare timestamps as strings.
+type Time int64
+
+const timeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// Now is the current time at storage precision.
+func Now() Time { return Time(time.Now().UnixMilli()) }
+
+// TimeOf converts a time.Time, dropping precision below a millisecond.
+func TimeOf(t time.Time) Time { return Time(t.UnixMilli()) }
+
+// Std returns the time as a time.Time in UTC.
+func (t Time) Std() time.Time { return time.UnixMilli(int64(t)).UTC() }
+
+func (t Time) String() string { return t.Std().Format(timeLayout) }
+
+func (t Time) MarshalJSON() ([]byte, error) {
+	return []byte(`"` + t.String() + `"`), nil
+}
+
+func (t *Time) UnmarshalJSON(b []byte) error {
+	var s string
+	if len(b) < 2 || b[0] != '"' {
+		return fmt.Errorf("time must be an RFC 3339 string")
+	}
+	s = string(b[1 : len(b)-1])
+	p, err := ParseTime(s)
+	if err != nil {
+		return err
+	}
+	*t = p
+	return nil
+}
+
+// ParseTime parses an RFC 3339 time (fractional seconds optional).
+func ParseTime(s string) (Time, error) {
+	p, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return 0, fmt.Errorf("must be an RFC 3339 time such as 2026-01-02T15:04:05Z")
+	}
+	return TimeOf(p), nil
+}

@@ -1,0 +1,351 @@
+package repo
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/logbook/logbook/internal/model"
+)
+
+const messageColumns = `session_id, seq, id, role, content, name, tool_calls, tool_call_id,
+	agent_id, model, tokens, cost, metadata, created_at`
+
+// newRow is a message made ready outside the writer (ids, JSON, hashes), so that
+// the writer only assigns seqs and inserts.
+type newRow struct {
+	msg       model.Message
+	toolCalls *string
+	metadata  string
+	key       *string
+	hash      []byte
+}
+
+// HashMessage fingerprints a message's content, so that a reused idempotency key
+// with a different message is told apart from a true retry.
+func HashMessage(m model.NewMessage) []byte {
+	b, _ := json.Marshal(m) // struct fields in a fixed order, map keys sorted
+	h := sha256.Sum256(b)
+	return h[:]
+}
+
+// AppendMessages appends messages to a session in one all-or-nothing write and
+// returns them with their seqs, in input order.
+//
+// Idempotency: a RequestKey seen before returns what that request stored, and a
+// message whose IdempotencyKey was seen before is returned as stored; neither writes
+// again, even if the session has since closed. Replayed is set when nothing new was
+// written. A key reused with different content is KindConflict
+// (idempotency_conflict). Errors: KindNotFound, KindConflict (session_closed).
+func (s *Store) AppendMessages(ctx context.Context, tenant, sessionID string, req model.AppendRequest) (model.AppendResult, error) {
+	now := model.Now()
+	rows := make([]newRow, len(req.Messages))
+	for i, in := range req.Messages {
+		r, err := prepareRow(sessionID, now, in)
+		if err != nil {
+			return model.AppendResult{}, err
+		}
+		rows[i] = r
+	}
+
+	var reqHash []byte
+	if req.RequestKey != "" {
+		reqHash = hashRequest(req)
+	}
+
+	var res model.AppendResult
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		var err error
+		res, err = s.appendTx(ctx, tx, tenant, sessionID, req, reqHash, rows, now)
+		return err
+	})
+	return res, err
+}
+
+func prepareRow(sessionID string, now model.Time, in model.NewMessage) (newRow, error) {
+	r := newRow{msg: model.Message{
+		ID: newID(model.PrefixMessage), SessionID: sessionID, Role: in.Role, Content: in.Content,
+		Name: in.Name, ToolCalls: in.ToolCalls, ToolCallID: in.ToolCallID, AgentID: in.AgentID,
+		Model: in.Model, Tokens: in.Tokens, Cost: in.Cost, Metadata: in.Metadata, CreatedAt: now,
+	}}
+	if r.msg.Metadata == nil {
+		r.msg.Metadata = map[string]any{}
+	}
+	meta, err := json.Marshal(r.msg.Metadata)
+	if err != nil {
+		return r, model.Internal(err)
+	}
+	r.metadata = string(meta)
+	if len(in.ToolCalls) > 0 {
+		tc, err := json.Marshal(in.ToolCalls)
+		if err != nil {
+			return r, model.Internal(err)
+		}
+		s := string(tc)
+		r.toolCalls = &s
+	}
+	if in.IdempotencyKey != "" {
+		k := in.IdempotencyKey
+		r.key = &k
+		r.hash = HashMessage(in)
+	}
+	return r, nil
+}
+
+// hashRequest fingerprints a whole request, shape included, for its Idempotency-Key.
+func hashRequest(req model.AppendRequest) []byte {
+	h := sha256.New()
+	if req.Batch {
+		h.Write([]byte("batch\n"))
+	} else {
+		h.Write([]byte("single\n"))
+	}
+	b, _ := json.Marshal(req.Messages)
+	h.Write(b)
+	return h.Sum(nil)
+}
+
+func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, tenant, sessionID string, req model.AppendRequest,
+	reqHash []byte, rows []newRow, now model.Time) (model.AppendResult, error) {
+	// Idempotency look-ups come before the status check: a retry of something that
+	// was stored must get its answer even after the session closed.
+	if req.RequestKey != "" {
+		var (
+			hash []byte
+			seqs string
+		)
+		err := tx.StmtContext(ctx, s.st.selectRequestKey).QueryRowContext(ctx, tenant, sessionID, req.RequestKey).Scan(&hash, &seqs)
+		switch {
+		case err == nil:
+			if !bytes.Equal(hash, reqHash) {
+				return model.AppendResult{}, idempotencyConflict("Idempotency-Key", req.RequestKey)
+			}
+			msgs, err := messagesBySeqs(ctx, tx, tenant, sessionID, seqs)
+			return model.AppendResult{Messages: msgs, Replayed: true}, err
+		case err != sql.ErrNoRows:
+			return model.AppendResult{}, err
+		}
+	}
+
+	out := make([]model.Message, len(rows))
+	fresh := make([]int, 0, len(rows)) // indexes of rows not stored before
+	for i, r := range rows {
+		if r.key == nil {
+			fresh = append(fresh, i)
+			continue
+		}
+		var hash []byte
+		m, err := scanMessage(tx.StmtContext(ctx, s.st.selectMessageByKey).QueryRowContext(ctx, tenant, sessionID, *r.key), &hash)
+		switch {
+		case err == sql.ErrNoRows:
+			fresh = append(fresh, i)
+		case err != nil:
+			return model.AppendResult{}, err
+		case !bytes.Equal(hash, r.hash):
+			field := "idempotency_key"
+			if len(rows) > 1 {
+				field = fmt.Sprintf("messages[%d].idempotency_key", i)
+			}
+			return model.AppendResult{}, idempotencyConflict(field, *r.key)
+		default:
+			out[i] = m
+		}
+	}
+
+	var (
+		status  model.Status
+		lastSeq int64
+	)
+	err := tx.StmtContext(ctx, s.st.selectSessionState).QueryRowContext(ctx, tenant, sessionID).Scan(&status, &lastSeq)
+	if err == sql.ErrNoRows {
+		return model.AppendResult{}, model.NotFound("session", sessionID)
+	}
+	if err != nil {
+		return model.AppendResult{}, err
+	}
+
+	if len(fresh) > 0 {
+		if status.Closed() {
+			return model.AppendResult{}, &model.Error{Kind: model.KindConflict, Code: "session_closed",
+				Msg:   fmt.Sprintf("session %q is %s; reopen it (PATCH status active) to append", sessionID, status),
+				Extra: map[string]any{"status": status}}
+		}
+		insert := tx.StmtContext(ctx, s.st.insertMessage)
+		var tokens int64
+		var cost float64
+		for _, i := range fresh {
+			r := &rows[i]
+			lastSeq++
+			r.msg.Seq = lastSeq
+			m := &r.msg
+			if _, err := insert.ExecContext(ctx, tenant, sessionID, m.Seq, m.ID, m.Role, m.Content, m.Name, r.toolCalls,
+				m.ToolCallID, m.AgentID, m.Model, m.Tokens, m.Cost, r.metadata, int64(m.CreatedAt), r.key, r.hash); err != nil {
+				if isConstraint(err) { // two messages of this batch share a key
+					return model.AppendResult{}, idempotencyConflict(fmt.Sprintf("messages[%d].idempotency_key", i), *r.key)
+				}
+				return model.AppendResult{}, err
+			}
+			tokens += m.Tokens
+			cost += m.Cost
+			out[i] = *m
+		}
+		if _, err := tx.StmtContext(ctx, s.st.updateSessionCounters).ExecContext(ctx,
+			len(fresh), lastSeq, tokens, cost, int64(now), tenant, sessionID); err != nil {
+			return model.AppendResult{}, err
+		}
+	}
+
+	if req.RequestKey != "" {
+		seqs := make([]int64, len(out))
+		for i, m := range out {
+			seqs[i] = m.Seq
+		}
+		b, _ := json.Marshal(seqs)
+		if _, err := tx.StmtContext(ctx, s.st.insertRequestKey).ExecContext(ctx,
+			tenant, sessionID, req.RequestKey, reqHash, string(b), int64(now)); err != nil {
+			return model.AppendResult{}, err
+		}
+	}
+	return model.AppendResult{Messages: out, Replayed: len(fresh) == 0}, nil
+}
+
+func idempotencyConflict(field, key string) *model.Error {
+	return &model.Error{Kind: model.KindConflict, Code: "idempotency_conflict",
+		Msg:    fmt.Sprintf("idempotency key %q was already used with a different request body", key),
+		Fields: []model.FieldError{{Field: field, Message: "already used with a different body"}}}
+}
+
+func messagesBySeqs(ctx context.Context, q querier, tenant, sessionID, seqsJSON string) ([]model.Message, error) {
+	var seqs []int64
+	if err := json.Unmarshal([]byte(seqsJSON), &seqs); err != nil {
+		return nil, model.Internal(err)
+	}
+	rows, err := q.QueryContext(ctx, `SELECT `+messageColumns+` FROM messages
+		WHERE tenant_id = ? AND session_id = ? AND seq IN (SELECT value FROM json_each(?))`, tenant, sessionID, seqsJSON)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	bySeq := make(map[int64]model.Message, len(seqs))
+	for rows.Next() {
+		m, err := scanMessage(rows, nil)
+		if err != nil {
+			return nil, err
+		}
+		bySeq[m.Seq] = m
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	out := make([]model.Message, len(seqs))
+	for i, seq := range seqs {
+		m, ok := bySeq[seq]
+		if !ok {
+			return nil, model.Internal(fmt.Errorf("request key points at missing seq %d of session %s", seq, sessionID))
+		}
+		out[i] = m
+	}
+	return out, nil
+}
+
+// scanMessage reads messageColumns, plus request_hash when hash is not nil.
+func scanMessage(sc scanner, hash *[]byte) (model.Message, error) {
+	var (
+		m         model.Message
+		toolCalls sql.NullString
+		meta      string
+	)
+	dest := []any{&m.SessionID, &m.Seq, &m.ID, &m.Role, &m.Content, &m.Name, &toolCalls, &m.ToolCallID,
+		&m.AgentID, &m.Model, &m.Tokens, &m.Cost, &meta, &m.CreatedAt}
+	if hash != nil {
+		dest = append(dest, hash)
+	}
+	if err := sc.Scan(dest...); err != nil {
+		return m, err
+	}
+	if toolCalls.Valid {
+		if err := json.Unmarshal([]byte(toolCalls.String), &m.ToolCalls); err != nil {
+			return m, fmt.Errorf("message %s tool_calls: %w", m.ID, err)
+		}
+	}
+	if err := json.Unmarshal([]byte(meta), &m.Metadata); err != nil {
+		return m, fmt.Errorf("message %s metadata: %w", m.ID, err)
+	}
+	return m, nil
+}
+
+// GetMessage returns one message of a session, or KindNotFound.
+func (s *Store) GetMessage(ctx context.Context, tenant, sessionID, id string) (model.Message, error) {
+	row := s.rdb.QueryRowContext(ctx, `SELECT `+messageColumns+` FROM messages
+		WHERE id = ? AND tenant_id = ? AND session_id = ?`, id, tenant, sessionID)
+	m, err := scanMessage(row, nil)
+	if err == sql.ErrNoRows {
+		return m, model.NotFound("message", id)
+	}
+	return m, mapErr(err)
+}
+
+// ListMessages returns one page of a session's messages in seq order (ascending
+// unless f.Desc). Errors: KindNotFound for a missing session, invalid_cursor.
+func (s *Store) ListMessages(ctx context.Context, tenant, sessionID string, f model.MessageFilter, p PageRequest) (model.Page[model.Message], error) {
+	q := fingerprint("messages", sessionID, f)
+	cur, hasCur, err := decodeCursor(p.Cursor, q)
+	if err != nil {
+		return model.Page[model.Message]{}, err
+	}
+	where := []string{"tenant_id = ?", "session_id = ?"}
+	args := []any{tenant, sessionID}
+	if f.AfterSeq > 0 {
+		where = append(where, "seq > ?")
+		args = append(args, f.AfterSeq)
+	}
+	if f.BeforeSeq > 0 {
+		where = append(where, "seq < ?")
+		args = append(args, f.BeforeSeq)
+	}
+	if f.Role != "" {
+		where = append(where, "role = ?")
+		args = append(args, f.Role)
+	}
+	order := "ASC"
+	if f.Desc {
+		order = "DESC"
+	}
+	if hasCur {
+		if f.Desc {
+			where = append(where, "seq < ?")
+		} else {
+			where = append(where, "seq > ?")
+		}
+		args = append(args, cur.N)
+	}
+	limit := p.limit()
+	args = append(args, limit+1)
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+messageColumns+` FROM messages WHERE `+
+		strings.Join(where, " AND ")+` ORDER BY seq `+order+` LIMIT ?`, args...)
+	if err != nil {
+		return model.Page[model.Message]{}, mapErr(err)
+	}
+	defer rows.Close()
+	var out []model.Message
+	for rows.Next() {
+		m, err := scanMessage(rows, nil)
+		if err != nil {
+			return model.Page[model.Message]{}, mapErr(err)
+		}
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return model.Page[model.Message]{}, mapErr(err)
+	}
+	if len(out) == 0 { // an empty page must still tell a missing session apart
+		if _, err := s.GetSession(ctx, tenant, sessionID); err != nil {
+			return model.Page[model.Message]{}, err
+		}
+	}
+	return page(out, limit, func(last model.Message) cursor { return cursor{Q: q, N: last.Seq} }), nil
+}

@@ -1,0 +1,272 @@
+package repo
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/logbook/logbook/internal/model"
+)
+
+const sessionColumns = `id, agent_id, title, status, metadata, message_count, last_seq,
+	total_tokens, total_cost, parent_id, forked_at_seq, created_at, updated_at, closed_at`
+
+// CreateSession stores a new session in status created. A client-chosen id that
+// the tenant already uses is a KindConflict.
+func (s *Store) CreateSession(ctx context.Context, tenant string, in model.CreateSession) (model.Session, error) {
+	now := model.Now()
+	ses := model.Session{
+		ID:        in.ID,
+		AgentID:   in.AgentID,
+		Title:     in.Title,
+		Status:    model.StatusCreated,
+		Metadata:  in.Metadata,
+		CreatedAt: now,
+		UpdatedAt: now,
+	}
+	if ses.ID == "" {
+		ses.ID = newID(model.PrefixSession)
+	}
+	if ses.Metadata == nil {
+		ses.Metadata = map[string]any{}
+	}
+	meta, err := json.Marshal(ses.Metadata)
+	if err != nil {
+		return model.Session{}, model.Internal(err)
+	}
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.Exec(`INSERT INTO sessions (tenant_id, id, agent_id, title, status, metadata, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			tenant, ses.ID, ses.AgentID, ses.Title, ses.Status, string(meta), int64(now), int64(now))
+		if isConstraint(err) {
+			return model.Errorf(model.KindConflict, "conflict", "a session with id %q already exists", ses.ID)
+		}
+		return err
+	})
+	if err != nil {
+		return model.Session{}, err
+	}
+	return ses, nil
+}
+
+// GetSession returns one session, or KindNotFound.
+func (s *Store) GetSession(ctx context.Context, tenant, id string) (model.Session, error) {
+	return getSession(ctx, s.rdb, tenant, id)
+}
+
+// querier is what both the read pool and the writer's transaction offer.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func getSession(ctx context.Context, q querier, tenant, id string) (model.Session, error) {
+	row := q.QueryRowContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE tenant_id = ? AND id = ?`, tenant, id)
+	ses, err := scanSession(row)
+	if err == sql.ErrNoRows {
+		return model.Session{}, model.NotFound("session", id)
+	}
+	if err != nil {
+		return model.Session{}, mapErr(err)
+	}
+	return ses, nil
+}
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanSession(sc scanner) (model.Session, error) {
+	var (
+		ses      model.Session
+		meta     string
+		closedAt sql.NullInt64
+	)
+	err := sc.Scan(&ses.ID, &ses.AgentID, &ses.Title, &ses.Status, &meta, &ses.MessageCount, &ses.LastSeq,
+		&ses.TotalTokens, &ses.TotalCost, &ses.ParentID, &ses.ForkedAtSeq, &ses.CreatedAt, &ses.UpdatedAt, &closedAt)
+	if err != nil {
+		return ses, err
+	}
+	if closedAt.Valid {
+		t := model.Time(closedAt.Int64)
+		ses.ClosedAt = &t
+	}
+	if err := json.Unmarshal([]byte(meta), &ses.Metadata); err != nil {
+		return ses, fmt.Errorf("session %s metadata: %w", ses.ID, err)
+	}
+	return ses, nil
+}
+
+// ListSessions returns one page of the tenant's sessions, newest first.
+// A cursor from another filter is KindBadRequest (invalid_cursor).
+func (s *Store) ListSessions(ctx context.Context, tenant string, f model.SessionFilter, p PageRequest) (model.Page[model.Session], error) {
+	q := fingerprint("sessions", f)
+	cur, hasCur, err := decodeCursor(p.Cursor, q)
+	if err != nil {
+		return model.Page[model.Session]{}, err
+	}
+	var (
+		where = []string{"tenant_id = ?"}
+		args  = []any{tenant}
+	)
+	if f.Status != "" {
+		where = append(where, "status = ?")
+		args = append(args, f.Status)
+	}
+	if f.AgentID != "" {
+		where = append(where, "agent_id = ?")
+		args = append(args, f.AgentID)
+	}
+	for _, m := range f.Metadata {
+		// json_each names keys literally, so a key with dots or quotes needs no
+		// path escaping; the CASE renders values the way JSON writes them.
+		where = append(where, `EXISTS (SELECT 1 FROM json_each(sessions.metadata) j WHERE j.key = ? AND
+			CASE j.type WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' WHEN 'null' THEN 'null'
+			ELSE CAST(j.value AS TEXT) END = ?)`)
+		args = append(args, m.Key, m.Value)
+	}
+	if f.CreatedAfter != nil {
+		where = append(where, "created_at > ?")
+		args = append(args, int64(*f.CreatedAfter))
+	}
+	if f.CreatedBefore != nil {
+		where = append(where, "created_at < ?")
+		args = append(args, int64(*f.CreatedBefore))
+	}
+	if hasCur {
+		where = append(where, "(created_at, id) < (?, ?)")
+		args = append(args, cur.N, cur.S)
+	}
+	limit := p.limit()
+	args = append(args, limit+1)
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE `+
+		strings.Join(where, " AND ")+` ORDER BY created_at DESC, id DESC LIMIT ?`, args...)
+	if err != nil {
+		return model.Page[model.Session]{}, mapErr(err)
+	}
+	defer rows.Close()
+	var out []model.Session
+	for rows.Next() {
+		ses, err := scanSession(rows)
+		if err != nil {
+			return model.Page[model.Session]{}, mapErr(err)
+		}
+		out = append(out, ses)
+	}
+	if err := rows.Err(); err != nil {
+		return model.Page[model.Session]{}, mapErr(err)
+	}
+	return page(out, limit, func(last model.Session) cursor {
+		return cursor{Q: q, N: int64(last.CreatedAt), S: last.ID}
+	}), nil
+}
+
+// UpdateSession changes status, title and metadata (an RFC 7396 merge patch).
+// A refused status change is KindConflict (invalid_transition).
+func (s *Store) UpdateSession(ctx context.Context, tenant, id string, in model.UpdateSession) (model.Session, error) {
+	var out model.Session
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		ses, err := getSession(ctx, tx, tenant, id)
+		if err != nil {
+			return err
+		}
+		prev, changed := ses.Status, false
+		if in.Status.Set && in.Status.Value != ses.Status {
+			to := in.Status.Value
+			if !model.CanTransition(ses.Status, to) {
+				return model.InvalidTransition(ses.Status, to)
+			}
+			setStatus(&ses, to)
+			changed = true
+		}
+		if in.Title.Set {
+			ses.Title = in.Title.Ptr()
+			changed = true
+		}
+		if in.Metadata.Set {
+			// a null metadata patch clears every key, as a merge patch of null would
+			merged, _ := model.MergePatch(map[string]any(ses.Metadata), asPatch(in.Metadata)).(map[string]any)
+			if merged == nil {
+				merged = map[string]any{}
+			}
+			ses.Metadata = merged
+			changed = true
+		}
+		if changed {
+			if err := saveSession(tx, tenant, prev, &ses); err != nil {
+				return err
+			}
+		}
+		out = ses
+		return nil
+	})
+	return out, err
+}
+
+func asPatch(m model.Optional[map[string]any]) any {
+	if m.Null {
+		return map[string]any{}
+	}
+	return m.Value
+}
+
+// CloseSession soft-closes a session: status completed and closed_at set. A session
+// that is already completed or archived is returned unchanged.
+func (s *Store) CloseSession(ctx context.Context, tenant, id string) (model.Session, error) {
+	var out model.Session
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		ses, err := getSession(ctx, tx, tenant, id)
+		if err != nil {
+			return err
+		}
+		if !ses.Status.Closed() {
+			prev := ses.Status
+			setStatus(&ses, model.StatusCompleted)
+			if err := saveSession(tx, tenant, prev, &ses); err != nil {
+				return err
+			}
+		}
+		out = ses
+		return nil
+	})
+	return out, err
+}
+
+// setStatus moves ses to a new status, keeping closed_at in step: set when the
+// session closes, cleared when it reopens.
+func setStatus(ses *model.Session, to model.Status) {
+	switch {
+	case to.Closed() && ses.ClosedAt == nil:
+		now := model.Now()
+		ses.ClosedAt = &now
+	case !to.Closed():
+		ses.ClosedAt = nil
+	}
+	ses.Status = to
+}
+
+// saveSession writes ses back as a compare-and-set on the status it was read with.
+// Inside the single writer nothing can change in between; the check still guards
+// against another process (the CLI) writing the same file.
+func saveSession(tx *sql.Tx, tenant string, prev model.Status, ses *model.Session) error {
+	meta, err := json.Marshal(ses.Metadata)
+	if err != nil {
+		return model.Internal(err)
+	}
+	ses.UpdatedAt = max(model.Now(), ses.UpdatedAt)
+	var closedAt *int64
+	if ses.ClosedAt != nil {
+		c := int64(*ses.ClosedAt)
+		closedAt = &c
+	}
+	res, err := tx.Exec(`UPDATE sessions SET status = ?, title = ?, metadata = ?, updated_at = ?, closed_at = ?
+		WHERE tenant_id = ? AND id = ? AND status = ?`,
+		ses.Status, ses.Title, string(meta), int64(ses.UpdatedAt), closedAt, tenant, ses.ID, prev)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return model.Errorf(model.KindConflict, "conflict", "session %q changed concurrently; retry", ses.ID)
+	}
+	return nil
+}

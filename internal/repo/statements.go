@@ -1,0 +1,47 @@
+package repo
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// writerStatements are the append path's statements, prepared once on the writer's
+// connection: compiling an INSERT costs more CPU than running it.
+type writerStatements struct {
+	selectRequestKey      *sql.Stmt
+	selectMessageByKey    *sql.Stmt
+	selectSessionState    *sql.Stmt
+	insertMessage         *sql.Stmt
+	updateSessionCounters *sql.Stmt
+	insertRequestKey      *sql.Stmt
+}
+
+func prepareWriterStatements(ctx context.Context, db *sql.DB) (writerStatements, error) {
+	var st writerStatements
+	for _, p := range []struct {
+		dst *(*sql.Stmt)
+		sql string
+	}{
+		{&st.selectRequestKey, `SELECT request_hash, seqs FROM request_keys WHERE tenant_id = ? AND session_id = ? AND key = ?`},
+		{&st.selectMessageByKey, `SELECT ` + messageColumns + `, request_hash FROM messages
+			WHERE tenant_id = ? AND session_id = ? AND idempotency_key = ?`},
+		{&st.selectSessionState, `SELECT status, last_seq FROM sessions WHERE tenant_id = ? AND id = ?`},
+		{&st.insertMessage, `INSERT INTO messages (tenant_id, session_id, seq, id, role, content, name, tool_calls,
+			tool_call_id, agent_id, model, tokens, cost, metadata, created_at, idempotency_key, request_hash)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
+		{&st.updateSessionCounters, `UPDATE sessions SET message_count = message_count + ?, last_seq = ?,
+			total_tokens = total_tokens + ?, total_cost = total_cost + ?,
+			status = CASE status WHEN 'created' THEN 'active' ELSE status END, updated_at = ?
+			WHERE tenant_id = ? AND id = ?`},
+		{&st.insertRequestKey, `INSERT INTO request_keys (tenant_id, session_id, key, request_hash, seqs, created_at)
+			VALUES (?, ?, ?, ?, ?, ?)`},
+	} {
+		s, err := db.PrepareContext(ctx, p.sql)
+		if err != nil {
+			return st, fmt.Errorf("repo: prepare (is the schema migrated?): %w", err)
+		}
+		*p.dst = s
+	}
+	return st, nil
+}

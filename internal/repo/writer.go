@@ -1,0 +1,146 @@
+package repo
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/logbook/logbook/internal/model"
+)
+
+// writeOp is one queued write. fn runs inside its own SAVEPOINT in the writer's
+// transaction; done receives its outcome only after the transaction commits.
+type writeOp struct {
+	fn   func(tx *sql.Tx) error
+	done chan error
+}
+
+type writerStats struct {
+	commits atomic.Int64
+	writes  atomic.Int64
+}
+
+// WriterStats counts the writer's work; writes/commits is the mean group size.
+type WriterStats struct {
+	Commits int64 `json:"commits"`
+	Writes  int64 `json:"writes"`
+}
+
+// Stats reports how many transactions the writer committed and how many writes
+// they carried.
+func (s *Store) Stats() WriterStats {
+	return WriterStats{Commits: s.stats.commits.Load(), Writes: s.stats.writes.Load()}
+}
+
+var errClosed = &model.Error{Kind: model.KindUnavailable, Code: "storage_unavailable",
+	Msg: "the server is shutting down; the request was not applied"}
+
+// write queues fn for the writer and waits for the commit. Check-then-act logic
+// belongs inside fn: the writer runs one fn at a time, so nothing can change
+// between its read and its write.
+//
+// Once queued, the write's true outcome is returned even if ctx ends meanwhile:
+// a client that went away must not be told "canceled" about a row that committed.
+func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	op := &writeOp{fn: fn, done: make(chan error, 1)}
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return errClosed
+	}
+	select {
+	case s.queue <- op:
+		s.mu.RUnlock()
+	case <-ctx.Done():
+		s.mu.RUnlock()
+		return ctx.Err()
+	}
+	return <-op.done
+}
+
+// runWriter is the single writer: it takes whatever is queued (up to maxBatch) and
+// commits it as one transaction, so that many concurrent requests share one fsync.
+func (s *Store) runWriter() {
+	defer close(s.writerDone)
+	batch := make([]*writeOp, 0, s.maxBatch)
+	for op := range s.queue {
+		batch = append(batch[:0], op)
+	drain:
+		for len(batch) < s.maxBatch {
+			select {
+			case op, ok := <-s.queue:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, op)
+			default:
+				break drain
+			}
+		}
+		s.commit(batch)
+	}
+}
+
+// commit runs one group. Each write has its own SAVEPOINT, so a write that fails
+// is undone alone and its neighbours still commit.
+func (s *Store) commit(batch []*writeOp) {
+	ctx := context.Background() // queued writes finish whatever their callers do
+	results := make([]error, len(batch))
+	fail := func(err error) {
+		for i, op := range batch {
+			if results[i] == nil { // a write refused for its own reason keeps that reason
+				results[i] = err
+			}
+			op.done <- results[i]
+		}
+	}
+
+	tx, err := s.wdb.BeginTx(ctx, nil)
+	if err != nil {
+		fail(mapErr(err))
+		return
+	}
+	for i, op := range batch {
+		if _, err := tx.ExecContext(ctx, "SAVEPOINT w"); err != nil {
+			_ = tx.Rollback()
+			fail(mapErr(err))
+			return
+		}
+		if err := call(op.fn, tx); err != nil {
+			results[i] = mapErr(err)
+			// A failed statement may have rolled back the whole transaction (SQLite
+			// does so on some I/O errors); then nothing in this group can commit.
+			if _, rerr := tx.ExecContext(ctx, "ROLLBACK TO w"); rerr != nil {
+				_ = tx.Rollback()
+				fail(mapErr(rerr))
+				return
+			}
+		}
+		if _, err := tx.ExecContext(ctx, "RELEASE w"); err != nil {
+			_ = tx.Rollback()
+			fail(mapErr(err))
+			return
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		fail(mapErr(err))
+		return
+	}
+	s.stats.commits.Add(1)
+	s.stats.writes.Add(int64(len(batch)))
+	for i, op := range batch {
+		op.done <- results[i]
+	}
+}
+
+// call runs fn, turning a panic into an error so that one bad write cannot take
+// the writer, and with it every other request, down.
+func call(fn func(tx *sql.Tx) error, tx *sql.Tx) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = model.Internal(fmt.Errorf("panic in write: %v", r))
+		}
+	}()
+	return fn(tx)
+}
