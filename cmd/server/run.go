@@ -71,7 +71,8 @@ func serve(ctx context.Context, cfg config, stdout io.Writer) error {
 		WriteTimeout:      60 * time.Second,
 		IdleTimeout:       120 * time.Second,
 	}
-	log.Info().Str("addr", ln.Addr().String()).Str("db", cfg.DB).Str("sync", cfg.Sync).Msg("listening")
+	// Logged at every level: tests and scripts started with --addr :0 read the port here.
+	log.Log().Str("addr", ln.Addr().String()).Str("db", cfg.DB).Str("sync", cfg.Sync).Msg("listening")
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

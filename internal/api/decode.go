@@ -13,7 +13,9 @@ import (
 	"github.com/logbook/logbook/internal/model"
 )
 
-// validator is implemented by inputs with rules that struct tags cannot say.
+var errNotObject = model.Errorf(model.KindBadRequest, "malformed_json", "request body must be a JSON object")
+
+// validatable is implemented by inputs with rules that struct tags cannot say.
 type validatable interface{ Validate() error }
 
 // decode reads a JSON request body into a T and validates it: size limit (413),
@@ -63,6 +65,11 @@ func requireJSON(r *http.Request) error {
 // unmarshalStrict decodes exactly one JSON object, refusing unknown fields so
 // that a typo does not silently drop data.
 func unmarshalStrict(body []byte, v any) error {
+	// encoding/json decodes null into a struct as a no-op; a body of null, a list or
+	// a number is not a request.
+	if t := bytes.TrimLeft(body, " \t\r\n"); len(t) > 0 && t[0] != '{' {
+		return errNotObject
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	dec.UseNumber() // keep big integers in metadata exact

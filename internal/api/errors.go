@@ -1,8 +1,11 @@
 package api
 
 import (
+	"strings"
+
 	"context"
 	"errors"
+	"github.com/go-chi/chi/v5"
 	"net/http"
 
 	"github.com/logbook/logbook/internal/model"
@@ -89,6 +92,18 @@ func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
 	s.writeError(w, r, model.Errorf(model.KindNotFound, "not_found", "no route for %s %s", r.Method, r.URL.Path))
 }
 
+// methodNotAllowed answers 405 with the Allow header that RFC 9110 asks for; chi
+// does not hand a custom handler the allowed methods, so ask the router.
 func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	var allowed []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		if s.router.Match(chi.NewRouteContext(), m, r.URL.Path) {
+			allowed = append(allowed, m)
+			if m == http.MethodGet {
+				allowed = append(allowed, http.MethodHead) // served by middleware.GetHead
+			}
+		}
+	}
+	w.Header().Set("Allow", strings.Join(allowed, ", "))
 	s.writeError(w, r, model.Errorf(model.KindNotAllowed, "method_not_allowed", "method %s is not allowed on %s", r.Method, r.URL.Path))
 }

@@ -2,7 +2,9 @@ package api
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
+	"strconv"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/logbook/logbook/internal/model"
@@ -51,8 +53,8 @@ func (s *Server) decodeAppend(w http.ResponseWriter, r *http.Request) (model.App
 		_, req.Batch = probe["messages"]
 	}
 	if req.Batch {
-		var in model.AppendBatch
-		if err := unmarshalStrict(body, &in); err != nil {
+		in, err := decodeBatch(body)
+		if err != nil {
 			return req, err
 		}
 		req.Messages = in.Messages
@@ -94,4 +96,37 @@ func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.writeJSON(w, r, http.StatusOK, m)
+}
+
+// decodeBatch decodes each message on its own so that a decoding error names the
+// message it is in ("messages[3].extra"), which encoding/json alone does not.
+func decodeBatch(body []byte) (model.AppendBatch, error) {
+	var raw struct {
+		Messages []json.RawMessage `json:"messages"`
+	}
+	if err := unmarshalStrict(body, &raw); err != nil {
+		return model.AppendBatch{}, err
+	}
+	out := model.AppendBatch{Messages: make([]model.NewMessage, len(raw.Messages))}
+	for i, m := range raw.Messages {
+		if err := unmarshalStrict(m, &out.Messages[i]); err == errNotObject {
+			return out, model.Invalid(model.FieldError{Field: "messages[" + strconv.Itoa(i) + "]", Message: "must be an object"})
+		} else if err != nil {
+			return out, prefixFields(err, "messages["+strconv.Itoa(i)+"]")
+		}
+	}
+	return out, nil
+}
+
+// prefixFields puts a path in front of the fields a validation error names.
+func prefixFields(err error, prefix string) error {
+	var e *model.Error
+	if !errors.As(err, &e) || len(e.Fields) == 0 {
+		return err
+	}
+	fields := make([]model.FieldError, len(e.Fields))
+	for i, f := range e.Fields {
+		fields[i] = model.FieldError{Field: prefix + "." + f.Field, Message: f.Message}
+	}
+	return model.Invalid(fields...)
 }

@@ -20,7 +20,11 @@ type query struct {
 }
 
 func parseQuery(r *http.Request, allowed ...string) *query {
-	q := &query{v: r.URL.Query()}
+	v, err := url.ParseQuery(r.URL.RawQuery)
+	q := &query{v: v}
+	if err != nil {
+		q.fail("query", "is not valid URL encoding: "+err.Error())
+	}
 	for name := range q.v {
 		if !slices.Contains(allowed, name) && !(slices.Contains(allowed, "metadata.*") && strings.HasPrefix(name, "metadata.")) {
 			q.fail(name, "is not a known query parameter")

@@ -1,15 +1,15 @@
 package api
 
 import (
-	"net/http"
-
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 )
 
 // routes lists every route in one place.
-func (s *Server) routes() http.Handler {
+func (s *Server) routes() *chi.Mux {
 	r := chi.NewRouter()
-	r.Use(s.requestID, s.accessLog, s.recoverer)
+	// GetHead answers HEAD on every GET route, for load balancers' health checks.
+	r.Use(s.requestID, s.accessLog, s.recoverer, middleware.GetHead)
 	r.NotFound(s.notFound)
 	r.MethodNotAllowed(s.methodNotAllowed)
 

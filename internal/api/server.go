@@ -5,6 +5,7 @@ package api
 import (
 	"net/http"
 
+	"github.com/go-chi/chi/v5"
 	"github.com/go-playground/validator/v10"
 	"github.com/logbook/logbook/internal/repo"
 	"github.com/rs/zerolog"
@@ -25,7 +26,7 @@ type Server struct {
 	validate *validator.Validate
 	maxBody  int64
 	spec     []byte
-	handler  http.Handler
+	router   *chi.Mux
 }
 
 // New builds the server and its router.
@@ -40,11 +41,11 @@ func New(cfg Config) *Server {
 	if s.maxBody <= 0 {
 		s.maxBody = 1 << 20
 	}
-	s.handler = s.routes()
+	s.router = s.routes()
 	return s
 }
 
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
 
 // tenantOf names the tenant a request acts for. Until API keys exist every request
 // is the single open-mode tenant; the repo already scopes every query by it.

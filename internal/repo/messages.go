@@ -171,8 +171,7 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, tenant, sessionID stri
 	if len(fresh) > 0 {
 		if status.Closed() {
 			return model.AppendResult{}, &model.Error{Kind: model.KindConflict, Code: "session_closed",
-				Msg:   fmt.Sprintf("session %q is %s; reopen it (PATCH status active) to append", sessionID, status),
-				Extra: map[string]any{"status": status}}
+				Msg: fmt.Sprintf("session %q is %s; reopen it (PATCH status active) to append", sessionID, status)}
 		}
 		insert := tx.StmtContext(ctx, s.st.insertMessage)
 		var tokens int64
@@ -272,7 +271,8 @@ func scanMessage(sc scanner, hash *[]byte) (model.Message, error) {
 			return m, fmt.Errorf("message %s tool_calls: %w", m.ID, err)
 		}
 	}
-	if err := json.Unmarshal([]byte(meta), &m.Metadata); err != nil {
+	var err error
+	if m.Metadata, err = decodeObject(meta); err != nil {
 		return m, fmt.Errorf("message %s metadata: %w", m.ID, err)
 	}
 	return m, nil

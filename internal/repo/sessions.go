@@ -91,7 +91,7 @@ func scanSession(sc scanner) (model.Session, error) {
 		t := model.Time(closedAt.Int64)
 		ses.ClosedAt = &t
 	}
-	if err := json.Unmarshal([]byte(meta), &ses.Metadata); err != nil {
+	if ses.Metadata, err = decodeObject(meta); err != nil {
 		return ses, fmt.Errorf("session %s metadata: %w", ses.ID, err)
 	}
 	return ses, nil

@@ -1,0 +1,46 @@
+# Logbook. `make run` serves on 127.0.0.1:8080 over data/logbook.db; `make test`
+# runs the whole suite (CI runs exactly that through .ci/run).
+
+GO ?= go
+PKGS := ./...
+
+.PHONY: run build test check fmt vet lint bench gobench crash clean
+
+run:
+	$(GO) run ./cmd/server
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -o bin/server ./cmd/server
+
+# The whole suite, with the race detector: unit, API (spec-validated), in-process
+# run(), and the short kill -9 crash test.
+test:
+	$(GO) test -race -count=1 $(PKGS)
+
+check: fmt vet lint test
+
+fmt:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet $(PKGS)
+
+lint:
+	$(GO) tool staticcheck $(PKGS)
+
+# The load tool: Logbook against a naive server, batches against direct SQLite,
+# first against deep pages. Figures go to docs/benchmarks.md.
+bench: build
+	$(GO) run ./cmd/loadtest -server bin/server
+
+# Go micro-benchmarks of the store (append paths, page reads, table layout).
+gobench:
+	$(GO) test -run '^$$' -bench . -benchmem ./internal/repo/
+
+# The long form of the crash test: many kill -9 cycles under load.
+crash:
+	LOGBOOK_CRASH_CYCLES=25 LOGBOOK_CRASH_PHASE=1500ms $(GO) test -count=1 -run TestCrash -v ./cmd/server/
+
+clean:
+	rm -rf bin

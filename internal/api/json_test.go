@@ -1,0 +1,15 @@
+package api_test
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+func mustJSON(t testing.TB, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatalf("marshal: %v", err)
+	}
+	return string(b)
+}
