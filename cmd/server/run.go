@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -17,8 +16,7 @@ import (
 
 const usage = `usage: server [flags]                 run the HTTP API
        server [flags] migrate status|up|down
-
-Run "server -h" for the flags.`
+(run "server -h" for the flags)`
 
 // run is the whole program; main only wires it to the process. Tests call it with
 // their own args, environment and writers, and stop it by cancelling ctx.
@@ -31,7 +29,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		switch rest[0] {
 		case "migrate":
 			if len(rest) != 2 {
-				return errors.New(usage)
+				return fmt.Errorf("migrate needs one of status, up, down\n%s", usage)
 			}
 			return repo.Migrate(ctx, cfg.DB, rest[1], stdout)
 		default:

@@ -9,6 +9,8 @@ import (
 // writerStatements are the append path's statements, prepared once on the writer's
 // connection: compiling an INSERT costs more CPU than running it.
 type writerStatements struct {
+	savepoint, release, rollbackTo *sql.Stmt // wrap every write in the group
+
 	selectRequestKey      *sql.Stmt
 	selectMessageByKey    *sql.Stmt
 	selectSessionState    *sql.Stmt
@@ -23,6 +25,9 @@ func prepareWriterStatements(ctx context.Context, db *sql.DB) (writerStatements,
 		dst *(*sql.Stmt)
 		sql string
 	}{
+		{&st.savepoint, `SAVEPOINT w`},
+		{&st.release, `RELEASE w`},
+		{&st.rollbackTo, `ROLLBACK TO w`},
 		{&st.selectRequestKey, `SELECT request_hash, seqs FROM request_keys WHERE tenant_id = ? AND session_id = ? AND key = ?`},
 		{&st.selectMessageByKey, `SELECT ` + messageColumns + `, request_hash FROM messages
 			WHERE tenant_id = ? AND session_id = ? AND idempotency_key = ?`},

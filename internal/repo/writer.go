@@ -102,7 +102,7 @@ func (s *Store) commit(batch []*writeOp) {
 		return
 	}
 	for i, op := range batch {
-		if _, err := tx.ExecContext(ctx, "SAVEPOINT w"); err != nil {
+		if _, err := tx.StmtContext(ctx, s.st.savepoint).ExecContext(ctx); err != nil {
 			_ = tx.Rollback()
 			fail(mapErr(err))
 			return
@@ -111,13 +111,13 @@ func (s *Store) commit(batch []*writeOp) {
 			results[i] = mapErr(err)
 			// A failed statement may have rolled back the whole transaction (SQLite
 			// does so on some I/O errors); then nothing in this group can commit.
-			if _, rerr := tx.ExecContext(ctx, "ROLLBACK TO w"); rerr != nil {
+			if _, rerr := tx.StmtContext(ctx, s.st.rollbackTo).ExecContext(ctx); rerr != nil {
 				_ = tx.Rollback()
 				fail(mapErr(rerr))
 				return
 			}
 		}
-		if _, err := tx.ExecContext(ctx, "RELEASE w"); err != nil {
+		if _, err := tx.StmtContext(ctx, s.st.release).ExecContext(ctx); err != nil {
 			_ = tx.Rollback()
 			fail(mapErr(err))
 			return
