@@ -40,7 +40,7 @@ gobench:
 
 # The long form of the crash test: many kill -9 cycles under load.
 crash:
-	LOGBOOK_CRASH_CYCLES=25 LOGBOOK_CRASH_PHASE=1500ms $(GO) test -count=1 -run TestCrash -v ./cmd/server/
+	LOGBOOK_CRASH_CYCLES=25 LOGBOOK_CRASH_PHASE=2s $(GO) test -count=1 -run TestCrash -v ./cmd/server/
 
 clean:
 	rm -rf bin
