@@ -16,6 +16,8 @@ type config struct {
 	MaxBodyBytes int64
 	LogLevel     string
 	Migrate      bool
+	RateLimit    int  // per tenant, requests per second; 0: none
+	InsecureOpen bool // allow open mode on a non-loopback address
 }
 
 // parseConfig reads flags, each with an environment twin; a flag given on the
@@ -44,6 +46,22 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 		migrate = s
 		return nil
 	})
+	rate := env("LOGBOOK_RATE_LIMIT", "0")
+	fs.Func("rate-limit", "each tenant's requests per second; 0 means no limit (LOGBOOK_RATE_LIMIT, default 0)", func(s string) error {
+		rate = s
+		return nil
+	})
+	insecure := env("LOGBOOK_INSECURE_NO_AUTH", "false")
+	fs.Func("insecure-no-auth", "serve without API keys on a non-loopback address (LOGBOOK_INSECURE_NO_AUTH)", func(s string) error {
+		insecure = s
+		return nil
+	})
+	// Let "--insecure-no-auth" stand alone, as a boolean flag does.
+	for i, a := range args {
+		if a == "--insecure-no-auth" || a == "-insecure-no-auth" {
+			args = append(append(args[:i:i], a+"=true"), args[i+1:]...)
+		}
+	}
 	if err := fs.Parse(args); err != nil {
 		return c, nil, err
 	}
@@ -55,6 +73,12 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	c.MaxBodyBytes = n
 	if c.Migrate, err = strconv.ParseBool(migrate); err != nil {
 		return c, nil, fmt.Errorf("migrate must be true or false, not %q", migrate)
+	}
+	if c.RateLimit, err = strconv.Atoi(rate); err != nil || c.RateLimit < 0 {
+		return c, nil, fmt.Errorf("rate-limit must be a non-negative integer, not %q", rate)
+	}
+	if c.InsecureOpen, err = strconv.ParseBool(insecure); err != nil {
+		return c, nil, fmt.Errorf("insecure-no-auth must be true or false, not %q", insecure)
 	}
 	c.Sync = strings.ToLower(c.Sync)
 	if c.Sync != "full" && c.Sync != "normal" {

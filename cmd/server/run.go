@@ -16,6 +16,9 @@ import (
 
 const usage = `usage: server [flags]                 run the HTTP API
        server [flags] migrate status|up|down
+       server [flags] keys create --tenant NAME --scope read|write|admin [--name LABEL]
+       server [flags] keys list [--tenant NAME]
+       server [flags] keys revoke KEY_ID
 (run "server -h" for the flags)`
 
 // run is the whole program; main only wires it to the process. Tests call it with
@@ -32,6 +35,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 				return fmt.Errorf("migrate needs one of status, up, down\n%s", usage)
 			}
 			return repo.Migrate(ctx, cfg.DB, rest[1], stdout)
+		case "keys":
+			return keysCommand(ctx, cfg, rest[1:], stdout, stderr)
 		default:
 			return fmt.Errorf("unknown command %q\n%s", rest[0], usage)
 		}
@@ -61,8 +66,14 @@ func serve(ctx context.Context, cfg config, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	allowOpen, err := decideOpenMode(ctx, store, ln.Addr(), cfg.InsecureOpen, log)
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	srv := &http.Server{
-		Handler: api.New(api.Config{Store: store, Log: log, MaxBodyBytes: cfg.MaxBodyBytes, Spec: logbook.OpenAPI}),
+		Handler: api.New(api.Config{Store: store, Log: log, MaxBodyBytes: cfg.MaxBodyBytes, Spec: logbook.OpenAPI,
+			AllowOpen: allowOpen, RateLimit: cfg.RateLimit}),
 		// A slow or stuck client cannot hold a connection forever.
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       60 * time.Second,

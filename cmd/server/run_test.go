@@ -155,7 +155,7 @@ func TestMigrateCommands(t *testing.T) {
 	if out := migrate("status"); !strings.Contains(out, "applied 20") {
 		t.Errorf("status after up: %q", out)
 	}
-	if out := migrate("down"); !strings.Contains(out, "rolled back 00001") {
+	if out := migrate("down"); !strings.Contains(out, "rolled back 00002") {
 		t.Errorf("down: %q", out)
 	}
 	var out bytes.Buffer

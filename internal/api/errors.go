@@ -45,6 +45,12 @@ func statusOf(k model.Kind) int {
 		return http.StatusServiceUnavailable
 	case model.KindNotAllowed:
 		return http.StatusMethodNotAllowed
+	case model.KindUnauthorized:
+		return http.StatusUnauthorized
+	case model.KindForbidden:
+		return http.StatusForbidden
+	case model.KindRateLimited:
+		return http.StatusTooManyRequests
 	}
 	return http.StatusInternalServerError
 }

@@ -76,18 +76,41 @@ type client struct {
 	base  string
 	http  *http.Client
 	store *repo.Store
+	key   string // sent as a Bearer token when set
+}
+
+// as returns a client that sends key with every request.
+func (c *client) as(key string) *client {
+	cp := *c
+	cp.key = key
+	return &cp
+}
+
+// mustKey makes an API key straight in the store, as the CLI does.
+func mustKey(t testing.TB, c *client, tenant string, scope model.Scope) model.NewAPIKey {
+	t.Helper()
+	k, err := c.store.CreateAPIKey(context.Background(), tenant, model.CreateAPIKey{Scope: scope, Name: "test"})
+	if err != nil {
+		t.Fatalf("create key: %v", err)
+	}
+	return k
 }
 
 type testServerOption func(*api.Config)
 
 func withMaxBody(n int64) testServerOption { return func(c *api.Config) { c.MaxBodyBytes = n } }
 
+func withRateLimit(n int) testServerOption { return func(c *api.Config) { c.RateLimit = n } }
+
+// withoutOpenMode is a server on a public address: no key, no access.
+func withoutOpenMode() testServerOption { return func(c *api.Config) { c.AllowOpen = false } }
+
 // newClient starts the real router over a real store behind httptest.
 func newClient(t testing.TB, opts ...testServerOption) *client {
 	t.Helper()
 	loadSpec(t)
 	st := mustOpen(t)
-	cfg := api.Config{Store: st, Log: zerolog.Nop(), Spec: logbook.OpenAPI}
+	cfg := api.Config{Store: st, Log: zerolog.Nop(), Spec: logbook.OpenAPI, AllowOpen: true}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -136,6 +159,9 @@ func (c *client) do(method, path string, body any, headers ...string) *response 
 	}
 	if rd != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.key != "" {
+		req.Header.Set("Authorization", "Bearer "+c.key)
 	}
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])

@@ -17,6 +17,12 @@ type Config struct {
 	Log          zerolog.Logger
 	MaxBodyBytes int64  // request bodies past this answer 413
 	Spec         []byte // openapi.yaml, served at /openapi.yaml
+	// AllowOpen lets requests without a key act as the default tenant while no key
+	// exists. Set it only when the server is reachable from loopback alone, or when
+	// the operator said --insecure-no-auth.
+	AllowOpen bool
+	// RateLimit is each tenant's requests per second; 0 means no limit.
+	RateLimit int
 }
 
 // Server holds the handlers' dependencies; it has no globals.
@@ -26,6 +32,8 @@ type Server struct {
 	validate *validator.Validate
 	maxBody  int64
 	spec     []byte
+	open     *openMode
+	rate     int
 	router   *chi.Mux
 }
 
@@ -37,6 +45,11 @@ func New(cfg Config) *Server {
 		validate: newValidator(),
 		maxBody:  cfg.MaxBodyBytes,
 		spec:     cfg.Spec,
+		rate:     cfg.RateLimit,
+	}
+	s.open = &openMode{allowed: cfg.AllowOpen}
+	if cfg.Store != nil {
+		s.open.has = cfg.Store.HasActiveKeys
 	}
 	if s.maxBody <= 0 {
 		s.maxBody = 1 << 20
@@ -46,7 +59,3 @@ func New(cfg Config) *Server {
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
-
-// tenantOf names the tenant a request acts for. Until API keys exist every request
-// is the single open-mode tenant; the repo already scopes every query by it.
-func tenantOf(*http.Request) string { return "default" }

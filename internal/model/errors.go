@@ -22,6 +22,9 @@ const (
 	KindUnsupported              // the body is not JSON (415)
 	KindUnavailable              // storage failed; the write did not happen (503)
 	KindNotAllowed               // the route exists but not with this method (405)
+	KindUnauthorized             // no valid API key (401)
+	KindForbidden                // the key's scope does not reach the route (403)
+	KindRateLimited              // the tenant sent too many requests (429)
 )
 
 // Error is the one error type that crosses layer boundaries. Msg and Fields are

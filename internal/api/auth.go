@@ -1,0 +1,106 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/logbook/logbook/internal/model"
+)
+
+const principalKey ctxKey = iota + 100
+
+// authenticate puts the request's principal in its context: the key's tenant and
+// scope, or, in open mode, the default tenant with every scope.
+func (s *Server) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, err := s.principal(r)
+		if err != nil {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="logbook"`)
+			s.writeError(w, r, err)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey, p)))
+	})
+}
+
+func (s *Server) principal(r *http.Request) (model.Principal, error) {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		open, err := s.open.isOpen(r.Context())
+		if err != nil {
+			return model.Principal{}, err
+		}
+		if open {
+			return model.Principal{Tenant: model.DefaultTenant, Scope: model.ScopeAdmin}, nil
+		}
+		return model.Principal{}, model.ErrUnauthorized
+	}
+	scheme, token, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return model.Principal{}, model.ErrUnauthorized
+	}
+	return s.store.Authenticate(r.Context(), strings.TrimSpace(token))
+}
+
+// require refuses requests whose key's scope does not reach need.
+func (s *Server) require(need model.Scope) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if p := principalOf(r); !p.Scope.Allows(need) {
+				s.writeError(w, r, model.Forbidden(p.Scope, need))
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+func principalOf(r *http.Request) model.Principal {
+	p, _ := r.Context().Value(principalKey).(model.Principal)
+	return p
+}
+
+// tenantOf names the tenant a request acts for; every repo call is scoped by it.
+func tenantOf(r *http.Request) string { return principalOf(r).Tenant }
+
+// openMode answers "may a request without a key act as the default tenant?": only
+// when the server allows it (loopback, or --insecure-no-auth) and no key exists.
+// The answer is cached briefly because a key made by the CLI, in another process,
+// can only be seen by asking the database.
+type openMode struct {
+	allowed bool
+	has     func(context.Context) (bool, error)
+
+	mu      sync.Mutex
+	open    bool
+	checked time.Time
+}
+
+const openModeTTL = time.Second
+
+func (o *openMode) isOpen(ctx context.Context) (bool, error) {
+	if !o.allowed {
+		return false, nil
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if time.Since(o.checked) < openModeTTL {
+		return o.open, nil
+	}
+	hasKeys, err := o.has(ctx)
+	if err != nil {
+		return false, err
+	}
+	o.open, o.checked = !hasKeys, time.Now()
+	return o.open, nil
+}
+
+// forget drops the cached answer, after this server made or revoked a key.
+func (o *openMode) forget() {
+	o.mu.Lock()
+	o.checked = time.Time{}
+	o.mu.Unlock()
+}

@@ -1,0 +1,224 @@
+package api_test
+
+import (
+	"net/http"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/logbook/logbook/internal/model"
+)
+
+func TestOpenModeEndsWithTheFirstKey(t *testing.T) {
+	c := newClient(t)
+	c.do("GET", "/v1/sessions", nil).want(t, http.StatusOK, nil)
+
+	var k model.NewAPIKey
+	res := c.do("POST", "/v1/admin/keys", map[string]any{"scope": "admin", "name": "ops"}).want(t, http.StatusCreated, &k)
+	if !strings.HasPrefix(k.Key, "lb_") || k.Tenant != model.DefaultTenant || k.Scope != model.ScopeAdmin {
+		t.Fatalf("new key %+v", k)
+	}
+	if res.Header.Get("Cache-Control") != "no-store" {
+		t.Error("a body holding a key must not be cached")
+	}
+	c.do("GET", "/v1/sessions", nil).wantProblem(t, http.StatusUnauthorized, "unauthorized")
+	c.as(k.Key).do("GET", "/v1/sessions", nil).want(t, http.StatusOK, nil)
+
+	// Revoking the last key reopens a loopback server: the operator chose that.
+	c.as(k.Key).do("DELETE", "/v1/admin/keys/"+k.ID, nil).want(t, http.StatusOK, nil)
+	c.as(k.Key).do("GET", "/v1/sessions", nil).wantProblem(t, http.StatusUnauthorized, "unauthorized")
+	c.do("GET", "/v1/sessions", nil).want(t, http.StatusOK, nil)
+}
+
+func TestNoOpenModeOffLoopback(t *testing.T) {
+	c := newClient(t, withoutOpenMode())
+	res := c.do("GET", "/v1/sessions", nil)
+	res.wantProblem(t, http.StatusUnauthorized, "unauthorized")
+	if res.Header.Get("WWW-Authenticate") == "" {
+		t.Error("401 without WWW-Authenticate")
+	}
+	c.do("GET", "/healthz", nil).want(t, http.StatusOK, nil)
+}
+
+// A bad key of any kind gets the same answer, so answers reveal nothing about
+// which keys exist.
+func TestBadKeysAreIndistinguishable(t *testing.T) {
+	c := newClient(t, withoutOpenMode())
+	good := mustKey(t, c, "a", model.ScopeWrite)
+	revoked := mustKey(t, c, "a", model.ScopeWrite)
+	c.as(good.Key).do("GET", "/v1/sessions", nil).want(t, http.StatusOK, nil)
+	if _, err := c.store.RevokeAPIKey(t.Context(), "", revoked.ID); err != nil {
+		t.Fatal(err)
+	}
+	wrongSecret := good.Key[:len(good.Key)-4] + "0000"
+	if wrongSecret == good.Key {
+		wrongSecret = good.Key[:len(good.Key)-4] + "1111"
+	}
+	var details []string
+	for name, h := range map[string]string{
+		"no_key":       "",
+		"not_bearer":   "Basic " + good.Key,
+		"malformed":    "Bearer nope",
+		"unknown_id":   "Bearer lb_0123456789abcdef_" + strings.Repeat("a", 64),
+		"wrong_secret": "Bearer " + wrongSecret,
+		"revoked":      "Bearer " + revoked.Key,
+	} {
+		res := c.do("GET", "/v1/sessions", nil, "Authorization", h)
+		p := res.wantProblem(t, http.StatusUnauthorized, "unauthorized")
+		details = append(details, p.Detail)
+		_ = name
+	}
+	sort.Strings(details)
+	if details[0] != details[len(details)-1] {
+		t.Errorf("401 details differ: %q", details)
+	}
+}
+
+func TestScopes(t *testing.T) {
+	c := newClient(t, withoutOpenMode())
+	keys := map[model.Scope]string{}
+	for _, s := range []model.Scope{model.ScopeRead, model.ScopeWrite, model.ScopeAdmin} {
+		keys[s] = mustKey(t, c, "a", s).Key
+	}
+	ses := mustCreateSession(t, c.as(keys[model.ScopeWrite]), nil)
+	cases := []struct {
+		method, path string
+		body         any
+		need         model.Scope
+	}{
+		{"GET", "/v1/sessions", nil, model.ScopeRead},
+		{"GET", "/v1/sessions/" + ses.ID + "/messages", nil, model.ScopeRead},
+		{"POST", "/v1/sessions", map[string]any{}, model.ScopeWrite},
+		{"POST", "/v1/sessions/" + ses.ID + "/messages", userMsg("x"), model.ScopeWrite},
+		{"PATCH", "/v1/sessions/" + ses.ID, map[string]any{"title": "t"}, model.ScopeWrite},
+		{"GET", "/v1/admin/keys", nil, model.ScopeAdmin},
+		{"POST", "/v1/admin/keys", map[string]any{"scope": "read"}, model.ScopeAdmin},
+	}
+	for _, tc := range cases {
+		for have, key := range keys {
+			name := strings.ReplaceAll(tc.method+tc.path, "/", "_") + "_as_" + string(have)
+			t.Run(name, func(t *testing.T) {
+				res := c.as(key).do(tc.method, tc.path, tc.body)
+				if have.Allows(tc.need) {
+					if res.Status >= 300 {
+						t.Fatalf("status %d: %s", res.Status, res.Body)
+					}
+					return
+				}
+				res.wantProblem(t, http.StatusForbidden, "forbidden")
+			})
+		}
+	}
+}
+
+// TestCrossTenantEveryRoute walks every operation in openapi.yaml with tenant B's
+// admin key against tenant A's objects: each must answer as if they did not exist.
+// A route added to the spec without an entry here fails the test, so a new route
+// cannot forget its scoping.
+func TestCrossTenantEveryRoute(t *testing.T) {
+	c := newClient(t, withoutOpenMode())
+	a := c.as(mustKey(t, c, "tenant-a", model.ScopeAdmin).Key)
+	b := c.as(mustKey(t, c, "tenant-b", model.ScopeAdmin).Key)
+	aSes := mustCreateSession(t, a, map[string]any{"id": "a-secret-session", "title": "A's", "metadata": map[string]any{"owner": "a"}})
+	aMsg := mustAppend(t, a, aSes.ID, userMsg("A's message"))
+	aKey := mustKey(t, c, "tenant-a", model.ScopeRead)
+	// Not aSes.ID itself: B may make a session with the same id, in its own namespace.
+	aSecrets := []string{aMsg.ID, aKey.ID, "A's", `"owner":"a"`}
+
+	const (
+		notFound = "404"   // A's object must not be found
+		ownList  = "list"  // 200 with only B's rows
+		ownWrite = "write" // acts on B's own namespace
+	)
+	routes := map[string]struct {
+		expect string
+		body   any
+	}{
+		"createSession":  {ownWrite, map[string]any{}},
+		"listSessions":   {ownList, nil},
+		"getSession":     {notFound, nil},
+		"updateSession":  {notFound, map[string]any{"title": "hijacked"}},
+		"closeSession":   {notFound, nil},
+		"appendMessages": {notFound, userMsg("injected")},
+		"listMessages":   {notFound, nil},
+		"getMessage":     {notFound, nil},
+		"createKey":      {ownWrite, map[string]any{"scope": "read"}},
+		"listKeys":       {ownList, nil},
+		"revokeKey":      {notFound, nil},
+	}
+
+	doc, _ := loadSpec(t)
+	covered := 0
+	for path, item := range doc.Paths.Map() {
+		if !strings.HasPrefix(path, "/v1/") {
+			continue
+		}
+		for method, op := range item.Operations() {
+			route, ok := routes[op.OperationID]
+			if !ok {
+				t.Errorf("%s %s (%s) has no cross-tenant case: add one", method, path, op.OperationID)
+				continue
+			}
+			covered++
+			filled := strings.NewReplacer("{message_id}", aMsg.ID).Replace(path)
+			if strings.HasPrefix(path, "/v1/admin/keys/") {
+				filled = strings.Replace(filled, "{id}", aKey.ID, 1)
+			} else {
+				filled = strings.Replace(filled, "{id}", aSes.ID, 1)
+			}
+			t.Run(op.OperationID, func(t *testing.T) {
+				res := b.do(method, filled, route.body)
+				switch route.expect {
+				case notFound:
+					res.wantProblem(t, http.StatusNotFound, "not_found")
+				default:
+					if res.Status >= 300 {
+						t.Fatalf("status %d: %s", res.Status, res.Body)
+					}
+				}
+				if route.expect == ownList {
+					for _, secret := range aSecrets {
+						if strings.Contains(string(res.Body), secret) {
+							t.Errorf("B's list shows A's %q: %s", secret, res.Body)
+						}
+					}
+				}
+			})
+		}
+	}
+	if covered != len(routes) {
+		t.Errorf("walked %d operations, the table has %d: a route is gone from the spec", covered, len(routes))
+	}
+
+	// A's ids are not reserved in B: the same id is B's own session, and a 409
+	// here would tell B that A uses it.
+	mustCreateSession(t, b, map[string]any{"id": aSes.ID})
+
+	// A's objects are as A left them.
+	got := mustGetSession(t, a, aSes.ID)
+	if *got.Title != "A's" || got.Status != model.StatusActive || got.MessageCount != 1 {
+		t.Errorf("A's session changed: %+v", got)
+	}
+	c.as(aKey.Key).do("GET", "/v1/sessions/"+aSes.ID, nil).want(t, http.StatusOK, nil)
+}
+
+func TestRateLimitIsPerTenant(t *testing.T) {
+	c := newClient(t, withoutOpenMode(), withRateLimit(5))
+	a := c.as(mustKey(t, c, "a", model.ScopeRead).Key)
+	b := c.as(mustKey(t, c, "b", model.ScopeRead).Key)
+	var limited *response
+	for range 20 {
+		if res := a.do("GET", "/v1/sessions", nil); res.Status == http.StatusTooManyRequests {
+			limited = res
+			break
+		}
+	}
+	if limited == nil {
+		t.Fatal("20 requests in a row never hit a limit of 5 per second")
+	}
+	limited.wantProblem(t, http.StatusTooManyRequests, "rate_limited")
+	if limited.Header.Get("Retry-After") == "" {
+		t.Error("429 without Retry-After")
+	}
+	b.do("GET", "/v1/sessions", nil).want(t, http.StatusOK, nil)
+}
