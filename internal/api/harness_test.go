@@ -56,9 +56,13 @@ func loadSpec(t testing.TB) (*openapi3.T, routers.Router) {
 }
 
 // mustOpen opens a store on a fresh database file in t.TempDir().
-func mustOpen(t testing.TB) *repo.Store {
+func mustOpen(t testing.TB, cfg repo.Config) *repo.Store {
 	t.Helper()
-	st, err := repo.Open(context.Background(), repo.Config{Path: filepath.Join(t.TempDir(), "logbook.db"), Migrate: true})
+	if cfg.Path == "" {
+		cfg.Path = filepath.Join(t.TempDir(), "logbook.db")
+	}
+	cfg.Migrate = true
+	st, err := repo.Open(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
@@ -96,25 +100,36 @@ func mustKey(t testing.TB, c *client, tenant string, scope model.Scope) model.Ne
 	return k
 }
 
-type testServerOption func(*api.Config)
+type testConfig struct {
+	api  api.Config
+	repo repo.Config
+}
 
-func withMaxBody(n int64) testServerOption { return func(c *api.Config) { c.MaxBodyBytes = n } }
+type testServerOption func(*testConfig)
 
-func withRateLimit(n int) testServerOption { return func(c *api.Config) { c.RateLimit = n } }
+func withMaxBody(n int64) testServerOption { return func(c *testConfig) { c.api.MaxBodyBytes = n } }
+
+func withRateLimit(n int) testServerOption { return func(c *testConfig) { c.api.RateLimit = n } }
 
 // withoutOpenMode is a server on a public address: no key, no access.
-func withoutOpenMode() testServerOption { return func(c *api.Config) { c.AllowOpen = false } }
+func withoutOpenMode() testServerOption { return func(c *testConfig) { c.api.AllowOpen = false } }
+
+func withFaults(f *repo.Faults) testServerOption { return func(c *testConfig) { c.repo.Faults = f } }
+
+// withDB puts the database at path (for a file system the test prepared).
+func withDB(path string) testServerOption { return func(c *testConfig) { c.repo.Path = path } }
 
 // newClient starts the real router over a real store behind httptest.
 func newClient(t testing.TB, opts ...testServerOption) *client {
 	t.Helper()
 	loadSpec(t)
-	st := mustOpen(t)
-	cfg := api.Config{Store: st, Log: zerolog.Nop(), Spec: logbook.OpenAPI, AllowOpen: true}
+	cfg := testConfig{api: api.Config{Log: zerolog.Nop(), Spec: logbook.OpenAPI, AllowOpen: true}}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	ts := httptest.NewServer(api.New(cfg))
+	st := mustOpen(t, cfg.repo)
+	cfg.api.Store = st
+	ts := httptest.NewServer(api.New(cfg.api))
 	t.Cleanup(ts.Close)
 	return &client{t: t, base: ts.URL, http: ts.Client(), store: st}
 }

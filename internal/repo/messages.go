@@ -111,6 +111,9 @@ func hashRequest(req model.AppendRequest) []byte {
 
 func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, tenant, sessionID string, req model.AppendRequest,
 	reqHash []byte, rows []newRow, now model.Time) (model.AppendResult, error) {
+	if err := s.faults.check(PointMessageWrite); err != nil {
+		return model.AppendResult{}, err
+	}
 	// Idempotency look-ups come before the status check: a retry of something that
 	// was stored must get its answer even after the session closed.
 	if req.RequestKey != "" {
@@ -280,6 +283,9 @@ func scanMessage(sc scanner, hash *[]byte) (model.Message, error) {
 
 // GetMessage returns one message of a session, or KindNotFound.
 func (s *Store) GetMessage(ctx context.Context, tenant, sessionID, id string) (model.Message, error) {
+	if err := s.faults.check(PointMessageRead); err != nil {
+		return model.Message{}, err
+	}
 	row := s.rdb.QueryRowContext(ctx, `SELECT `+messageColumns+` FROM messages
 		WHERE id = ? AND tenant_id = ? AND session_id = ?`, id, tenant, sessionID)
 	m, err := scanMessage(row, nil)
@@ -292,6 +298,9 @@ func (s *Store) GetMessage(ctx context.Context, tenant, sessionID, id string) (m
 // ListMessages returns one page of a session's messages in seq order (ascending
 // unless f.Desc). Errors: KindNotFound for a missing session, invalid_cursor.
 func (s *Store) ListMessages(ctx context.Context, tenant, sessionID string, f model.MessageFilter, p PageRequest) (model.Page[model.Message], error) {
+	if err := s.faults.check(PointMessageRead); err != nil {
+		return model.Page[model.Message]{}, err
+	}
 	q := fingerprint("messages", sessionID, f)
 	cur, hasCur, err := decodeCursor(p.Cursor, q)
 	if err != nil {

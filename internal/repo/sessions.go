@@ -37,6 +37,9 @@ func (s *Store) CreateSession(ctx context.Context, tenant string, in model.Creat
 		return model.Session{}, model.Internal(err)
 	}
 	err = s.write(ctx, func(tx *sql.Tx) error {
+		if err := s.faults.check(PointSessionWrite); err != nil {
+			return err
+		}
 		_, err := tx.Exec(`INSERT INTO sessions (tenant_id, id, agent_id, title, status, metadata, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 			tenant, ses.ID, ses.AgentID, ses.Title, ses.Status, string(meta), int64(now), int64(now))
@@ -166,6 +169,9 @@ func (s *Store) ListSessions(ctx context.Context, tenant string, f model.Session
 func (s *Store) UpdateSession(ctx context.Context, tenant, id string, in model.UpdateSession) (model.Session, error) {
 	var out model.Session
 	err := s.write(ctx, func(tx *sql.Tx) error {
+		if err := s.faults.check(PointSessionWrite); err != nil {
+			return err
+		}
 		ses, err := getSession(ctx, tx, tenant, id)
 		if err != nil {
 			return err
@@ -215,6 +221,9 @@ func asPatch(m model.Optional[map[string]any]) any {
 func (s *Store) CloseSession(ctx context.Context, tenant, id string) (model.Session, error) {
 	var out model.Session
 	err := s.write(ctx, func(tx *sql.Tx) error {
+		if err := s.faults.check(PointSessionWrite); err != nil {
+			return err
+		}
 		ses, err := getSession(ctx, tx, tenant, id)
 		if err != nil {
 			return err

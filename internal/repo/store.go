@@ -25,6 +25,8 @@ type Config struct {
 	Migrate   bool   // apply pending migrations on Open
 	// MaxBatch caps how many queued writes share one transaction; 0 means 1000.
 	MaxBatch int
+	// Faults injects failures at named points; tests only. Nil in production.
+	Faults *Faults
 }
 
 // Store is the storage handle. Its methods are safe for concurrent use.
@@ -39,6 +41,7 @@ type Store struct {
 	maxBatch   int
 	stats      writerStats
 	st         writerStatements // used only by the writer goroutine
+	faults     *Faults
 }
 
 // mmapSize lets reads of hot pages skip the read() syscall: measured ~1.7× faster
@@ -116,6 +119,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		writerDone: make(chan struct{}),
 		maxBatch:   cfg.MaxBatch,
 		st:         st,
+		faults:     cfg.Faults,
 	}
 	if s.maxBatch <= 0 {
 		s.maxBatch = 1000

@@ -96,12 +96,20 @@ func (s *Store) commit(batch []*writeOp) {
 		}
 	}
 
+	if err := s.faults.check(PointBegin); err != nil {
+		fail(err)
+		return
+	}
 	tx, err := s.wdb.BeginTx(ctx, nil)
 	if err != nil {
 		fail(mapErr(err))
 		return
 	}
 	for i, op := range batch {
+		if err := s.faults.check(PointExec); err != nil {
+			results[i] = err
+			continue
+		}
 		if _, err := tx.StmtContext(ctx, s.st.savepoint).ExecContext(ctx); err != nil {
 			_ = tx.Rollback()
 			fail(mapErr(err))
@@ -123,8 +131,19 @@ func (s *Store) commit(batch []*writeOp) {
 			return
 		}
 	}
+	crash := s.faults.fire(PointCommit)
+	switch crash {
+	case FaultError, FaultCrashBeforeCommit:
+		_ = tx.Rollback()
+		fail(model.Unavailable(fmt.Errorf("%w: %s at commit", ErrInjected, crash)))
+		return
+	}
 	if err := tx.Commit(); err != nil {
 		fail(mapErr(err))
+		return
+	}
+	if crash == FaultCrashAfterCommit { // stored, but the answers are lost
+		fail(model.Unavailable(fmt.Errorf("%w: %s", ErrInjected, crash)))
 		return
 	}
 	s.stats.commits.Add(1)

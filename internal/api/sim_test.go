@@ -1,0 +1,455 @@
+package api_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/logbook/logbook/internal/model"
+	"github.com/logbook/logbook/internal/repo"
+)
+
+// The deterministic simulation: a seeded random sequence of API operations against
+// the real store with faults injected at every named point, checked after every
+// step against a small in-memory model of what must be stored. The same seed
+// gives the same run; LOGBOOK_SIM_SEED replays one, LOGBOOK_SIM_OPS sizes it.
+
+func simFaultRules() []repo.FaultRule {
+	return []repo.FaultRule{
+		{Point: repo.PointBegin, Kind: repo.FaultError, Rate: 0.01},
+		{Point: repo.PointExec, Kind: repo.FaultError, Rate: 0.02},
+		{Point: repo.PointExec, Kind: repo.FaultLatency, Rate: 0.02, Latency: time.Millisecond},
+		{Point: repo.PointCommit, Kind: repo.FaultError, Rate: 0.01},
+		{Point: repo.PointCommit, Kind: repo.FaultCrashBeforeCommit, Rate: 0.02},
+		{Point: repo.PointCommit, Kind: repo.FaultCrashAfterCommit, Rate: 0.03},
+		{Point: repo.PointSessionWrite, Kind: repo.FaultError, Rate: 0.03},
+		{Point: repo.PointMessageWrite, Kind: repo.FaultError, Rate: 0.03},
+		{Point: repo.PointMessageRead, Kind: repo.FaultError, Rate: 0.03},
+	}
+}
+
+type simMsg struct {
+	id      string
+	role    model.Role
+	content string
+	tokens  int64
+	cost    float64
+}
+
+type simSession struct {
+	id     string
+	status model.Status
+	msgs   []simMsg // msgs[i] has seq i+1
+}
+
+func (s *simSession) tokens() (n int64, cost float64) {
+	for _, m := range s.msgs {
+		n += m.tokens
+		cost += m.cost
+	}
+	return n, cost
+}
+
+// simRequest is an acknowledged append, kept so that it can be retried later.
+type simRequest struct {
+	session *simSession
+	key     string
+	body    any
+	batch   bool
+	seqs    []int64
+	ids     []string
+}
+
+type sim struct {
+	t        *testing.T
+	c        *client
+	faults   *repo.Faults
+	rng      *rand.Rand
+	sessions []*simSession
+	acked    []*simRequest
+	trace    []string
+	n        int // names sessions and keys
+	stats    map[string]int
+}
+
+func runSim(t *testing.T, seed uint64, ops int) []string {
+	faults, err := repo.NewFaults(seed, simFaultRules()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &sim{t: t, c: newClient(t, withFaults(faults)), faults: faults,
+		rng: rand.New(rand.NewPCG(seed, 7)), stats: map[string]int{}}
+	for step := 0; step < ops && !t.Failed(); step++ {
+		switch r := s.rng.IntN(100); {
+		case r < 8 || len(s.sessions) == 0:
+			s.create()
+		case r < 43:
+			s.appendOne(s.pick())
+		case r < 55:
+			s.appendBatch(s.pick())
+		case r < 65:
+			s.retry()
+		case r < 75:
+			s.transition(s.pick(), model.Statuses[s.rng.IntN(len(model.Statuses))])
+		case r < 80:
+			s.close(s.pick())
+		default:
+			s.walk(s.pick())
+		}
+	}
+	for _, ses := range s.sessions {
+		s.walk(ses)
+	}
+	for _, e := range faults.Events() {
+		s.stats["fault "+string(e.Kind)+"@"+string(e.Point)]++
+	}
+	if testing.Verbose() {
+		keys := make([]string, 0, len(s.stats))
+		for k := range s.stats {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			t.Logf("%-32s %d", k, s.stats[k])
+		}
+	}
+	return s.trace
+}
+
+func (s *sim) pick() *simSession { return s.sessions[s.rng.IntN(len(s.sessions))] }
+
+func (s *sim) logf(format string, args ...any) {
+	s.trace = append(s.trace, fmt.Sprintf(format, args...))
+}
+
+// send makes one request and says whether the faults that fired during it left
+// the write committed (crash after commit) or not, after checking that a failure
+// is a clean 503 caused by an injected fault.
+func (s *sim) send(method, path string, body any, headers ...string) (res *response, committed bool) {
+	s.t.Helper()
+	before := len(s.faults.Events())
+	res = s.c.do(method, path, body, headers...)
+	fired := s.faults.Events()[before:]
+	// failing: a fault that must turn the answer into a 503. A fault at commit does
+	// not when the write was refused for its own reason (a 409 stays a 409:
+	// nothing of it was to be committed anyway).
+	failing, atCommit := false, false
+	for _, e := range fired {
+		switch {
+		case e.Point == repo.PointCommit:
+			atCommit = true
+		case e.Kind != repo.FaultLatency:
+			failing = true
+		}
+		committed = committed || e.Kind == repo.FaultCrashAfterCommit
+	}
+	// A crash after commit stores the write only if nothing before it failed it.
+	committed = committed && !failing
+	if atCommit && (res.Status < 400 || res.Status >= 500) {
+		failing = true
+	}
+	s.logf("%s %s -> %d %v", method, path, res.Status, fired)
+	switch {
+	case res.Status >= 500:
+		res.wantProblem(s.t, http.StatusServiceUnavailable, "storage_unavailable")
+		if !failing && !atCommit {
+			s.t.Fatalf("%s %s answered %d with no fault injected: %s", method, path, res.Status, res.Body)
+		}
+		s.stats["503 (injected)"]++
+	case failing:
+		s.t.Fatalf("%s %s answered %d although %v fired", method, path, res.Status, fired)
+	}
+	return res, committed
+}
+
+// check compares the stored session with the model.
+func (s *sim) check(ses *simSession) {
+	s.t.Helper()
+	got := mustGetSession(s.t, s.c, ses.id)
+	tokens, cost := ses.tokens()
+	n := int64(len(ses.msgs))
+	if got.Status != ses.status || got.MessageCount != n || got.LastSeq != n || got.TotalTokens != tokens || got.TotalCost != cost {
+		s.t.Fatalf("session %s stored %s/%d msgs/last %d/%d tokens/%v cost, model %s/%d/%d/%d/%v",
+			ses.id, got.Status, got.MessageCount, got.LastSeq, got.TotalTokens, got.TotalCost, ses.status, n, n, tokens, cost)
+	}
+}
+
+func (s *sim) create() {
+	s.n++
+	ses := &simSession{id: fmt.Sprintf("s%05d", s.n), status: model.StatusCreated}
+	for {
+		res, committed := s.send("POST", "/v1/sessions", map[string]any{"id": ses.id})
+		if res.Status == http.StatusCreated || committed {
+			s.sessions = append(s.sessions, ses)
+			s.check(ses)
+			s.stats["create"]++
+			return
+		}
+		if res.Status != http.StatusServiceUnavailable {
+			s.t.Fatalf("create: %d %s", res.Status, res.Body)
+		}
+		// nothing committed: the id must still be free (no trace of the failure)
+		s.c.do("GET", "/v1/sessions/"+ses.id, nil).wantProblem(s.t, http.StatusNotFound, "not_found")
+	}
+}
+
+func (s *sim) message() (map[string]any, simMsg) {
+	s.n++
+	roles := []model.Role{model.RoleUser, model.RoleAssistant, model.RoleSystem, model.RoleTool}
+	m := simMsg{role: roles[s.rng.IntN(len(roles))], content: "m" + strconv.Itoa(s.n),
+		tokens: int64(s.rng.IntN(100)), cost: float64(s.rng.IntN(8)) / 8}
+	body := map[string]any{"role": m.role, "content": m.content, "tokens": m.tokens, "cost": m.cost}
+	if m.role == model.RoleTool {
+		body["tool_call_id"] = "call_" + strconv.Itoa(s.n)
+	}
+	return body, m
+}
+
+func (s *sim) appendOne(ses *simSession) {
+	body, m := s.message()
+	s.append(ses, body, false, []simMsg{m})
+}
+
+func (s *sim) appendBatch(ses *simSession) {
+	var (
+		items []any
+		msgs  []simMsg
+	)
+	for range 1 + s.rng.IntN(5) {
+		b, m := s.message()
+		items, msgs = append(items, b), append(msgs, m)
+	}
+	s.append(ses, map[string]any{"messages": items}, true, msgs)
+}
+
+// append sends an idempotent append and, like a runtime would, retries it with the
+// same key while the store answers 503.
+func (s *sim) append(ses *simSession, body any, batch bool, msgs []simMsg) {
+	s.n++
+	key := "k" + strconv.Itoa(s.n)
+	path := "/v1/sessions/" + ses.id + "/messages"
+	committedEarlier := false
+	for try := 0; ; try++ {
+		if try > 100 {
+			s.t.Fatalf("append %s still failing after 100 tries", key)
+		}
+		res, committed := s.send("POST", path, body, "Idempotency-Key", key)
+		if res.Status == http.StatusServiceUnavailable {
+			if committed && !committedEarlier && !ses.status.Closed() {
+				s.applyAppend(ses, msgs) // stored although the answer was lost
+				committedEarlier = true
+			}
+			continue
+		}
+		if ses.status.Closed() && !committedEarlier {
+			res.wantProblem(s.t, http.StatusConflict, "session_closed")
+			s.stats["append refused: closed"]++
+			s.check(ses)
+			return
+		}
+		want := http.StatusCreated
+		if committedEarlier {
+			want = http.StatusOK // the retry must find what the lost answer stored
+			s.stats["retry found a lost ack"]++
+		}
+		got := decodeAppend(s.t, res, want, batch)
+		if !committedEarlier {
+			s.applyAppend(ses, msgs)
+		}
+		req := &simRequest{session: ses, key: key, body: body, batch: batch}
+		first := int64(len(ses.msgs) - len(msgs) + 1)
+		for i, m := range got {
+			if m.Seq != first+int64(i) || m.Content != msgs[i].content {
+				s.t.Fatalf("append %s: message %d stored as seq %d %q, model says seq %d %q", key, i, m.Seq, m.Content, first+int64(i), msgs[i].content)
+			}
+			ses.msgs[m.Seq-1].id = m.ID
+			req.seqs, req.ids = append(req.seqs, m.Seq), append(req.ids, m.ID)
+		}
+		s.acked = append(s.acked, req)
+		s.stats["append"]++
+		s.check(ses)
+		return
+	}
+}
+
+func (s *sim) applyAppend(ses *simSession, msgs []simMsg) {
+	ses.msgs = append(ses.msgs, msgs...)
+	if ses.status == model.StatusCreated {
+		ses.status = model.StatusActive
+	}
+}
+
+func decodeAppend(t *testing.T, res *response, status int, batch bool) []model.Message {
+	t.Helper()
+	if batch {
+		var out struct{ Data []model.Message }
+		res.want(t, status, &out)
+		return out.Data
+	}
+	var m model.Message
+	res.want(t, status, &m)
+	return []model.Message{m}
+}
+
+// retry resends an acknowledged request: it must answer what was stored and write
+// nothing, whatever happened to the session since.
+func (s *sim) retry() {
+	if len(s.acked) == 0 {
+		return
+	}
+	req := s.acked[s.rng.IntN(len(s.acked))]
+	for {
+		res, _ := s.send("POST", "/v1/sessions/"+req.session.id+"/messages", req.body, "Idempotency-Key", req.key)
+		if res.Status == http.StatusServiceUnavailable {
+			continue
+		}
+		got := decodeAppend(s.t, res, http.StatusOK, req.batch)
+		for i, m := range got {
+			if m.Seq != req.seqs[i] || m.ID != req.ids[i] {
+				s.t.Fatalf("retry of %s answered seq %d id %s, first answer seq %d id %s", req.key, m.Seq, m.ID, req.seqs[i], req.ids[i])
+			}
+		}
+		s.stats["retry replayed"]++
+		s.check(req.session)
+		return
+	}
+}
+
+func (s *sim) transition(ses *simSession, to model.Status) {
+	for {
+		res, committed := s.send("PATCH", "/v1/sessions/"+ses.id, map[string]any{"status": to})
+		ok := model.CanTransition(ses.status, to)
+		switch {
+		case res.Status == http.StatusServiceUnavailable:
+			if !committed {
+				s.check(ses) // nothing changed
+				continue
+			}
+			if ok {
+				ses.status = to
+			}
+		case ok:
+			res.want(s.t, http.StatusOK, nil)
+			ses.status = to
+		default:
+			res.wantProblem(s.t, http.StatusConflict, "invalid_transition")
+			s.stats["transition refused"]++
+		}
+		s.stats["transition"]++
+		s.check(ses)
+		return
+	}
+}
+
+func (s *sim) close(ses *simSession) {
+	for {
+		res, committed := s.send("DELETE", "/v1/sessions/"+ses.id, nil)
+		if res.Status == http.StatusServiceUnavailable && !committed {
+			s.check(ses)
+			continue
+		}
+		if res.Status != http.StatusServiceUnavailable {
+			res.want(s.t, http.StatusOK, nil)
+		}
+		if !ses.status.Closed() {
+			ses.status = model.StatusCompleted
+		}
+		s.stats["close"]++
+		s.check(ses)
+		return
+	}
+}
+
+// walk pages through a session, retrying a page that failed, and compares every
+// message with the model.
+func (s *sim) walk(ses *simSession) {
+	limit := 1 + s.rng.IntN(10)
+	desc := s.rng.IntN(4) == 0
+	base := fmt.Sprintf("/v1/sessions/%s/messages?limit=%d", ses.id, limit)
+	if desc {
+		base += "&order=desc"
+	}
+	var got []model.Message
+	next := base
+	for {
+		res, _ := s.send("GET", next, nil)
+		if res.Status == http.StatusServiceUnavailable {
+			continue
+		}
+		var p model.Page[model.Message]
+		res.want(s.t, http.StatusOK, &p)
+		got = append(got, p.Data...)
+		if !p.HasMore {
+			break
+		}
+		next = base + "&cursor=" + *p.NextCursor
+	}
+	if desc {
+		slices.Reverse(got)
+	}
+	if len(got) != len(ses.msgs) {
+		s.t.Fatalf("session %s: walk found %d messages, model has %d", ses.id, len(got), len(ses.msgs))
+	}
+	for i, m := range got {
+		w := ses.msgs[i]
+		if m.Seq != int64(i+1) || m.Content != w.content || m.Role != w.role || m.Tokens != w.tokens || (w.id != "" && m.ID != w.id) {
+			s.t.Fatalf("session %s seq %d: stored %+v, model %+v", ses.id, i+1, m, w)
+		}
+	}
+	s.stats["walk"]++
+}
+
+func simSeed(t *testing.T) uint64 {
+	if v := os.Getenv("LOGBOOK_SIM_SEED"); v != "" {
+		seed, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("LOGBOOK_SIM_SEED: %v", err)
+		}
+		return seed
+	}
+	return uint64(time.Now().UnixNano())
+}
+
+func simOps(def int) int {
+	if n, err := strconv.Atoi(os.Getenv("LOGBOOK_SIM_OPS")); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
+
+func TestSimulationWithFaults(t *testing.T) {
+	seed := simSeed(t)
+	t.Logf("seed %d (replay: LOGBOOK_SIM_SEED=%d)", seed, seed)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("FAILED with seed %d: replay with LOGBOOK_SIM_SEED=%d go test ./internal/api -run TestSimulationWithFaults", seed, seed)
+		}
+	})
+	ops := simOps(3000)
+	if testing.Short() {
+		ops = 300
+	}
+	trace := runSim(t, seed, ops)
+	t.Logf("%d operations, %d requests", ops, len(trace))
+}
+
+// The same seed twice gives the same run, request for request, fault for fault.
+func TestSimulationIsDeterministic(t *testing.T) {
+	seed := simSeed(t)
+	a := runSim(t, seed, 400)
+	b := runSim(t, seed, 400)
+	if len(a) != len(b) {
+		t.Fatalf("seed %d: %d requests, then %d", seed, len(a), len(b))
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			t.Fatalf("seed %d: request %d differs:\n%s\n%s", seed, i, a[i], b[i])
+		}
+	}
+	t.Logf("seed %d: %d requests replayed identically", seed, len(a))
+}
