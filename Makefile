@@ -4,7 +4,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: run build test check fmt vet lint bench gobench crash clean
+.PHONY: run build test check fmt vet lint bench gobench crash fuzz sim clean
 
 run:
 	$(GO) run ./cmd/server
@@ -41,6 +41,18 @@ gobench:
 # The long form of the crash test: many kill -9 cycles under load.
 crash:
 	LOGBOOK_CRASH_CYCLES=25 LOGBOOK_CRASH_PHASE=2s $(GO) test -count=1 -run TestCrash -v ./cmd/server/
+
+# Each fuzz target for FUZZTIME (CI runs their seed corpora in make test).
+FUZZTIME ?= 60s
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzRequestBodies$$' -fuzztime $(FUZZTIME) ./internal/api/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeCursor$$' -fuzztime $(FUZZTIME) ./internal/repo/
+	$(GO) test -run '^$$' -fuzz '^FuzzMergePatch$$' -fuzztime $(FUZZTIME) ./internal/model/
+
+# A long fault-injection simulation; LOGBOOK_SIM_SEED=N replays a run.
+SIMOPS ?= 50000
+sim:
+	LOGBOOK_SIM_OPS=$(SIMOPS) $(GO) test -count=1 -run TestSimulationWithFaults -v ./internal/api/
 
 clean:
 	rm -rf bin

@@ -36,7 +36,11 @@ func mapErr(err error) error {
 		return &model.Error{Kind: model.KindConflict, Code: "conflict", Msg: "an object with this id already exists", Err: err}
 	}
 	switch code & 0xff { // primary result code
-	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR,
+	case sqlite3.SQLITE_FULL:
+		e := model.Unavailable(err)
+		e.Msg = "storage is full; the request was not applied, retry when space is freed"
+		return e
+	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_IOERR,
 		sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CORRUPT,
 		sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_NOMEM, sqlite3.SQLITE_PROTOCOL:
 		return model.Unavailable(err)
