@@ -32,15 +32,25 @@ func TestReadmeWalkthrough(t *testing.T) {
 		t.Fatalf("found %d curl commands in README.md; the walkthrough has more", len(cmds))
 	}
 	c := newClient(t)
-	cursor := ""
+	// The README's shell variables, taken from earlier answers as a reader would.
+	vars := map[string]string{}
+	expand := func(s string) string {
+		for name, v := range vars {
+			s = strings.ReplaceAll(s, "$"+name, v)
+		}
+		return s
+	}
 	for _, cmd := range cmds {
-		target := strings.ReplaceAll(cmd.target, "$CURSOR", url.QueryEscape(cursor))
+		target := expand(cmd.target)
 		u, err := url.Parse("http://" + strings.TrimPrefix(target, "http://"))
 		if err != nil || u.Host != "localhost:8080" {
 			t.Fatalf("README.md:%d: curl target %q is not on localhost:8080", cmd.line, cmd.target)
 		}
 		var body any
-		headers := cmd.headers
+		headers := make([]string, len(cmd.headers))
+		for i, h := range cmd.headers {
+			headers[i] = expand(h)
+		}
 		if cmd.body != "" {
 			body = cmd.body
 			// curl -d sends a form unless told otherwise, and so must this test.
@@ -50,11 +60,17 @@ func TestReadmeWalkthrough(t *testing.T) {
 		if res.Status != cmd.want {
 			t.Fatalf("README.md:%d: %s %s answered %d, README says %d: %s", cmd.line, cmd.method, u.RequestURI(), res.Status, cmd.want, res.Body)
 		}
-		var page struct {
+		var answer struct {
 			NextCursor *string `json:"next_cursor"`
+			Key        string  `json:"key"`
 		}
-		if json.Unmarshal(res.Body, &page) == nil && page.NextCursor != nil {
-			cursor = *page.NextCursor
+		if json.Unmarshal(res.Body, &answer) == nil {
+			if answer.NextCursor != nil {
+				vars["CURSOR"] = url.QueryEscape(*answer.NextCursor)
+			}
+			if answer.Key != "" {
+				vars["LOGBOOK_KEY"] = answer.Key
+			}
 		}
 	}
 	t.Logf("ran %d curl commands from README.md", len(cmds))
