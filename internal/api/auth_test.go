@@ -1,16 +1,19 @@
 package api_test
 
 import (
+	"bytes"
 	"net/http"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/logbook/logbook/internal/model"
 )
 
 func TestOpenModeEndsWithTheFirstKey(t *testing.T) {
-	c := newClient(t)
+	var logs syncBuffer
+	c := newClient(t, withLog(&logs))
 	c.do("GET", "/v1/sessions", nil).want(t, http.StatusOK, nil)
 
 	var k model.NewAPIKey
@@ -28,6 +31,30 @@ func TestOpenModeEndsWithTheFirstKey(t *testing.T) {
 	c.as(k.Key).do("DELETE", "/v1/admin/keys/"+k.ID, nil).want(t, http.StatusOK, nil)
 	c.as(k.Key).do("GET", "/v1/sessions", nil).wantProblem(t, http.StatusUnauthorized, "unauthorized")
 	c.do("GET", "/v1/sessions", nil).want(t, http.StatusOK, nil)
+
+	secret := k.Key[len("lb_0123456789abcdef_"):]
+	if strings.Contains(logs.String(), secret) || !strings.Contains(logs.String(), "/v1/admin/keys") {
+		t.Errorf("the key's secret is in the log (or nothing was logged):\n%s", logs.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer that the server's goroutines can write to while
+// the test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func TestNoOpenModeOffLoopback(t *testing.T) {

@@ -116,6 +116,11 @@ func withoutOpenMode() testServerOption { return func(c *testConfig) { c.api.All
 
 func withFaults(f *repo.Faults) testServerOption { return func(c *testConfig) { c.repo.Faults = f } }
 
+// withLog sends the server's log to w.
+func withLog(w io.Writer) testServerOption {
+	return func(c *testConfig) { c.api.Log = zerolog.New(w).Level(zerolog.DebugLevel) }
+}
+
 // withDB puts the database at path (for a file system the test prepared).
 func withDB(path string) testServerOption { return func(c *testConfig) { c.repo.Path = path } }
 

@@ -51,7 +51,7 @@ CREATE TABLE messages (
     FOREIGN KEY (tenant_id, session_id) REFERENCES sessions (tenant_id, id)
 ) WITHOUT ROWID;
 
-CREATE UNIQUE INDEX messages_by_id ON messages (id);
+CREATE UNIQUE INDEX messages_by_id ON messages (tenant_id, id);
 -- The database, not memory, is what makes a retried message land once.
 CREATE UNIQUE INDEX messages_by_idempotency_key
     ON messages (tenant_id, session_id, idempotency_key) WHERE idempotency_key IS NOT NULL;

@@ -287,7 +287,7 @@ func (s *Store) GetMessage(ctx context.Context, tenant, sessionID, id string) (m
 		return model.Message{}, err
 	}
 	row := s.rdb.QueryRowContext(ctx, `SELECT `+messageColumns+` FROM messages
-		WHERE id = ? AND tenant_id = ? AND session_id = ?`, id, tenant, sessionID)
+		WHERE tenant_id = ? AND id = ? AND session_id = ?`, tenant, id, sessionID)
 	m, err := scanMessage(row, nil)
 	if err == sql.ErrNoRows {
 		return m, model.NotFound("message", id)
