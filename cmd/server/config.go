@@ -18,6 +18,7 @@ type config struct {
 	Migrate      bool
 	RateLimit    int  // per tenant, requests per second; 0: none
 	InsecureOpen bool // allow open mode on a non-loopback address
+	SearchIndex  bool // index messages for conversation search in idle time
 }
 
 // parseConfig reads flags, each with an environment twin; a flag given on the
@@ -56,6 +57,11 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 		insecure = s
 		return nil
 	})
+	searchIndex := env("LOGBOOK_SEARCH_INDEX", "true")
+	fs.Func("search-index", "index messages for conversation search when the writer is idle (LOGBOOK_SEARCH_INDEX, default true)", func(s string) error {
+		searchIndex = s
+		return nil
+	})
 	// Let "--insecure-no-auth" stand alone, as a boolean flag does.
 	for i, a := range args {
 		if a == "--insecure-no-auth" || a == "-insecure-no-auth" {
@@ -79,6 +85,9 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	}
 	if c.InsecureOpen, err = strconv.ParseBool(insecure); err != nil {
 		return c, nil, fmt.Errorf("insecure-no-auth must be true or false, not %q", insecure)
+	}
+	if c.SearchIndex, err = strconv.ParseBool(searchIndex); err != nil {
+		return c, nil, fmt.Errorf("search-index must be true or false, not %q", searchIndex)
 	}
 	c.Sync = strings.ToLower(c.Sync)
 	if c.Sync != "full" && c.Sync != "normal" {

@@ -51,7 +51,7 @@ func serve(ctx context.Context, cfg config, stdout io.Writer) error {
 	}
 	log := zerolog.New(stdout).Level(level).With().Timestamp().Logger()
 
-	store, err := repo.Open(ctx, repo.Config{Path: cfg.DB, Sync: cfg.Sync, Migrate: cfg.Migrate})
+	store, err := repo.Open(ctx, repo.Config{Path: cfg.DB, Sync: cfg.Sync, Migrate: cfg.Migrate, NoMessageIndex: !cfg.SearchIndex})
 	if err != nil {
 		return err
 	}

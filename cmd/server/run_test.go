@@ -155,8 +155,14 @@ func TestMigrateCommands(t *testing.T) {
 	if out := migrate("status"); !strings.Contains(out, "applied 20") {
 		t.Errorf("status after up: %q", out)
 	}
-	if out := migrate("down"); !strings.Contains(out, "rolled back 00002") {
-		t.Errorf("down: %q", out)
+	// Every migration rolls back, newest first, and the schema comes back up.
+	for _, v := range []string{"00003", "00002", "00001"} {
+		if out := migrate("down"); !strings.Contains(out, "rolled back "+v) {
+			t.Errorf("down: %q, want %s rolled back", out, v)
+		}
+	}
+	if out := migrate("up"); !strings.Contains(out, "applied 00003") {
+		t.Errorf("up again: %q", out)
 	}
 	var out bytes.Buffer
 	err := run(context.Background(), []string{"--db", db, "migrate", "sideways"}, envOf(), &out, io.Discard)

@@ -149,8 +149,14 @@ func TestCrossTenantEveryRoute(t *testing.T) {
 	aSes := mustCreateSession(t, a, map[string]any{"id": "a-secret-session", "title": "A's", "metadata": map[string]any{"owner": "a"}})
 	aMsg := mustAppend(t, a, aSes.ID, userMsg("A's message"))
 	aKey := mustKey(t, c, "tenant-a", model.ScopeRead)
-	// Not aSes.ID itself: B may make a session with the same id, in its own namespace.
-	aSecrets := []string{aMsg.ID, aKey.ID, "A's", `"owner":"a"`}
+	aAgent := mustCreateAgent(t, a, map[string]any{"id": "a-agent", "name": "A's agent"})
+	a.do("PUT", "/v1/agents/a-agent/blocks/human", map[string]any{"value": "A's human"}).want(t, http.StatusCreated, nil)
+	var aPassage model.Passage
+	a.do("POST", "/v1/agents/a-agent/archival", map[string]any{"content": "A's passage about zebras"}).want(t, http.StatusCreated, &aPassage)
+	mustAppend(t, a, aSes.ID, userMsg("zebras in A's message"))
+	waitSearchable(t, a)
+	// Not aSes.ID or the agent id themselves: B may use the same ids in its own namespace.
+	aSecrets := []string{aMsg.ID, aKey.ID, aPassage.ID, "A's", `"owner":"a"`, "zebras"}
 
 	const (
 		notFound = "404"   // A's object must not be found
@@ -160,18 +166,41 @@ func TestCrossTenantEveryRoute(t *testing.T) {
 	routes := map[string]struct {
 		expect string
 		body   any
+		query  string
 	}{
-		"createSession":  {ownWrite, map[string]any{}},
-		"listSessions":   {ownList, nil},
-		"getSession":     {notFound, nil},
-		"updateSession":  {notFound, map[string]any{"title": "hijacked"}},
-		"closeSession":   {notFound, nil},
-		"appendMessages": {notFound, userMsg("injected")},
-		"listMessages":   {notFound, nil},
-		"getMessage":     {notFound, nil},
-		"createKey":      {ownWrite, map[string]any{"scope": "read"}},
-		"listKeys":       {ownList, nil},
-		"revokeKey":      {notFound, nil},
+		"createSession":  {ownWrite, map[string]any{}, ""},
+		"listSessions":   {ownList, nil, ""},
+		"getSession":     {notFound, nil, ""},
+		"updateSession":  {notFound, map[string]any{"title": "hijacked"}, ""},
+		"closeSession":   {notFound, nil, ""},
+		"appendMessages": {notFound, userMsg("injected"), ""},
+		"listMessages":   {notFound, nil, ""},
+		"getMessage":     {notFound, nil, ""},
+		"createKey":      {ownWrite, map[string]any{"scope": "read"}, ""},
+		"listKeys":       {ownList, nil, ""},
+		"revokeKey":      {notFound, nil, ""},
+
+		"createAgent":         {ownWrite, map[string]any{"name": "B's"}, ""},
+		"listAgents":          {ownList, nil, ""},
+		"getAgent":            {notFound, nil, ""},
+		"updateAgent":         {notFound, map[string]any{"name": "hijacked"}, ""},
+		"deleteAgent":         {notFound, nil, ""},
+		"listBlocks":          {notFound, nil, ""},
+		"getBlock":            {notFound, nil, ""},
+		"putBlock":            {notFound, map[string]any{"value": "hijacked"}, ""},
+		"deleteBlock":         {notFound, nil, ""},
+		"appendBlock":         {notFound, map[string]any{"content": "hijacked"}, ""},
+		"replaceBlock":        {notFound, map[string]any{"old": "A's", "new": "B's"}, ""},
+		"getBlockHistory":     {notFound, nil, ""},
+		"createPassage":       {notFound, map[string]any{"content": "injected"}, ""},
+		"listPassages":        {notFound, nil, ""},
+		"getPassage":          {notFound, nil, ""},
+		"deletePassage":       {notFound, nil, ""},
+		"searchPassages":      {notFound, nil, "?q=zebras"},
+		"searchAgentMessages": {notFound, nil, "?q=zebras"},
+		"searchMessages":      {ownList, nil, "?q=zebras"},
+		"listTools":           {ownList, nil, ""},
+		"runTool":             {notFound, map[string]any{"label": "human", "content": "hijacked"}, ""},
 	}
 
 	doc, _ := loadSpec(t)
@@ -187,12 +216,17 @@ func TestCrossTenantEveryRoute(t *testing.T) {
 				continue
 			}
 			covered++
-			filled := strings.NewReplacer("{message_id}", aMsg.ID).Replace(path)
-			if strings.HasPrefix(path, "/v1/admin/keys/") {
+			filled := strings.NewReplacer("{message_id}", aMsg.ID, "{label}", "human", "{passage_id}", aPassage.ID,
+				"{tool_name}", "core_memory_append").Replace(path)
+			switch {
+			case strings.HasPrefix(path, "/v1/admin/keys/"):
 				filled = strings.Replace(filled, "{id}", aKey.ID, 1)
-			} else {
+			case strings.HasPrefix(path, "/v1/agents/"):
+				filled = strings.Replace(filled, "{id}", aAgent.ID, 1)
+			default:
 				filled = strings.Replace(filled, "{id}", aSes.ID, 1)
 			}
+			filled += route.query
 			t.Run(op.OperationID, func(t *testing.T) {
 				res := b.do(method, filled, route.body)
 				switch route.expect {
@@ -223,10 +257,39 @@ func TestCrossTenantEveryRoute(t *testing.T) {
 
 	// A's objects are as A left them.
 	got := mustGetSession(t, a, aSes.ID)
-	if *got.Title != "A's" || got.Status != model.StatusActive || got.MessageCount != 1 {
+	if *got.Title != "A's" || got.Status != model.StatusActive || got.MessageCount != 2 {
 		t.Errorf("A's session changed: %+v", got)
 	}
 	c.as(aKey.Key).do("GET", "/v1/sessions/"+aSes.ID, nil).want(t, http.StatusOK, nil)
+	var block model.Block
+	a.do("GET", "/v1/agents/a-agent/blocks/human", nil).want(t, http.StatusOK, &block)
+	if block.Value != "A's human" || block.Version != 1 {
+		t.Errorf("A's block changed: %+v", block)
+	}
+	a.do("GET", "/v1/agents/a-agent/archival/"+aPassage.ID, nil).want(t, http.StatusOK, nil)
+}
+
+// Within one tenant, an agent reaches only its own memory.
+func TestAgentsSeeOnlyTheirOwnMemory(t *testing.T) {
+	c := newClient(t)
+	mustCreateAgent(t, c, map[string]any{"id": "a", "name": "a"})
+	mustCreateAgent(t, c, map[string]any{"id": "b", "name": "b"})
+	var p model.Passage
+	c.do("POST", "/v1/agents/a/archival", map[string]any{"content": "a's private zebra fact"}).want(t, http.StatusCreated, &p)
+	c.do("PUT", "/v1/agents/a/blocks/human", map[string]any{"value": "a's"}).want(t, http.StatusCreated, nil)
+	c.do("GET", "/v1/agents/b/archival/"+p.ID, nil).wantProblem(t, http.StatusNotFound, "not_found")
+	c.do("DELETE", "/v1/agents/b/archival/"+p.ID, nil).wantProblem(t, http.StatusNotFound, "not_found")
+	c.do("GET", "/v1/agents/b/blocks/human", nil).wantProblem(t, http.StatusNotFound, "not_found")
+	var hits struct{ Data []model.PassageHit }
+	c.do("GET", "/v1/agents/b/archival/search?q=zebra", nil).want(t, http.StatusOK, &hits)
+	if len(hits.Data) != 0 {
+		t.Errorf("b found a's passage: %+v", hits.Data)
+	}
+	var res model.ToolResult
+	c.do("POST", "/v1/agents/b/tools/archival_memory_search", map[string]any{"query": "zebra"}).want(t, http.StatusOK, &res)
+	if res.Result != "No results found." {
+		t.Errorf("b's tool found %q", res.Result)
+	}
 }
 
 func TestRateLimitIsPerTenant(t *testing.T) {

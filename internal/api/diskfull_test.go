@@ -17,7 +17,7 @@ import (
 // file must stay sound, and writes must succeed again once space returns.
 func TestDiskFull(t *testing.T) {
 	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", dir).CombinedOutput(); err != nil {
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=6m", "tmpfs", dir).CombinedOutput(); err != nil {
 		t.Skipf("cannot mount a tmpfs here (needs root and mount rights): %v %s", err, bytes.TrimSpace(out))
 	}
 	t.Cleanup(func() {
@@ -25,9 +25,10 @@ func TestDiskFull(t *testing.T) {
 			t.Errorf("umount %s: %v %s", dir, err, out)
 		}
 	})
-	// Ballast holds space that the test frees later, as an operator would.
+	// Ballast holds space that the test frees later, as an operator would: enough
+	// for the writer to catch up on its search index and checkpoint the WAL.
 	ballast := filepath.Join(dir, "ballast")
-	if err := os.WriteFile(ballast, make([]byte, 1<<20), 0o600); err != nil {
+	if err := os.WriteFile(ballast, make([]byte, 3<<20), 0o600); err != nil {
 		t.Fatal(err)
 	}
 
@@ -47,7 +48,7 @@ func TestDiskFull(t *testing.T) {
 		}
 	}
 	if full == nil {
-		t.Fatal("1000 appends of 16 KiB fit in a 3 MiB file system")
+		t.Fatal("1000 appends of 16 KiB fit in a 6 MiB file system")
 	}
 	full.wantProblem(t, http.StatusServiceUnavailable, "storage_unavailable")
 	t.Logf("file system full after %d acknowledged appends", acked)

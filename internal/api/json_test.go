@@ -3,6 +3,7 @@ package api_test
 import (
 	"encoding/json"
 	"testing"
+	"time"
 )
 
 func mustJSON(t testing.TB, v any) string {
@@ -13,3 +14,5 @@ func mustJSON(t testing.TB, v any) string {
 	}
 	return string(b)
 }
+
+func sleep(ms int) { time.Sleep(time.Duration(ms) * time.Millisecond) }

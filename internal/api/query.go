@@ -103,3 +103,25 @@ func (q *query) oneOf(name string, values ...string) string {
 	}
 	return s
 }
+
+// required reads a parameter that must be present and not empty.
+func (q *query) required(name string) string {
+	s := strings.TrimSpace(q.v.Get(name))
+	if s == "" {
+		q.fail(name, "is required")
+	}
+	return s
+}
+
+// list reads a parameter given as repeats (?tag=a&tag=b), commas (?tag=a,b) or both.
+func (q *query) list(name string) []string {
+	var out []string
+	for _, v := range q.v[name] {
+		for _, item := range strings.Split(v, ",") {
+			if item = strings.TrimSpace(item); item != "" {
+				out = append(out, item)
+			}
+		}
+	}
+	return out
+}

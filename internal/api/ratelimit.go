@@ -15,8 +15,8 @@ func (s *Server) rateLimit(next http.Handler) http.Handler {
 	if s.rate <= 0 {
 		return next
 	}
-	return httprate.Limit(s.rate, time.Second,
-		httprate.WithKeyFuncs(func(r *http.Request) (string, error) { return tenantOf(r), nil }),
+	return httprate.LimitBy(s.rate, time.Second,
+		func(r *http.Request) (string, error) { return tenantOf(r), nil },
 		httprate.WithLimitHandler(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Retry-After", strconv.Itoa(1))
 			s.writeError(w, r, &model.Error{Kind: model.KindRateLimited, Code: "rate_limited",

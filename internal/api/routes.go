@@ -27,6 +27,18 @@ func (s *Server) routes() *chi.Mux {
 			r.Get("/sessions/{id}", s.getSession)
 			r.Get("/sessions/{id}/messages", s.listMessages)
 			r.Get("/sessions/{id}/messages/{message_id}", s.getMessage)
+			r.Get("/messages/search", s.searchMessages)
+
+			r.Get("/agents", s.listAgents)
+			r.Get("/agents/{id}", s.getAgent)
+			r.Get("/agents/{id}/blocks", s.listBlocks)
+			r.Get("/agents/{id}/blocks/{label}", s.getBlock)
+			r.Get("/agents/{id}/blocks/{label}/history", s.blockHistory)
+			r.Get("/agents/{id}/archival", s.listPassages)
+			r.Get("/agents/{id}/archival/search", s.searchPassages)
+			r.Get("/agents/{id}/archival/{passage_id}", s.getPassage)
+			r.Get("/agents/{id}/messages/search", s.searchMessages)
+			r.Get("/tools", s.listTools)
 		})
 
 		r.Group(func(r chi.Router) {
@@ -35,6 +47,19 @@ func (s *Server) routes() *chi.Mux {
 			r.Patch("/sessions/{id}", s.updateSession)
 			r.Delete("/sessions/{id}", s.closeSession)
 			r.Post("/sessions/{id}/messages", s.appendMessages)
+
+			r.Post("/agents", s.createAgent)
+			r.Patch("/agents/{id}", s.updateAgent)
+			r.Delete("/agents/{id}", s.deleteAgent)
+			r.Put("/agents/{id}/blocks/{label}", s.putBlock)
+			r.Delete("/agents/{id}/blocks/{label}", s.deleteBlock)
+			r.Post("/agents/{id}/blocks/{label}/append", s.appendBlock)
+			r.Post("/agents/{id}/blocks/{label}/replace", s.replaceBlock)
+			r.Post("/agents/{id}/archival", s.createPassage)
+			r.Delete("/agents/{id}/archival/{passage_id}", s.deletePassage)
+			// Searches through tools read, but the route is one: the tools that write
+			// decide its scope.
+			r.Post("/agents/{id}/tools/{tool_name}", s.runTool)
 		})
 
 		r.Group(func(r chi.Router) {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,6 +31,10 @@ func simFaultRules() []repo.FaultRule {
 		{Point: repo.PointSessionWrite, Kind: repo.FaultError, Rate: 0.03},
 		{Point: repo.PointMessageWrite, Kind: repo.FaultError, Rate: 0.03},
 		{Point: repo.PointMessageRead, Kind: repo.FaultError, Rate: 0.03},
+		{Point: repo.PointBlockRead, Kind: repo.FaultError, Rate: 0.03},
+		{Point: repo.PointBlockWrite, Kind: repo.FaultError, Rate: 0.03},
+		{Point: repo.PointArchivalRead, Kind: repo.FaultError, Rate: 0.03},
+		{Point: repo.PointArchivalWrite, Kind: repo.FaultError, Rate: 0.03},
 	}
 }
 
@@ -65,7 +70,16 @@ type simRequest struct {
 	ids     []string
 }
 
+// simAgent is what the model knows of an agent's memory: one block and its passages.
+type simAgent struct {
+	id       string
+	block    string // the "notes" block's value
+	version  int64  // 0: no block yet
+	passages []string
+}
+
 type sim struct {
+	agents   []*simAgent
 	t        *testing.T
 	c        *client
 	faults   *repo.Faults
@@ -84,26 +98,44 @@ func runSim(t *testing.T, seed uint64, ops int) []string {
 	}
 	s := &sim{t: t, c: newClient(t, withFaults(faults)), faults: faults,
 		rng: rand.New(rand.NewPCG(seed, 7)), stats: map[string]int{}}
+	for _, id := range []string{"agent-1", "agent-2"} {
+		for {
+			res, committed := s.send("POST", "/v1/agents", map[string]any{"id": id, "name": id})
+			if res.Status == http.StatusCreated || committed {
+				break
+			}
+		}
+		s.agents = append(s.agents, &simAgent{id: id})
+	}
 	for step := 0; step < ops && !t.Failed(); step++ {
 		switch r := s.rng.IntN(100); {
 		case r < 8 || len(s.sessions) == 0:
 			s.create()
-		case r < 43:
+		case r < 35:
 			s.appendOne(s.pick())
-		case r < 55:
+		case r < 45:
 			s.appendBatch(s.pick())
-		case r < 65:
+		case r < 53:
 			s.retry()
-		case r < 75:
+		case r < 61:
 			s.transition(s.pick(), model.Statuses[s.rng.IntN(len(model.Statuses))])
-		case r < 80:
+		case r < 65:
 			s.close(s.pick())
+		case r < 75:
+			s.blockAppend(s.agents[s.rng.IntN(len(s.agents))])
+		case r < 82:
+			s.passageInsert(s.agents[s.rng.IntN(len(s.agents))])
+		case r < 87:
+			s.passageSearch(s.agents[s.rng.IntN(len(s.agents))])
 		default:
 			s.walk(s.pick())
 		}
 	}
 	for _, ses := range s.sessions {
 		s.walk(ses)
+	}
+	for _, a := range s.agents {
+		s.checkMemory(a)
 	}
 	for _, e := range faults.Events() {
 		s.stats["fault "+string(e.Kind)+"@"+string(e.Point)]++
@@ -402,6 +434,101 @@ func (s *sim) walk(ses *simSession) {
 		}
 	}
 	s.stats["walk"]++
+}
+
+// blockAppend appends to the agent's "notes" block (creating it the first time).
+// Not idempotent, so after a 503 the model learns from the fault whether it landed.
+func (s *sim) blockAppend(a *simAgent) {
+	s.n++
+	piece := "b" + strconv.Itoa(s.n)
+	res, committed := s.send("POST", "/v1/agents/"+a.id+"/blocks/notes/append", map[string]any{"content": piece})
+	full := len(model.AppendValue(a.block, piece)) > model.DefaultBlockLimit
+	switch {
+	case full && res.Status != http.StatusServiceUnavailable:
+		res.wantProblem(s.t, http.StatusUnprocessableEntity, "limit_exceeded")
+	case res.Status == http.StatusOK || committed:
+		a.block = model.AppendValue(a.block, piece)
+		a.version++
+	}
+	if res.Status != http.StatusServiceUnavailable && !full {
+		res.want(s.t, http.StatusOK, nil)
+	}
+	s.stats["block append"]++
+	s.checkMemory(a)
+}
+
+func (s *sim) passageInsert(a *simAgent) {
+	s.n++
+	text := "passage p" + strconv.Itoa(s.n)
+	res, committed := s.send("POST", "/v1/agents/"+a.id+"/archival", map[string]any{"content": text})
+	if res.Status == http.StatusCreated || committed {
+		a.passages = append(a.passages, text)
+	}
+	if res.Status != http.StatusServiceUnavailable {
+		res.want(s.t, http.StatusCreated, nil)
+	}
+	s.stats["passage insert"]++
+}
+
+// passageSearch looks up one passage by its unique word: found iff the model has it.
+func (s *sim) passageSearch(a *simAgent) {
+	if len(a.passages) == 0 {
+		return
+	}
+	text := a.passages[s.rng.IntN(len(a.passages))]
+	word := strings.Fields(text)[1]
+	for {
+		res, _ := s.send("GET", "/v1/agents/"+a.id+"/archival/search?q="+word, nil)
+		if res.Status == http.StatusServiceUnavailable {
+			continue
+		}
+		var hits struct{ Data []model.PassageHit }
+		res.want(s.t, http.StatusOK, &hits)
+		if len(hits.Data) != 1 || hits.Data[0].Content != text {
+			s.t.Fatalf("agent %s: search %q found %d hits, want exactly %q", a.id, word, len(hits.Data), text)
+		}
+		s.stats["passage search"]++
+		return
+	}
+}
+
+// checkMemory compares the agent's block and passage count with the model,
+// retrying reads that an injected fault failed.
+func (s *sim) checkMemory(a *simAgent) {
+	for {
+		res, _ := s.send("GET", "/v1/agents/"+a.id+"/blocks/notes", nil)
+		if res.Status == http.StatusServiceUnavailable {
+			continue
+		}
+		if a.version == 0 {
+			res.wantProblem(s.t, http.StatusNotFound, "not_found")
+			break
+		}
+		var b model.Block
+		res.want(s.t, http.StatusOK, &b)
+		if b.Value != a.block || b.Version != a.version {
+			s.t.Fatalf("agent %s block v%d %q, model v%d %q", a.id, b.Version, b.Value, a.version, a.block)
+		}
+		break
+	}
+	var n int
+	next := "/v1/agents/" + a.id + "/archival?limit=200"
+	for {
+		res, _ := s.send("GET", next, nil)
+		if res.Status == http.StatusServiceUnavailable {
+			continue
+		}
+		var p model.Page[model.Passage]
+		res.want(s.t, http.StatusOK, &p)
+		n += len(p.Data)
+		if !p.HasMore {
+			break
+		}
+		next = "/v1/agents/" + a.id + "/archival?limit=200&cursor=" + *p.NextCursor
+	}
+	if n != len(a.passages) {
+		s.t.Fatalf("agent %s has %d passages, model %d", a.id, n, len(a.passages))
+	}
 }
 
 func simSeed(t *testing.T) uint64 {

@@ -81,7 +81,15 @@ func Errorf(kind Kind, code, format string, args ...any) *Error {
 
 // NotFound reports that no object of this type and id exists for the tenant.
 func NotFound(what, id string) *Error {
-	return &Error{Kind: KindNotFound, Code: "not_found", Msg: fmt.Sprintf("%s %q not found", what, id)}
+	return &Error{Kind: KindNotFound, Code: "not_found", Msg: fmt.Sprintf("%s %q not found", what, id),
+		Extra: map[string]any{"resource": what}}
+}
+
+// IsNotFound reports whether err says that an object of this type is missing, so
+// that a caller can tell a missing block (which it may create) from a missing agent.
+func IsNotFound(err error, what string) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Kind == KindNotFound && e.Extra["resource"] == what
 }
 
 // Invalid reports field validation failures; fields must not be empty.

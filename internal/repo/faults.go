@@ -14,12 +14,16 @@ import (
 type FaultPoint string
 
 const (
-	PointBegin        FaultPoint = "begin"         // before a group's BEGIN
-	PointExec         FaultPoint = "exec"          // before each write of a group runs
-	PointCommit       FaultPoint = "commit"        // at a group's COMMIT
-	PointSessionWrite FaultPoint = "session_write" // inside a session create/update/close
-	PointMessageWrite FaultPoint = "message_write" // inside an append
-	PointMessageRead  FaultPoint = "message_read"  // before a message read
+	PointBegin         FaultPoint = "begin"          // before a group's BEGIN
+	PointExec          FaultPoint = "exec"           // before each write of a group runs
+	PointCommit        FaultPoint = "commit"         // at a group's COMMIT
+	PointSessionWrite  FaultPoint = "session_write"  // inside a session create/update/close
+	PointMessageWrite  FaultPoint = "message_write"  // inside an append
+	PointMessageRead   FaultPoint = "message_read"   // before a message read
+	PointBlockRead     FaultPoint = "block_read"     // before a core memory block read
+	PointBlockWrite    FaultPoint = "block_write"    // inside a block write
+	PointArchivalRead  FaultPoint = "archival_read"  // before a passage read or search
+	PointArchivalWrite FaultPoint = "archival_write" // inside a passage write
 )
 
 // FaultKind is what happens at a point.

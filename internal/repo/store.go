@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver (pure Go, no cgo)
 )
@@ -27,6 +28,12 @@ type Config struct {
 	MaxBatch int
 	// Faults injects failures at named points; tests only. Nil in production.
 	Faults *Faults
+	// IndexIdle is how long the writer must be idle before it indexes messages for
+	// search; 0 means 50ms.
+	IndexIdle time.Duration
+	// NoMessageIndex turns conversation indexing off (search then finds only what
+	// was indexed before); for deployments that do not search, and benchmarks.
+	NoMessageIndex bool
 }
 
 // Store is the storage handle. Its methods are safe for concurrent use.
@@ -42,6 +49,10 @@ type Store struct {
 	stats      writerStats
 	st         writerStatements // used only by the writer goroutine
 	faults     *Faults
+
+	indexIdle   time.Duration
+	indexBudget int
+	noIndex     bool
 }
 
 // mmapSize lets reads of hot pages skip the read() syscall: measured ~1.7× faster
@@ -120,6 +131,13 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		maxBatch:   cfg.MaxBatch,
 		st:         st,
 		faults:     cfg.Faults,
+
+		indexIdle:   cfg.IndexIdle,
+		indexBudget: defaultIndexBudget,
+		noIndex:     cfg.NoMessageIndex,
+	}
+	if s.indexIdle <= 0 {
+		s.indexIdle = defaultIndexIdle
 	}
 	if s.maxBatch <= 0 {
 		s.maxBatch = 1000

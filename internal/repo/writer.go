@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/logbook/logbook/internal/model"
 )
@@ -19,18 +20,20 @@ type writeOp struct {
 type writerStats struct {
 	commits atomic.Int64
 	writes  atomic.Int64
+	indexed atomic.Int64
 }
 
 // WriterStats counts the writer's work; writes/commits is the mean group size.
 type WriterStats struct {
 	Commits int64 `json:"commits"`
 	Writes  int64 `json:"writes"`
+	Indexed int64 `json:"indexed"` // messages added to the search index
 }
 
-// Stats reports how many transactions the writer committed and how many writes
-// they carried.
+// Stats reports how many transactions the writer committed, how many writes they
+// carried and how many messages it indexed for search.
 func (s *Store) Stats() WriterStats {
-	return WriterStats{Commits: s.stats.commits.Load(), Writes: s.stats.writes.Load()}
+	return WriterStats{Commits: s.stats.commits.Load(), Writes: s.stats.writes.Load(), Indexed: s.stats.indexed.Load()}
 }
 
 var errClosed = &model.Error{Kind: model.KindUnavailable, Code: "storage_unavailable",
@@ -64,7 +67,25 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 func (s *Store) runWriter() {
 	defer close(s.writerDone)
 	batch := make([]*writeOp, 0, s.maxBatch)
-	for op := range s.queue {
+	unindexed := !s.noIndex // messages from before this start may still wait for the index
+	for {
+		var (
+			op *writeOp
+			ok bool
+		)
+		if unindexed {
+			select {
+			case op, ok = <-s.queue:
+			case <-time.After(s.indexIdle):
+				unindexed = s.indexIdleWork()
+				continue
+			}
+		} else {
+			op, ok = <-s.queue
+		}
+		if !ok {
+			return
+		}
 		batch = append(batch[:0], op)
 	drain:
 		for len(batch) < s.maxBatch {
@@ -79,6 +100,7 @@ func (s *Store) runWriter() {
 			}
 		}
 		s.commit(batch)
+		unindexed = !s.noIndex
 	}
 }
 

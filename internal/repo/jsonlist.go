@@ -1,0 +1,30 @@
+package repo
+
+import "encoding/json"
+
+// encodeList stores a string list as a JSON array ("[]" for none).
+func encodeList(l []string) string {
+	if len(l) == 0 {
+		return "[]"
+	}
+	b, _ := json.Marshal(l)
+	return string(b)
+}
+
+func decodeList(s string) ([]string, error) {
+	out := []string{}
+	if s == "[]" {
+		return out, nil
+	}
+	err := json.Unmarshal([]byte(s), &out)
+	return out, err
+}
+
+// encodeObject stores a JSON object column ("{}" for none).
+func encodeObject(m map[string]any) (string, error) {
+	if len(m) == 0 {
+		return "{}", nil
+	}
+	b, err := json.Marshal(m)
+	return string(b), err
+}

@@ -1,0 +1,75 @@
+package repo
+
+import (
+	"context"
+	"strings"
+
+	"github.com/logbook/logbook/internal/model"
+)
+
+// SearchMessages ranks a tenant's messages against a query with bm25: those of one
+// agent (its sessions, or messages carrying its id) when in.AgentID is set. Every
+// condition is part of the SQL statement that ranks, before the LIMIT. IndexLag
+// says how many of the tenant's messages are not searchable yet.
+func (s *Store) SearchMessages(ctx context.Context, tenant string, in model.MessageSearch) (model.SearchResult[model.MessageHit], error) {
+	var out model.SearchResult[model.MessageHit]
+	if err := s.faults.check(PointMessageRead); err != nil {
+		return out, err
+	}
+	if in.AgentID != "" {
+		if err := agentExists(ctx, s.rdb, tenant, in.AgentID); err != nil {
+			return out, err
+		}
+	}
+	if err := s.rdb.QueryRowContext(ctx, `SELECT COALESCE(SUM(last_seq - fts_seq), 0) FROM sessions
+		WHERE tenant_id = ? AND last_seq > fts_seq`, tenant).Scan(&out.IndexLag); err != nil {
+		return out, mapErr(err)
+	}
+	out.Data = []model.MessageHit{}
+	expr := ftsQuery(in.Query)
+	if expr == "" {
+		return out, nil
+	}
+	join := ""
+	where := []string{"messages_fts MATCH ?", "messages_fts.tenant_id = ?"}
+	args := []any{expr, tenant}
+	if in.AgentID != "" {
+		join = " JOIN sessions s ON s.tenant_id = m.tenant_id AND s.id = m.session_id"
+		where, args = append(where, "(s.agent_id = ? OR m.agent_id = ?)"), append(args, in.AgentID, in.AgentID)
+	}
+	if in.SessionID != "" {
+		where, args = append(where, "messages_fts.session_id = ?"), append(args, in.SessionID)
+	}
+	if len(in.Roles) > 0 {
+		where = append(where, "m.role IN (?"+strings.Repeat(", ?", len(in.Roles)-1)+")")
+		for _, r := range in.Roles {
+			args = append(args, r)
+		}
+	}
+	if in.After != nil {
+		where, args = append(where, "m.created_at >= ?"), append(args, int64(*in.After))
+	}
+	if in.Before != nil {
+		where, args = append(where, "m.created_at <= ?"), append(args, int64(*in.Before))
+	}
+	rows, err := s.rdb.QueryContext(ctx, `SELECT m.session_id, m.id, m.seq, m.role, m.created_at, m.content,
+			snippet(messages_fts, 0, '[', ']', '…', 16), bm25(messages_fts)
+		FROM messages_fts
+		JOIN messages m ON m.tenant_id = messages_fts.tenant_id AND m.session_id = messages_fts.session_id AND m.seq = messages_fts.seq`+join+`
+		WHERE `+strings.Join(where, " AND ")+` ORDER BY bm25(messages_fts), m.created_at DESC LIMIT ?`, append(args, in.Limit)...)
+	if err != nil {
+		return out, mapErr(err)
+	}
+	hits, err := collect(rows, func(sc scanner) (model.MessageHit, error) {
+		var h model.MessageHit
+		err := sc.Scan(&h.SessionID, &h.MessageID, &h.Seq, &h.Role, &h.CreatedAt, &h.Content, &h.Snippet, &h.Rank)
+		return h, err
+	})
+	if err != nil {
+		return out, err
+	}
+	if hits != nil {
+		out.Data = hits
+	}
+	return out, nil
+}
