@@ -205,7 +205,7 @@ func TestConversationSearch(t *testing.T) {
 		t.Errorf("agent search: %d hits, want its session's 2 and the message carrying its id", len(res.Data))
 	}
 	c.do("GET", "/v1/agents/a/messages/search?q=oslo&role=assistant", nil).want(t, http.StatusOK, &res)
-	if len(res.Data) != 1 || res.Data[0].Seq != 2 || res.Data[0].SessionID != s1.ID {
+	if len(res.Data) != 1 || res.Data[0].Seq != 2 || res.Data[0].SessionID != s1.ID || res.Data[0].Snippet != "Noted your [Oslo] flight." {
 		t.Errorf("role filter: %+v", res.Data)
 	}
 	c.do("GET", "/v1/messages/search?q=oslo&session_id="+s2.ID, nil).want(t, http.StatusOK, &res)

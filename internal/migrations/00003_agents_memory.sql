@@ -86,8 +86,11 @@ END;
 ALTER TABLE sessions ADD COLUMN fts_seq INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX sessions_fts_behind ON sessions (tenant_id, id) WHERE last_seq > fts_seq;
 
+-- Contentless: the index keeps no copy of the text (the messages table is the one
+-- copy), only the key of each message; contentless_delete lets erasure remove rows.
 CREATE VIRTUAL TABLE messages_fts USING fts5(
-    content, tenant_id UNINDEXED, session_id UNINDEXED, seq UNINDEXED, tokenize = 'porter unicode61');
+    content, tenant_id UNINDEXED, session_id UNINDEXED, seq UNINDEXED,
+    content = '', contentless_delete = 1, contentless_unindexed = 1, tokenize = 'porter unicode61');
 
 -- +goose Down
 DROP TABLE messages_fts;

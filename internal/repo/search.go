@@ -52,8 +52,7 @@ func (s *Store) SearchMessages(ctx context.Context, tenant string, in model.Mess
 	if in.Before != nil {
 		where, args = append(where, "m.created_at <= ?"), append(args, int64(*in.Before))
 	}
-	rows, err := s.rdb.QueryContext(ctx, `SELECT m.session_id, m.id, m.seq, m.role, m.created_at, m.content,
-			snippet(messages_fts, 0, '[', ']', '…', 16), bm25(messages_fts)
+	rows, err := s.rdb.QueryContext(ctx, `SELECT m.session_id, m.id, m.seq, m.role, m.created_at, m.content, bm25(messages_fts)
 		FROM messages_fts
 		JOIN messages m ON m.tenant_id = messages_fts.tenant_id AND m.session_id = messages_fts.session_id AND m.seq = messages_fts.seq`+join+`
 		WHERE `+strings.Join(where, " AND ")+` ORDER BY bm25(messages_fts), m.created_at DESC LIMIT ?`, append(args, in.Limit)...)
@@ -62,7 +61,8 @@ func (s *Store) SearchMessages(ctx context.Context, tenant string, in model.Mess
 	}
 	hits, err := collect(rows, func(sc scanner) (model.MessageHit, error) {
 		var h model.MessageHit
-		err := sc.Scan(&h.SessionID, &h.MessageID, &h.Seq, &h.Role, &h.CreatedAt, &h.Content, &h.Snippet, &h.Rank)
+		err := sc.Scan(&h.SessionID, &h.MessageID, &h.Seq, &h.Role, &h.CreatedAt, &h.Content, &h.Rank)
+		h.Snippet = snippet(h.Content, in.Query)
 		return h, err
 	})
 	if err != nil {
