@@ -47,11 +47,21 @@ CREATE TABLE messages (
     created_at      INTEGER NOT NULL,
     idempotency_key TEXT,
     request_hash    BLOB,
+    -- gid numbers every message of the database once; the search index uses it
+    -- as its rowid, so that a session's index rows can be found and erased.
+    gid             INTEGER NOT NULL,
+    -- Running totals up to and including this message: a fork takes its parent's
+    -- counters at any seq from one row instead of summing the prefix.
+    cum_tokens      INTEGER NOT NULL,
+    cum_cost        REAL    NOT NULL,
     PRIMARY KEY (tenant_id, session_id, seq),
     FOREIGN KEY (tenant_id, session_id) REFERENCES sessions (tenant_id, id)
 ) WITHOUT ROWID;
 
 CREATE UNIQUE INDEX messages_by_id ON messages (tenant_id, id);
+-- Finds a search hit's message, and the last gid at start-up, without a scan;
+-- gids only grow, so inserts land at the right-hand edge of this index.
+CREATE UNIQUE INDEX messages_by_gid ON messages (gid);
 -- The database, not memory, is what makes a retried message land once.
 CREATE UNIQUE INDEX messages_by_idempotency_key
     ON messages (tenant_id, session_id, idempotency_key) WHERE idempotency_key IS NOT NULL;

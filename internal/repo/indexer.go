@@ -86,8 +86,8 @@ func (s *Store) indexStep(ctx context.Context, budget int) (more bool, err error
 
 // indexRange indexes a session's messages with seq in (after, upto].
 func indexRange(ctx context.Context, tx *sql.Tx, tenant, session string, after, upto int64) error {
-	if _, err := tx.ExecContext(ctx, `INSERT INTO messages_fts (content, tenant_id, session_id, seq)
-		SELECT content, tenant_id, session_id, seq FROM messages
+	if _, err := tx.ExecContext(ctx, `INSERT INTO messages_fts (rowid, content, tenant_id, session_id, seq)
+		SELECT gid, content, tenant_id, session_id, seq FROM messages
 		WHERE tenant_id = ? AND session_id = ? AND seq > ? AND seq <= ?`, tenant, session, after, upto); err != nil {
 		return err
 	}

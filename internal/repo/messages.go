@@ -160,10 +160,11 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, tenant, sessionID stri
 	}
 
 	var (
-		status  model.Status
-		lastSeq int64
+		status         model.Status
+		lastSeq, cumTk int64
+		cumCost        float64
 	)
-	err := tx.StmtContext(ctx, s.st.selectSessionState).QueryRowContext(ctx, tenant, sessionID).Scan(&status, &lastSeq)
+	err := tx.StmtContext(ctx, s.st.selectSessionState).QueryRowContext(ctx, tenant, sessionID).Scan(&status, &lastSeq, &cumTk, &cumCost)
 	if err == sql.ErrNoRows {
 		return model.AppendResult{}, model.NotFound("session", sessionID)
 	}
@@ -184,8 +185,10 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, tenant, sessionID stri
 			lastSeq++
 			r.msg.Seq = lastSeq
 			m := &r.msg
+			cumTk, cumCost = cumTk+m.Tokens, cumCost+m.Cost
 			if _, err := insert.ExecContext(ctx, tenant, sessionID, m.Seq, m.ID, m.Role, m.Content, m.Name, r.toolCalls,
-				m.ToolCallID, m.AgentID, m.Model, m.Tokens, m.Cost, r.metadata, int64(m.CreatedAt), r.key, r.hash); err != nil {
+				m.ToolCallID, m.AgentID, m.Model, m.Tokens, m.Cost, r.metadata, int64(m.CreatedAt), r.key, r.hash,
+				s.nextGID(), cumTk, cumCost); err != nil {
 				if isConstraint(err) { // two messages of this batch share a key
 					return model.AppendResult{}, idempotencyConflict(fmt.Sprintf("messages[%d].idempotency_key", i), *r.key)
 				}

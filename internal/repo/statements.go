@@ -31,10 +31,11 @@ func prepareWriterStatements(ctx context.Context, db *sql.DB) (writerStatements,
 		{&st.selectRequestKey, `SELECT request_hash, seqs FROM request_keys WHERE tenant_id = ? AND session_id = ? AND key = ?`},
 		{&st.selectMessageByKey, `SELECT ` + messageColumns + `, request_hash FROM messages
 			WHERE tenant_id = ? AND session_id = ? AND idempotency_key = ?`},
-		{&st.selectSessionState, `SELECT status, last_seq FROM sessions WHERE tenant_id = ? AND id = ?`},
+		{&st.selectSessionState, `SELECT status, last_seq, total_tokens, total_cost FROM sessions WHERE tenant_id = ? AND id = ?`},
 		{&st.insertMessage, `INSERT INTO messages (tenant_id, session_id, seq, id, role, content, name, tool_calls,
-			tool_call_id, agent_id, model, tokens, cost, metadata, created_at, idempotency_key, request_hash)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
+			tool_call_id, agent_id, model, tokens, cost, metadata, created_at, idempotency_key, request_hash,
+			gid, cum_tokens, cum_cost)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
 		{&st.updateSessionCounters, `UPDATE sessions SET message_count = message_count + ?, last_seq = ?,
 			total_tokens = total_tokens + ?, total_cost = total_cost + ?,
 			status = CASE status WHEN 'created' THEN 'active' ELSE status END, updated_at = ?
