@@ -10,15 +10,16 @@ import (
 
 // config is everything the server reads from flags and LOGBOOK_* variables.
 type config struct {
-	Addr         string
-	DB           string
-	Sync         string
-	MaxBodyBytes int64
-	LogLevel     string
-	Migrate      bool
-	RateLimit    int  // per tenant, requests per second; 0: none
-	InsecureOpen bool // allow open mode on a non-loopback address
-	SearchIndex  bool // index messages for conversation search in idle time
+	Addr           string
+	DB             string
+	Sync           string
+	MaxBodyBytes   int64
+	LogLevel       string
+	Migrate        bool
+	RateLimit      int  // per tenant, requests per second; 0: none
+	InsecureOpen   bool // allow open mode on a non-loopback address
+	SearchIndex    bool // index messages for conversation search in idle time
+	CheckpointKeep int  // checkpoints kept per session
 }
 
 // parseConfig reads flags, each with an environment twin; a flag given on the
@@ -57,6 +58,8 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 		insecure = s
 		return nil
 	})
+	fs.IntVar(&c.CheckpointKeep, "checkpoint-keep", envIntOr(getenv, "LOGBOOK_CHECKPOINT_KEEP", 100),
+		"checkpoints kept per session; older ones are pruned (LOGBOOK_CHECKPOINT_KEEP)")
 	searchIndex := env("LOGBOOK_SEARCH_INDEX", "true")
 	fs.Func("search-index", "index messages for conversation search when the writer is idle (LOGBOOK_SEARCH_INDEX, default true)", func(s string) error {
 		searchIndex = s
@@ -89,9 +92,21 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	if c.SearchIndex, err = strconv.ParseBool(searchIndex); err != nil {
 		return c, nil, fmt.Errorf("search-index must be true or false, not %q", searchIndex)
 	}
+	if c.CheckpointKeep < 1 {
+		return c, nil, fmt.Errorf("checkpoint-keep must be at least 1, not %d", c.CheckpointKeep)
+	}
 	c.Sync = strings.ToLower(c.Sync)
 	if c.Sync != "full" && c.Sync != "normal" {
 		return c, nil, fmt.Errorf("sync must be full or normal, not %q", c.Sync)
 	}
 	return c, fs.Args(), nil
+}
+
+// envIntOr reads an integer variable; a malformed one falls back to def here and is
+// refused by the flag check, since the flag's default carries it.
+func envIntOr(getenv func(string) string, key string, def int) int {
+	if v, err := strconv.Atoi(getenv(key)); err == nil {
+		return v
+	}
+	return def
 }

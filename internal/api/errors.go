@@ -22,6 +22,10 @@ type problem struct {
 	Errors   []model.FieldError `json:"errors,omitempty"`
 	From     any                `json:"from,omitempty"` // invalid_transition: the current status
 	To       any                `json:"to,omitempty"`   // invalid_transition: the refused status
+	// LatestIteration is, for stale_iteration, the iteration a worker must resume from.
+	LatestIteration any `json:"latest_iteration,omitempty"`
+	// ID names the damaged object of a corrupted problem.
+	ID any `json:"id,omitempty"`
 }
 
 // statusOf is the one table from error kind to HTTP status.
@@ -86,6 +90,10 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	if e.Extra != nil {
 		p.From, p.To = e.Extra["from"], e.Extra["to"]
+		p.LatestIteration = e.Extra["latest_iteration"]
+		if e.Code == "corrupted" {
+			p.ID = e.Extra["id"]
+		}
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	if status == http.StatusServiceUnavailable {

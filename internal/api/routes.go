@@ -28,6 +28,10 @@ func (s *Server) routes() *chi.Mux {
 			r.Get("/sessions/{id}/messages", s.listMessages)
 			r.Get("/sessions/{id}/messages/{message_id}", s.getMessage)
 			r.Get("/messages/search", s.searchMessages)
+			r.Get("/sessions/{id}/checkpoint", s.getLatestCheckpoint)
+			r.Get("/sessions/{id}/checkpoints", s.listCheckpoints)
+			r.Get("/sessions/{id}/checkpoints/{iteration}", s.getCheckpoint)
+			r.Get("/sessions/{id}/resume", s.resume)
 
 			r.Get("/agents", s.listAgents)
 			r.Get("/agents/{id}", s.getAgent)
@@ -47,6 +51,8 @@ func (s *Server) routes() *chi.Mux {
 			r.Patch("/sessions/{id}", s.updateSession)
 			r.Delete("/sessions/{id}", s.closeSession)
 			r.Post("/sessions/{id}/messages", s.appendMessages)
+			r.Put("/sessions/{id}/checkpoint", s.putCheckpoint)
+			r.Post("/sessions/{id}/fork", s.forkSession)
 
 			r.Post("/agents", s.createAgent)
 			r.Patch("/agents/{id}", s.updateAgent)

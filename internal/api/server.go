@@ -23,6 +23,8 @@ type Config struct {
 	AllowOpen bool
 	// RateLimit is each tenant's requests per second; 0 means no limit.
 	RateLimit int
+	// CheckpointKeep is how many checkpoints each session keeps; 0 means 100.
+	CheckpointKeep int
 }
 
 // Server holds the handlers' dependencies; it has no globals.
@@ -35,6 +37,8 @@ type Server struct {
 	open     *openMode
 	rate     int
 	router   *chi.Mux
+
+	checkpointKeep int
 }
 
 // New builds the server and its router.
@@ -46,6 +50,8 @@ func New(cfg Config) *Server {
 		maxBody:  cfg.MaxBodyBytes,
 		spec:     cfg.Spec,
 		rate:     cfg.RateLimit,
+
+		checkpointKeep: cfg.CheckpointKeep,
 	}
 	s.open = &openMode{allowed: cfg.AllowOpen}
 	if cfg.Store != nil {

@@ -107,6 +107,9 @@ type SessionFilter struct {
 	Metadata      []MetadataMatch // all must match
 	CreatedAfter  *Time
 	CreatedBefore *Time
+	// DueBefore selects paused sessions whose latest checkpoint's pause_until_ms
+	// is at or before it: a scheduler's wake-up query.
+	DueBefore *Time
 }
 
 // MetadataMatch matches a top-level metadata key whose value, rendered as text

@@ -14,16 +14,17 @@ import (
 type FaultPoint string
 
 const (
-	PointBegin         FaultPoint = "begin"          // before a group's BEGIN
-	PointExec          FaultPoint = "exec"           // before each write of a group runs
-	PointCommit        FaultPoint = "commit"         // at a group's COMMIT
-	PointSessionWrite  FaultPoint = "session_write"  // inside a session create/update/close
-	PointMessageWrite  FaultPoint = "message_write"  // inside an append
-	PointMessageRead   FaultPoint = "message_read"   // before a message read
-	PointBlockRead     FaultPoint = "block_read"     // before a core memory block read
-	PointBlockWrite    FaultPoint = "block_write"    // inside a block write
-	PointArchivalRead  FaultPoint = "archival_read"  // before a passage read or search
-	PointArchivalWrite FaultPoint = "archival_write" // inside a passage write
+	PointBegin           FaultPoint = "begin"            // before a group's BEGIN
+	PointExec            FaultPoint = "exec"             // before each write of a group runs
+	PointCommit          FaultPoint = "commit"           // at a group's COMMIT
+	PointSessionWrite    FaultPoint = "session_write"    // inside a session create/update/close
+	PointMessageWrite    FaultPoint = "message_write"    // inside an append
+	PointMessageRead     FaultPoint = "message_read"     // before a message read
+	PointBlockRead       FaultPoint = "block_read"       // before a core memory block read
+	PointBlockWrite      FaultPoint = "block_write"      // inside a block write
+	PointArchivalRead    FaultPoint = "archival_read"    // before a passage read or search
+	PointArchivalWrite   FaultPoint = "archival_write"   // inside a passage write
+	PointCheckpointWrite FaultPoint = "checkpoint_write" // inside a checkpoint write
 )
 
 // FaultKind is what happens at a point.
@@ -32,9 +33,10 @@ type FaultKind string
 const (
 	FaultError   FaultKind = "error"   // the operation fails as an I/O error would
 	FaultLatency FaultKind = "latency" // the operation is delayed, then goes on
-	// At PointCommit only: the process "dies" before the commit (nothing is
-	// stored) or right after it (everything is stored, but no waiter hears so),
-	// which is what a client sees when the server is killed.
+	// At PointCommit and PointCheckpointWrite only: the process "dies" before
+	// the group's commit (nothing is stored) or right after it (everything is
+	// stored, but no waiter hears so), which is what a client sees when the server
+	// is killed.
 	FaultCrashBeforeCommit FaultKind = "crash_before_commit"
 	FaultCrashAfterCommit  FaultKind = "crash_after_commit"
 )
@@ -70,13 +72,14 @@ type Faults struct {
 	hits   int
 }
 
-// NewFaults makes an injector. Crash kinds are only valid at PointCommit.
+// NewFaults makes an injector. Crash kinds are only valid at PointCommit and
+// PointCheckpointWrite.
 func NewFaults(seed uint64, rules ...FaultRule) (*Faults, error) {
 	f := &Faults{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), rules: map[FaultPoint][]FaultRule{}}
 	for _, r := range rules {
 		crash := r.Kind == FaultCrashBeforeCommit || r.Kind == FaultCrashAfterCommit
-		if crash && r.Point != PointCommit {
-			return nil, fmt.Errorf("repo: %s can only fire at %s, not %s", r.Kind, PointCommit, r.Point)
+		if crash && r.Point != PointCommit && r.Point != PointCheckpointWrite {
+			return nil, fmt.Errorf("repo: %s can only fire at %s or %s, not %s", r.Kind, PointCommit, PointCheckpointWrite, r.Point)
 		}
 		if r.Rate < 0 || r.Rate > 1 {
 			return nil, fmt.Errorf("repo: fault rate %v is not in [0, 1]", r.Rate)
@@ -126,6 +129,24 @@ func (f *Faults) fire(p FaultPoint) FaultKind {
 		time.Sleep(sleep)
 	}
 	return kind
+}
+
+// crashPoint fires a point inside a write where a crash may be injected: an error
+// or a crash before the commit fails the write; a crash after the commit is left
+// to the writer (pending) to apply once the group has committed.
+func (s *Store) crashPoint(p FaultPoint) error {
+	switch k := s.faults.fire(p); k {
+	case "":
+		return nil
+	case FaultCrashAfterCommit, FaultCrashBeforeCommit:
+		s.pendingCrash = k
+		if k == FaultCrashAfterCommit {
+			return nil
+		}
+		fallthrough
+	default:
+		return model.Unavailable(fmt.Errorf("%w: %s at %s", ErrInjected, k, p))
+	}
 }
 
 // check fires point p and turns a failing fault into the storage error a real

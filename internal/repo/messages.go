@@ -7,6 +7,8 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"math"
+	"slices"
 	"strings"
 
 	"github.com/logbook/logbook/internal/model"
@@ -237,7 +239,7 @@ func messagesBySeqs(ctx context.Context, q querier, tenant, sessionID, seqsJSON 
 	defer rows.Close()
 	bySeq := make(map[int64]model.Message, len(seqs))
 	for rows.Next() {
-		m, err := scanMessage(rows, nil)
+		m, err := scanMessage(rows)
 		if err != nil {
 			return nil, err
 		}
@@ -257,18 +259,15 @@ func messagesBySeqs(ctx context.Context, q querier, tenant, sessionID, seqsJSON 
 	return out, nil
 }
 
-// scanMessage reads messageColumns, plus request_hash when hash is not nil.
-func scanMessage(sc scanner, hash *[]byte) (model.Message, error) {
+// scanMessage reads messageColumns, then any extra columns into extra.
+func scanMessage(sc scanner, extra ...any) (model.Message, error) {
 	var (
 		m         model.Message
 		toolCalls sql.NullString
 		meta      string
 	)
-	dest := []any{&m.SessionID, &m.Seq, &m.ID, &m.Role, &m.Content, &m.Name, &toolCalls, &m.ToolCallID,
-		&m.AgentID, &m.Model, &m.Tokens, &m.Cost, &meta, &m.CreatedAt}
-	if hash != nil {
-		dest = append(dest, hash)
-	}
+	dest := append([]any{&m.SessionID, &m.Seq, &m.ID, &m.Role, &m.Content, &m.Name, &toolCalls, &m.ToolCallID,
+		&m.AgentID, &m.Model, &m.Tokens, &m.Cost, &meta, &m.CreatedAt}, extra...)
 	if err := sc.Scan(dest...); err != nil {
 		return m, err
 	}
@@ -284,22 +283,38 @@ func scanMessage(sc scanner, hash *[]byte) (model.Message, error) {
 	return m, nil
 }
 
-// GetMessage returns one message of a session, or KindNotFound.
+// GetMessage returns one message of a session (a fork's inherited ones
+// included), or KindNotFound.
 func (s *Store) GetMessage(ctx context.Context, tenant, sessionID, id string) (model.Message, error) {
 	if err := s.faults.check(PointMessageRead); err != nil {
 		return model.Message{}, err
 	}
-	row := s.rdb.QueryRowContext(ctx, `SELECT `+messageColumns+` FROM messages
-		WHERE tenant_id = ? AND id = ? AND session_id = ?`, tenant, id, sessionID)
-	m, err := scanMessage(row, nil)
+	m, err := scanMessage(s.rdb.QueryRowContext(ctx, `SELECT `+messageColumns+` FROM messages WHERE tenant_id = ? AND id = ?`, tenant, id))
 	if err == sql.ErrNoRows {
 		return m, model.NotFound("message", id)
 	}
-	return m, mapErr(err)
+	if err != nil {
+		return m, mapErr(err)
+	}
+	if m.SessionID == sessionID {
+		return m, nil
+	}
+	segs, err := lineage(ctx, s.rdb, tenant, sessionID)
+	if err != nil {
+		return model.Message{}, mapErr(err)
+	}
+	for _, g := range segs {
+		if g.owner == m.SessionID && g.contains(m.Seq) {
+			m.SessionID = sessionID
+			return m, nil
+		}
+	}
+	return model.Message{}, model.NotFound("message", id)
 }
 
 // ListMessages returns one page of a session's messages in seq order (ascending
-// unless f.Desc). Errors: KindNotFound for a missing session, invalid_cursor.
+// unless f.Desc); a fork's inherited messages read as its own. Errors:
+// KindNotFound for a missing session, invalid_cursor.
 func (s *Store) ListMessages(ctx context.Context, tenant, sessionID string, f model.MessageFilter, p PageRequest) (model.Page[model.Message], error) {
 	if err := s.faults.check(PointMessageRead); err != nil {
 		return model.Page[model.Message]{}, err
@@ -309,55 +324,65 @@ func (s *Store) ListMessages(ctx context.Context, tenant, sessionID string, f mo
 	if err != nil {
 		return model.Page[model.Message]{}, err
 	}
-	where := []string{"tenant_id = ?", "session_id = ?"}
-	args := []any{tenant, sessionID}
-	if f.AfterSeq > 0 {
-		where = append(where, "seq > ?")
-		args = append(args, f.AfterSeq)
-	}
+	// The window (lo, hi) of seqs this page may hold.
+	lo, hi := f.AfterSeq, int64(math.MaxInt64)
 	if f.BeforeSeq > 0 {
-		where = append(where, "seq < ?")
-		args = append(args, f.BeforeSeq)
+		hi = f.BeforeSeq
 	}
+	if hasCur {
+		if f.Desc {
+			hi = min(hi, cur.N)
+		} else {
+			lo = max(lo, cur.N)
+		}
+	}
+	segs, err := lineage(ctx, s.rdb, tenant, sessionID)
+	if err != nil {
+		return model.Page[model.Message]{}, mapErr(err)
+	}
+	if f.Desc {
+		slices.Reverse(segs)
+	}
+	limit := p.limit()
+	var out []model.Message
+	for _, g := range segs {
+		if len(out) > limit {
+			break
+		}
+		upper := g.hi // inclusive; the scan takes an exclusive bound
+		if upper < math.MaxInt64 {
+			upper++
+		}
+		rows, err := s.scanSegment(ctx, tenant, g, max(lo, g.lo), min(hi, upper), f, limit+1-len(out))
+		if err != nil {
+			return model.Page[model.Message]{}, err
+		}
+		for i := range rows {
+			rows[i].SessionID = sessionID // inherited messages read as the fork's own
+		}
+		out = append(out, rows...)
+	}
+	return page(out, limit, func(last model.Message) cursor { return cursor{Q: q, N: last.Seq} }), nil
+}
+
+// scanSegment reads up to n messages of one stored segment with lo < seq < hi.
+func (s *Store) scanSegment(ctx context.Context, tenant string, g segment, lo, hi int64, f model.MessageFilter, n int) ([]model.Message, error) {
+	if lo >= hi-1 {
+		return nil, nil
+	}
+	where := []string{"tenant_id = ?", "session_id = ?", "seq > ?", "seq < ?"}
+	args := []any{tenant, g.owner, lo, hi}
 	if f.Role != "" {
-		where = append(where, "role = ?")
-		args = append(args, f.Role)
+		where, args = append(where, "role = ?"), append(args, f.Role)
 	}
 	order := "ASC"
 	if f.Desc {
 		order = "DESC"
 	}
-	if hasCur {
-		if f.Desc {
-			where = append(where, "seq < ?")
-		} else {
-			where = append(where, "seq > ?")
-		}
-		args = append(args, cur.N)
-	}
-	limit := p.limit()
-	args = append(args, limit+1)
 	rows, err := s.rdb.QueryContext(ctx, `SELECT `+messageColumns+` FROM messages WHERE `+
-		strings.Join(where, " AND ")+` ORDER BY seq `+order+` LIMIT ?`, args...)
+		strings.Join(where, " AND ")+` ORDER BY seq `+order+` LIMIT ?`, append(args, n)...)
 	if err != nil {
-		return model.Page[model.Message]{}, mapErr(err)
+		return nil, mapErr(err)
 	}
-	defer rows.Close()
-	var out []model.Message
-	for rows.Next() {
-		m, err := scanMessage(rows, nil)
-		if err != nil {
-			return model.Page[model.Message]{}, mapErr(err)
-		}
-		out = append(out, m)
-	}
-	if err := rows.Err(); err != nil {
-		return model.Page[model.Message]{}, mapErr(err)
-	}
-	if len(out) == 0 { // an empty page must still tell a missing session apart
-		if _, err := s.GetSession(ctx, tenant, sessionID); err != nil {
-			return model.Page[model.Message]{}, err
-		}
-	}
-	return page(out, limit, func(last model.Message) cursor { return cursor{Q: q, N: last.Seq} }), nil
+	return collect(rows, func(sc scanner) (model.Message, error) { return scanMessage(sc) })
 }

@@ -38,7 +38,17 @@ func (s *Store) SearchMessages(ctx context.Context, tenant string, in model.Mess
 		where, args = append(where, "(s.agent_id = ? OR m.agent_id = ?)"), append(args, in.AgentID, in.AgentID)
 	}
 	if in.SessionID != "" {
-		where, args = append(where, "messages_fts.session_id = ?"), append(args, in.SessionID)
+		// a fork's history includes its ancestors' prefixes
+		segs, err := lineage(ctx, s.rdb, tenant, in.SessionID)
+		if err != nil {
+			return out, mapErr(err)
+		}
+		var ors []string
+		for _, g := range segs {
+			ors = append(ors, "(messages_fts.session_id = ? AND messages_fts.seq > ? AND messages_fts.seq <= ?)")
+			args = append(args, g.owner, g.lo, g.hi)
+		}
+		where = append(where, "("+strings.Join(ors, " OR ")+")")
 	}
 	if len(in.Roles) > 0 {
 		where = append(where, "m.role IN (?"+strings.Repeat(", ?", len(in.Roles)-1)+")")
@@ -63,6 +73,9 @@ func (s *Store) SearchMessages(ctx context.Context, tenant string, in model.Mess
 		var h model.MessageHit
 		err := sc.Scan(&h.SessionID, &h.MessageID, &h.Seq, &h.Role, &h.CreatedAt, &h.Content, &h.Rank)
 		h.Snippet = snippet(h.Content, in.Query)
+		if in.SessionID != "" {
+			h.SessionID = in.SessionID // inherited messages read as the fork's own
+		}
 		return h, err
 	})
 	if err != nil {

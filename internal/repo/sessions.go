@@ -136,6 +136,10 @@ func (s *Store) ListSessions(ctx context.Context, tenant string, f model.Session
 		where = append(where, "created_at < ?")
 		args = append(args, int64(*f.CreatedBefore))
 	}
+	if f.DueBefore != nil {
+		where = append(where, "pause_until IS NOT NULL AND pause_until <= ?")
+		args = append(args, int64(*f.DueBefore))
+	}
 	if hasCur {
 		where = append(where, "(created_at, id) < (?, ?)")
 		args = append(args, cur.N, cur.S)

@@ -55,6 +55,8 @@ type Store struct {
 	noIndex     bool
 
 	gid int64 // the last message gid handed out; the writer's alone
+
+	pendingCrash FaultKind // a crash injected inside a write, applied at the group's commit
 }
 
 // nextGID numbers a new message. Only the writer calls it, inside the transaction

@@ -118,6 +118,7 @@ func (s *Store) commit(batch []*writeOp) {
 		}
 	}
 
+	s.pendingCrash = ""
 	if err := s.faults.check(PointBegin); err != nil {
 		fail(err)
 		return
@@ -154,6 +155,10 @@ func (s *Store) commit(batch []*writeOp) {
 		}
 	}
 	crash := s.faults.fire(PointCommit)
+	if crash == "" {
+		crash = s.pendingCrash
+	}
+	s.pendingCrash = ""
 	switch crash {
 	case FaultError, FaultCrashBeforeCommit:
 		_ = tx.Rollback()

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+const batchSize = 1000 // the API's largest batch
+
+func batchBody(client int) []byte {
+	msgs := make([]map[string]any, batchSize)
+	for i := range msgs {
+		msgs[i] = messageJSON(client)
+	}
+	return mustJSON(map[string]any{"messages": msgs})
+}
+
+// batchAPIRound measures messages/s through Logbook's API in 1000-message
+// batches from e.opts.batchClients concurrent clients, one session each.
+func batchAPIRound(ctx context.Context, e *env, round int) (stats, error) {
+	name := fmt.Sprintf("batch-api-r%d", round)
+	srv, err := startLogbook(ctx, e.serverBin, e.tmp, name)
+	if err != nil {
+		return stats{}, err
+	}
+	defer srv.stop()
+	// Connections to a stopped server are of no further use.
+	defer e.client.CloseIdleConnections()
+
+	base := "http://" + srv.addr
+	ids, err := createSessions(ctx, e, base, name, e.opts.batchClients)
+	if err != nil {
+		return stats{}, err
+	}
+	urls := make([]string, len(ids))
+	bodies := make([][]byte, len(ids))
+	for i, id := range ids {
+		urls[i] = base + "/v1/sessions/" + id + "/messages"
+		bodies[i] = batchBody(i)
+	}
+	op := func(ctx context.Context, i int) error {
+		return post(ctx, e.client, urls[i], bodies[i], http.StatusCreated)
+	}
+	for i := range ids {
+		if err := op(ctx, i); err != nil {
+			return stats{}, fmt.Errorf("%s warm-up: %w", name, err)
+		}
+	}
+	st, err := measure(ctx, srv.pid, len(ids), e.opts.duration, batchSize, op)
+	if err == nil {
+		err = srv.exitedEarly()
+	}
+	if err != nil {
+		return stats{}, fmt.Errorf("%s: %w", name, err)
+	}
+	return st, nil
+}
+
+// batchDirectRound is the ceiling for batch writes: the same rows written by this
+// process straight into a fresh database with Logbook's schema and durability
+// settings, 1000 per transaction through one prepared INSERT, no HTTP, no JSON.
+// One writer, because SQLite has one write lock: more would only queue on it.
+// Rows go round-robin to as many sessions as the API round has clients, so the
+// b-tree sees the same interleaving.
+func batchDirectRound(ctx context.Context, e *env, round int) (stats, error) {
+	dir, err := os.MkdirTemp(e.tmp, fmt.Sprintf("batch-direct-r%d-", round))
+	if err != nil {
+		return stats{}, err
+	}
+	defer os.RemoveAll(dir)
+	db, err := openSQLite(ctx, filepath.Join(dir, "direct.db"), true)
+	if err != nil {
+		return stats{}, err
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+
+	sessions := make([]string, e.opts.batchClients)
+	now := time.Now().UnixMilli()
+	for i := range sessions {
+		sessions[i] = fmt.Sprintf("direct-%02d", i)
+		if _, err := db.ExecContext(ctx, `INSERT INTO sessions (tenant_id, id, status, metadata, created_at, updated_at)
+			VALUES ('default', ?, 'active', '{}', ?, ?)`, sessions[i], now, now); err != nil {
+			return stats{}, err
+		}
+	}
+	insert, err := db.PrepareContext(ctx, `INSERT INTO messages (tenant_id, session_id, seq, id, role, content,
+		tokens, cost, metadata, created_at) VALUES ('default', ?, ?, ?, 'user', ?, ?, ?, '{}', ?)`)
+	if err != nil {
+		return stats{}, err
+	}
+	defer insert.Close()
+
+	seqs := make([]int64, len(sessions))
+	txn := 0
+	op := func(ctx context.Context, _ int) error {
+		i := txn % len(sessions)
+		txn++
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback() // a no-op once committed
+		st := tx.StmtContext(ctx, insert)
+		now := time.Now().UnixMilli()
+		for range batchSize {
+			seqs[i]++
+			if _, err := st.ExecContext(ctx, sessions[i], seqs[i], naiveID("msg_"), content, 42+i, 0.00042, now); err != nil {
+				return err
+			}
+		}
+		return tx.Commit()
+	}
+	if err := op(ctx, 0); err != nil {
+		return stats{}, err
+	}
+	st, err := measure(ctx, os.Getpid(), 1, e.opts.duration, batchSize, op)
+	if err != nil {
+		return stats{}, fmt.Errorf("batch-direct-r%d: %w", round, err)
+	}
+	return st, nil
+}

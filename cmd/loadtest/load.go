@@ -1,0 +1,193 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"sync"
+	"time"
+)
+
+// newClient keeps one connection per concurrent client alive across requests, so
+// that what is measured is the server's work per request, not TCP handshakes. Proxy
+// is nil: the traffic never leaves 127.0.0.1.
+func newClient() *http.Client {
+	return &http.Client{
+		Timeout: time.Minute,
+		Transport: &http.Transport{
+			Proxy:               nil,
+			DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
+			MaxIdleConns:        128,
+			MaxIdleConnsPerHost: 128,
+			IdleConnTimeout:     time.Minute,
+			DisableCompression:  true,
+		},
+	}
+}
+
+// post sends body and reads the whole answer (a half-read body would cost the
+// connection its keep-alive). Any status but want is an error.
+func post(ctx context.Context, c *http.Client, url string, body []byte, want int) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	return do(c, req, want, io.Discard)
+}
+
+func do(c *http.Client, req *http.Request, want int, dst io.Writer) error {
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != want {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return fmt.Errorf("%s %s: status %d, want %d: %s", req.Method, req.URL.Path, resp.StatusCode, want, bytes.TrimSpace(b))
+	}
+	_, err = io.Copy(dst, resp.Body)
+	return err
+}
+
+// loadResult is what a fixed-duration run of concurrent clients did.
+type loadResult struct {
+	ok       int
+	errors   int
+	firstErr error
+	elapsed  time.Duration
+	lat      []time.Duration // of successful requests, sorted
+}
+
+// runLoad has clients goroutines call op back to back until d has passed, each
+// finishing the request it is in. The elapsed time runs until the last one
+// finished, so requests that straddle the deadline are counted over their time.
+func runLoad(ctx context.Context, clients int, d time.Duration, op func(ctx context.Context, client int) error) loadResult {
+	var (
+		mu  sync.Mutex
+		res loadResult
+		wg  sync.WaitGroup
+	)
+	start := time.Now()
+	deadline := start.Add(d)
+	for i := 0; i < clients; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lat := make([]time.Duration, 0, 1<<12)
+			var nerr int
+			var firstErr error
+			for ctx.Err() == nil && time.Now().Before(deadline) {
+				t0 := time.Now()
+				if err := op(ctx, i); err != nil {
+					if ctx.Err() != nil {
+						break
+					}
+					nerr++
+					if firstErr == nil {
+						firstErr = err
+					}
+					continue
+				}
+				lat = append(lat, time.Since(t0))
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			res.lat = append(res.lat, lat...)
+			res.errors += nerr
+			if res.firstErr == nil {
+				res.firstErr = firstErr
+			}
+		}()
+	}
+	wg.Wait()
+	res.elapsed = time.Since(start)
+	res.ok = len(res.lat)
+	slices.Sort(res.lat)
+	return res
+}
+
+// percentile is the nearest-rank percentile (0 < p <= 100) of sorted: the
+// smallest value that at least p% of the values are less than or equal to.
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(p/100*float64(len(sorted)))) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
+}
+
+// stats is one measured run, in the units the report prints.
+type stats struct {
+	Requests   int     `json:"requests"`
+	Errors     int     `json:"errors"`
+	Seconds    float64 `json:"seconds"`
+	PerSecond  float64 `json:"per_second"` // requests × unit per second
+	P50Ms      float64 `json:"p50_ms"`
+	P99Ms      float64 `json:"p99_ms"`
+	ServerCPU  float64 `json:"server_cpu_us_per_unit"` // -1 when unavailable
+	ClientCPU  float64 `json:"client_cpu_us_per_unit"` // the load tool's own CPU
+	CPUPercent float64 `json:"server_cpu_percent"`     // of one core
+	// OtherCPU is what everything else on the machine used meanwhile, in % of one
+	// core: more than a few % means the round competed with something.
+	OtherCPU float64 `json:"other_cpu_percent"`
+}
+
+// measure runs the load while reading the CPU the process pid (the server, or
+// this tool itself for the direct baseline) and this tool spend on it. unit is how
+// many items (messages) one request carries.
+func measure(ctx context.Context, pid, clients int, d time.Duration, unit int, op func(ctx context.Context, client int) error) (stats, error) {
+	self := os.Getpid()
+	s0, serr := cpuTime(pid)
+	c0, cerr := cpuTime(self)
+	m0, merr := machineBusy()
+	r := runLoad(ctx, clients, d, op)
+	s1, serr1 := cpuTime(pid)
+	c1, cerr1 := cpuTime(self)
+	m1, merr1 := machineBusy()
+	if ctx.Err() != nil {
+		return stats{}, ctx.Err()
+	}
+	if r.ok == 0 {
+		return stats{}, fmt.Errorf("no request succeeded (%d failed): %v", r.errors, r.firstErr)
+	}
+	if r.errors > 0 {
+		fmt.Fprintf(os.Stderr, "  warning: %d of %d requests failed; first: %v\n", r.errors, r.errors+r.ok, r.firstErr)
+	}
+	items := float64(r.ok * unit)
+	st := stats{
+		Requests:  r.ok,
+		Errors:    r.errors,
+		Seconds:   r.elapsed.Seconds(),
+		PerSecond: items / r.elapsed.Seconds(),
+		P50Ms:     ms(percentile(r.lat, 50)),
+		P99Ms:     ms(percentile(r.lat, 99)),
+		ServerCPU: -1,
+		ClientCPU: -1,
+		OtherCPU:  -1,
+	}
+	if serr == nil && serr1 == nil {
+		st.ServerCPU = float64((s1 - s0).Microseconds()) / items
+		st.CPUPercent = 100 * (s1 - s0).Seconds() / r.elapsed.Seconds()
+	}
+	if cerr == nil && cerr1 == nil && pid != self {
+		st.ClientCPU = float64((c1 - c0).Microseconds()) / items
+	}
+	if serr == nil && serr1 == nil && cerr == nil && cerr1 == nil && merr == nil && merr1 == nil {
+		other := (m1 - m0) - (s1 - s0)
+		if pid != self {
+			other -= c1 - c0
+		}
+		st.OtherCPU = max(0, 100*other.Seconds()/r.elapsed.Seconds())
+	}
+	return st, nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -1,0 +1,192 @@
+// Command loadtest measures Logbook's write and read speed on this machine against
+// two baselines run beside it: a naive net/http + database/sql server with one
+// durable transaction per request, and rows inserted straight into SQLite.
+//
+//	go build -o bin/server ./cmd/server && go run ./cmd/loadtest -server bin/server
+//
+// Every server runs as its own process on a fresh temporary database, with
+// synchronous=FULL, on 127.0.0.1 only; all of them are stopped and their files
+// removed when the tool ends, also on error or Ctrl-C. docs/benchmarks.md explains
+// the figures.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+type options struct {
+	server        string
+	duration      time.Duration
+	rounds        int
+	clients       int
+	naiveMaxConns int
+	batchClients  int
+	batchRounds   int
+	pagingFill    int
+	pagingReps    int
+	jsonPath      string
+	dir           string
+}
+
+// env is what every measurement needs.
+type env struct {
+	opts      options
+	serverBin string // Logbook's server binary
+	self      string // this tool's binary, re-executed as the naive server
+	tmp       string
+	client    *http.Client
+}
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == naiveCmd {
+		if err := naiveServe(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "loadtest naive-serve:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout)
+	stop()
+	if err != nil {
+		if ctx.Err() != nil {
+			err = errors.New("interrupted; every server was stopped and the temporary files removed")
+		}
+		fmt.Fprintln(os.Stderr, "loadtest:", err)
+		os.Exit(1)
+	}
+}
+
+func parseFlags(args []string) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("loadtest", flag.ContinueOnError)
+	fs.StringVar(&o.server, "server", "", "path to the built Logbook server binary (required)")
+	fs.DurationVar(&o.duration, "duration", 5*time.Second, "length of each timed round")
+	fs.IntVar(&o.rounds, "rounds", 5, "logbook/naive pairs of single-append rounds, run alternately")
+	fs.IntVar(&o.clients, "clients", 32, "concurrent clients in the single-append rounds")
+	fs.IntVar(&o.naiveMaxConns, "naive-max-conns", 0, "naive server's connection pool size; 0 keeps database/sql's defaults (unlimited open, 2 idle)")
+	fs.IntVar(&o.batchClients, "batch-clients", 4, "concurrent clients sending 1000-message batches")
+	fs.IntVar(&o.batchRounds, "batch-rounds", 2, "API/direct pairs of batch rounds, run alternately")
+	fs.IntVar(&o.pagingFill, "paging-messages", 50000, "messages in the paging test's session (a multiple of 1000)")
+	fs.IntVar(&o.pagingReps, "paging-reps", 200, "timed reads of each page in the paging test")
+	fs.StringVar(&o.jsonPath, "json", "", "also write a JSON summary to this file")
+	fs.StringVar(&o.dir, "dir", os.TempDir(), "where the temporary databases go (the fsync cost of its filesystem is part of every figure)")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	switch {
+	case o.server == "":
+		return o, errors.New("-server PATH is required (build it with: go build -o bin/server ./cmd/server)")
+	case fs.NArg() > 0:
+		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
+	case o.naiveMaxConns < 0:
+		return o, errors.New("-naive-max-conns must not be negative")
+	case o.duration <= 0 || o.rounds < 1 || o.clients < 1 || o.batchClients < 1 || o.batchRounds < 1 || o.pagingReps < 1:
+		return o, errors.New("-duration, -rounds, -clients, -batch-clients, -batch-rounds and -paging-reps must be positive")
+	case o.pagingFill < 2*batchSize:
+		return o, fmt.Errorf("-paging-messages must be at least %d", 2*batchSize)
+	}
+	return o, nil
+}
+
+func run(ctx context.Context, args []string, stdout io.Writer) error {
+	opts, err := parseFlags(args)
+	if err != nil {
+		return err
+	}
+	bin, err := filepath.Abs(opts.server)
+	if err != nil {
+		return err
+	}
+	if fi, err := os.Stat(bin); err != nil || fi.IsDir() {
+		return fmt.Errorf("-server %s: not a file (build it with: go build -o bin/server ./cmd/server)", opts.server)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp(opts.dir, "logbook-loadtest-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	e := &env{opts: opts, serverBin: bin, self: self, tmp: tmp, client: newClient()}
+	defer e.client.CloseIdleConnections()
+
+	flushDirty()
+	rep := &report{Machine: describeMachine(tmp), Noisy: []string{}}
+	rep.header(stdout, opts)
+	for _, section := range []func(context.Context, *env, *report, io.Writer) error{appendsSection, batchSection, pagingSection} {
+		if err := section(ctx, e, rep, stdout); err != nil {
+			return err
+		}
+	}
+	rep.summary(stdout)
+	if opts.jsonPath != "" {
+		if err := os.WriteFile(opts.jsonPath, append(mustIndentJSON(rep), '\n'), 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "\nJSON summary written to %s\n", opts.jsonPath)
+	}
+	return nil
+}
+
+// appendsSection alternates Logbook and naive rounds, so that a drift in the
+// machine (another tenant of the host, the disk's write cache) hits both alike
+// and the per-pair ratio cancels it.
+func appendsSection(ctx context.Context, e *env, rep *report, w io.Writer) error {
+	rep.appendsHeader(w, e.opts)
+	for i := 1; i <= e.opts.rounds; i++ {
+		p := appendPair{Round: i}
+		var err error
+		if p.Logbook, err = appendRound(ctx, e, "logbook", i); err != nil {
+			return err
+		}
+		rep.row(w, i, "logbook", p.Logbook)
+		if p.Naive, err = appendRound(ctx, e, "naive", i); err != nil {
+			return err
+		}
+		rep.row(w, i, "naive", p.Naive)
+		rep.addAppendPair(w, p)
+	}
+	rep.appendsFooter(w)
+	return nil
+}
+
+func batchSection(ctx context.Context, e *env, rep *report, w io.Writer) error {
+	rep.batchHeader(w, e.opts)
+	for i := 1; i <= e.opts.batchRounds; i++ {
+		p := batchPair{Round: i}
+		var err error
+		if p.API, err = batchAPIRound(ctx, e, i); err != nil {
+			return err
+		}
+		rep.row(w, i, "api", p.API)
+		if p.Direct, err = batchDirectRound(ctx, e, i); err != nil {
+			return err
+		}
+		rep.row(w, i, "direct", p.Direct)
+		rep.addBatchPair(w, p)
+	}
+	rep.batchFooter(w)
+	return nil
+}
+
+func pagingSection(ctx context.Context, e *env, rep *report, w io.Writer) error {
+	p, err := pagingRun(ctx, e)
+	if err != nil {
+		return err
+	}
+	rep.setPaging(w, p)
+	return nil
+}

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+)
+
+// pagingResult compares reading the first 100-message page of a long session with
+// reading one near its end.
+type pagingResult struct {
+	Messages   int     `json:"messages"`
+	Reps       int     `json:"reps"`
+	FirstP50Ms float64 `json:"first_p50_ms"`
+	FirstP99Ms float64 `json:"first_p99_ms"`
+	DeepP50Ms  float64 `json:"deep_p50_ms"`
+	DeepP99Ms  float64 `json:"deep_p99_ms"`
+	DeepAfter  int     `json:"deep_after_seq"`
+	RatioP50   float64 `json:"ratio_deep_first_p50"`
+	FillSecs   float64 `json:"fill_seconds"`
+}
+
+const pageSize = 100
+
+// pagingRun fills one session through the API and then times GET …/messages at
+// after_seq=0 and at after_seq=fill-100, alternating which goes first so that
+// neither always runs on a cache the other just warmed.
+func pagingRun(ctx context.Context, e *env) (pagingResult, error) {
+	srv, err := startLogbook(ctx, e.serverBin, e.tmp, "paging")
+	if err != nil {
+		return pagingResult{}, err
+	}
+	defer srv.stop()
+	// Connections to a stopped server are of no further use.
+	defer e.client.CloseIdleConnections()
+	base := "http://" + srv.addr
+	ids, err := createSessions(ctx, e, base, "deep", 1)
+	if err != nil {
+		return pagingResult{}, err
+	}
+	msgs := base + "/v1/sessions/" + ids[0] + "/messages"
+
+	fill := e.opts.pagingFill / batchSize * batchSize
+	res := pagingResult{Messages: fill, Reps: e.opts.pagingReps, DeepAfter: fill - pageSize}
+	t0 := time.Now()
+	body := batchBody(0)
+	for n := 0; n < fill; n += batchSize {
+		if err := post(ctx, e.client, msgs, body, http.StatusCreated); err != nil {
+			return res, fmt.Errorf("paging fill: %w", err)
+		}
+	}
+	res.FillSecs = time.Since(t0).Seconds()
+
+	first := fmt.Sprintf("%s?after_seq=0&limit=%d", msgs, pageSize)
+	deep := fmt.Sprintf("%s?after_seq=%d&limit=%d", msgs, res.DeepAfter, pageSize)
+	var firstLat, deepLat []time.Duration
+	for i := -20; i < res.Reps; i++ { // the first 20 only warm up
+		order := []struct {
+			url  string
+			want int64
+			lat  *[]time.Duration
+		}{{first, 1, &firstLat}, {deep, int64(res.DeepAfter) + 1, &deepLat}}
+		if i%2 != 0 {
+			slices.Reverse(order)
+		}
+		for _, o := range order {
+			d, err := getPage(ctx, e, o.url, o.want)
+			if err != nil {
+				return res, err
+			}
+			if i >= 0 {
+				*o.lat = append(*o.lat, d)
+			}
+		}
+	}
+	if err := srv.exitedEarly(); err != nil {
+		return res, err
+	}
+	slices.Sort(firstLat)
+	slices.Sort(deepLat)
+	res.FirstP50Ms, res.FirstP99Ms = ms(percentile(firstLat, 50)), ms(percentile(firstLat, 99))
+	res.DeepP50Ms, res.DeepP99Ms = ms(percentile(deepLat, 50)), ms(percentile(deepLat, 99))
+	res.RatioP50 = res.DeepP50Ms / res.FirstP50Ms
+	return res, nil
+}
+
+// getPage times one page read, whole body included, then checks outside the timed
+// part that it is the full page that was asked for.
+func getPage(ctx context.Context, e *env, url string, firstSeq int64) (time.Duration, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, err
+	}
+	var buf bytes.Buffer
+	t0 := time.Now()
+	if err := do(e.client, req, http.StatusOK, &buf); err != nil {
+		return 0, err
+	}
+	d := time.Since(t0)
+	var page struct {
+		Data []struct {
+			Seq int64 `json:"seq"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &page); err != nil {
+		return 0, fmt.Errorf("GET %s: %w", url, err)
+	}
+	if len(page.Data) != pageSize {
+		return 0, fmt.Errorf("GET %s: %d messages, want %d", url, len(page.Data), pageSize)
+	}
+	if page.Data[0].Seq != firstSeq {
+		return 0, fmt.Errorf("GET %s: page starts at seq %d, want %d", url, page.Data[0].Seq, firstSeq)
+	}
+	return d, nil
+}

@@ -1,0 +1,270 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+)
+
+// Targets the figures are read against (docs/benchmarks.md).
+const (
+	targetAppendRatio = 1.5 // Logbook appends/s ÷ naive appends/s, at least
+	targetBatchRatio  = 0.5 // API batch msgs/s ÷ direct SQLite msgs/s, at least
+	targetPageRatio   = 1.2 // deep page p50 ÷ first page p50, at most
+)
+
+type report struct {
+	// Noisy names the rounds during which something else on the machine used more
+	// than noisyOtherCPU: their figures understate what this machine can do.
+	Noisy    []string      `json:"noisy_rounds"`
+	Machine  machine       `json:"machine"`
+	Settings settings      `json:"settings"`
+	Appends  appendsReport `json:"appends"`
+	Batch    batchReport   `json:"batch"`
+	Paging   pagingReport  `json:"paging"`
+}
+
+type settings struct {
+	RoundSeconds float64 `json:"round_seconds"`
+	Sync         string  `json:"sync"`
+	LogLevel     string  `json:"server_log_level"`
+	CPUClockHz   int     `json:"cpu_clock_hz"`
+	// NaiveMaxConns is the naive server's pool size; 0 is database/sql's default.
+	NaiveMaxConns int `json:"naive_max_conns"`
+}
+
+type appendPair struct {
+	Round   int     `json:"round"`
+	Logbook stats   `json:"logbook"`
+	Naive   stats   `json:"naive"`
+	Ratio   float64 `json:"ratio"`
+}
+
+type appendsReport struct {
+	Clients     int          `json:"clients"`
+	Pairs       []appendPair `json:"pairs"`
+	MedianRatio float64      `json:"median_ratio"`
+	// CleanRatio is the median over the CleanPairs pairs with no noisy round;
+	// nil if there are none.
+	CleanPairs int      `json:"clean_pairs"`
+	CleanRatio *float64 `json:"median_ratio_clean_pairs"`
+	Target     float64  `json:"target_min"`
+	Pass       bool     `json:"pass"`
+}
+
+type batchPair struct {
+	Round  int     `json:"round"`
+	API    stats   `json:"api"`
+	Direct stats   `json:"direct"`
+	Ratio  float64 `json:"ratio"`
+}
+
+type batchReport struct {
+	Clients     int         `json:"api_clients"`
+	BatchSize   int         `json:"batch_size"`
+	Pairs       []batchPair `json:"pairs"`
+	MedianRatio float64     `json:"median_ratio"`
+	CleanPairs  int         `json:"clean_pairs"`
+	CleanRatio  *float64    `json:"median_ratio_clean_pairs"`
+	Target      float64     `json:"target_min"`
+	Pass        bool        `json:"pass"`
+}
+
+type pagingReport struct {
+	pagingResult
+	Target float64 `json:"target_max"`
+	Pass   bool    `json:"pass"`
+}
+
+func (r *report) header(w io.Writer, o options) {
+	r.Settings = settings{RoundSeconds: o.duration.Seconds(), Sync: "full", LogLevel: "warn", CPUClockHz: clockTick,
+		NaiveMaxConns: o.naiveMaxConns}
+	m := r.Machine
+	fmt.Fprintf(w, "Logbook load test: %d CPUs (%s), %s %s/%s\n", m.CPUs, m.CPUModel, m.GoVersion, m.OS, m.Arch)
+	fmt.Fprintf(w, "databases in %s (%s, 4 KiB write+fsync p50 %.2f ms), synchronous=FULL, WAL, 127.0.0.1 only\n", m.Dir, m.FS, m.FsyncP50)
+	fmt.Fprintln(w, "servers log at warn: Logbook's per-request access log is at info, so neither server logs per request")
+	fmt.Fprintf(w, "CPU = utime+stime from /proc/<pid>/stat (%d Hz ticks) before and after each timed round; the load\n", clockTick)
+	fmt.Fprintln(w, "generator shares the machine: its CPU is shown as cli CPU, and other CPU (% of one core) is what")
+	fmt.Fprintln(w, "everything else used meanwhile (other processes, interrupts, hypervisor steal); CPU % is of one core")
+}
+
+func (r *report) appendsHeader(w io.Writer, o options) {
+	r.Appends = appendsReport{Clients: o.clients, Target: targetAppendRatio}
+	fmt.Fprintf(w, "\n(a, b) single-message appends: %d clients, one session each, one ~200-byte message per request,\n", o.clients)
+	fmt.Fprintf(w, "keep-alive HTTP, %s per round, each round on a freshly started server and empty database\n", o.duration)
+	pool := "database/sql defaults: unlimited open, 2 idle"
+	if o.naiveMaxConns > 0 {
+		pool = fmt.Sprintf("%d open, %[1]d idle", o.naiveMaxConns)
+	}
+	fmt.Fprintf(w, "naive = net/http + database/sql, BEGIN IMMEDIATE … COMMIT per request, pool: %s\n", pool)
+	fmt.Fprintf(w, "%-5s %-8s %10s %8s %8s %14s %8s %14s %9s %6s\n",
+		"round", "server", "appends/s", "p50 ms", "p99 ms", "srv CPU µs/op", "srv CPU", "cli CPU µs/op", "other CPU", "errors")
+}
+
+// noisyOtherCPU is the share of one core that other work may take during a
+// round before the round is flagged: the tool itself leaves a few % for
+// interrupts and kernel threads.
+const noisyOtherCPU = 20.0
+
+func noisy(s stats) bool { return s.OtherCPU > noisyOtherCPU }
+
+// cleanLine shows, when some pairs were noisy, what the others say: a competing
+// process slows the two sides of a pair unequally, so noisy pairs skew the ratio.
+func cleanLine(w io.Writer, ratio *float64, clean, pairs int) {
+	switch {
+	case clean == pairs:
+	case ratio == nil:
+		fmt.Fprintln(w, "    every pair had a noisy round (see the warning at the end)")
+	default:
+		fmt.Fprintf(w, "    median over the %d of %d pairs with no noisy round: %.2f\n", clean, pairs, *ratio)
+	}
+}
+
+func medianOrNil(xs []float64) *float64 {
+	if len(xs) == 0 {
+		return nil
+	}
+	m := median(xs)
+	return &m
+}
+
+func (r *report) row(w io.Writer, round int, name string, s stats) {
+	if noisy(s) {
+		r.Noisy = append(r.Noisy, fmt.Sprintf("%s r%d (%.0f%%)", name, round, s.OtherCPU))
+	}
+	fmt.Fprintf(w, "%-5d %-8s %10.0f %8.2f %8.2f %14s %8s %14s %9s %6d\n",
+		round, name, s.PerSecond, s.P50Ms, s.P99Ms, cpuCell(s.ServerCPU), pctCell(s.ServerCPU, s.CPUPercent),
+		cpuCell(s.ClientCPU), pctCell(s.OtherCPU, s.OtherCPU), s.Errors)
+}
+
+func cpuCell(us float64) string {
+	if us < 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.1f", us)
+}
+
+// pctCell prints pct, or n/a when valid (a figure it depends on) is negative.
+func pctCell(valid, pct float64) string {
+	if valid < 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.0f%%", pct)
+}
+
+func (r *report) addAppendPair(w io.Writer, p appendPair) {
+	p.Ratio = p.Logbook.PerSecond / p.Naive.PerSecond
+	r.Appends.Pairs = append(r.Appends.Pairs, p)
+	var ratios, clean []float64
+	for _, p := range r.Appends.Pairs {
+		ratios = append(ratios, p.Ratio)
+		if !noisy(p.Logbook) && !noisy(p.Naive) {
+			clean = append(clean, p.Ratio)
+		}
+	}
+	r.Appends.MedianRatio, r.Appends.CleanPairs, r.Appends.CleanRatio = median(ratios), len(clean), medianOrNil(clean)
+	r.Appends.Pass = r.Appends.MedianRatio >= targetAppendRatio
+	fmt.Fprintf(w, "      logbook/naive = %.2f\n", p.Ratio)
+}
+
+func (r *report) appendsFooter(w io.Writer) {
+	a := r.Appends
+	fmt.Fprintf(w, "(c) median of %d per-pair ratios logbook/naive: %.2f   target >= %.1f: %s\n",
+		len(a.Pairs), a.MedianRatio, a.Target, verdict(a.Pass))
+	cleanLine(w, a.CleanRatio, a.CleanPairs, len(a.Pairs))
+}
+
+func (r *report) batchHeader(w io.Writer, o options) {
+	r.Batch = batchReport{Clients: o.batchClients, BatchSize: batchSize, Target: targetBatchRatio}
+	fmt.Fprintf(w, "\n(d) 1000-message batches, %s per round: api = %d clients POSTing batches to Logbook, one session each;\n", o.duration, o.batchClients)
+	fmt.Fprintln(w, "direct = this process inserting the same rows into Logbook's schema, 1000 per transaction (CPU: its own)")
+	fmt.Fprintf(w, "%-5s %-8s %10s %8s %8s %14s %8s %14s %9s %6s\n",
+		"round", "path", "msgs/s", "p50 ms", "p99 ms", "CPU µs/msg", "CPU", "cli CPU µs/msg", "other CPU", "errors")
+}
+
+func (r *report) addBatchPair(w io.Writer, p batchPair) {
+	p.Ratio = p.API.PerSecond / p.Direct.PerSecond
+	r.Batch.Pairs = append(r.Batch.Pairs, p)
+	var ratios, clean []float64
+	for _, p := range r.Batch.Pairs {
+		ratios = append(ratios, p.Ratio)
+		if !noisy(p.API) && !noisy(p.Direct) {
+			clean = append(clean, p.Ratio)
+		}
+	}
+	r.Batch.MedianRatio, r.Batch.CleanPairs, r.Batch.CleanRatio = median(ratios), len(clean), medianOrNil(clean)
+	r.Batch.Pass = r.Batch.MedianRatio >= targetBatchRatio
+	fmt.Fprintf(w, "      api/direct = %.2f\n", p.Ratio)
+}
+
+func (r *report) batchFooter(w io.Writer) {
+	b := r.Batch
+	fmt.Fprintf(w, "median of %d per-pair ratios api/direct: %.2f   target >= %.1f: %s\n",
+		len(b.Pairs), b.MedianRatio, b.Target, verdict(b.Pass))
+	cleanLine(w, b.CleanRatio, b.CleanPairs, len(b.Pairs))
+}
+
+func (r *report) setPaging(w io.Writer, p pagingResult) {
+	r.Paging = pagingReport{pagingResult: p, Target: targetPageRatio, Pass: p.RatioP50 <= targetPageRatio}
+	fmt.Fprintf(w, "\n(e) paging: %d messages in one session, filled through the API in %d-message batches in %.1fs;\n",
+		p.Messages, batchSize, p.FillSecs)
+	fmt.Fprintf(w, "GET …/messages?limit=%d, %d timed reads of each page, alternating, one client\n", pageSize, p.Reps)
+	fmt.Fprintf(w, "%-18s %8s %8s\n", "page", "p50 ms", "p99 ms")
+	fmt.Fprintf(w, "%-18s %8.2f %8.2f\n", "after_seq=0", p.FirstP50Ms, p.FirstP99Ms)
+	fmt.Fprintf(w, "%-18s %8.2f %8.2f\n", fmt.Sprintf("after_seq=%d", p.DeepAfter), p.DeepP50Ms, p.DeepP99Ms)
+	fmt.Fprintf(w, "deep/first (p50): %.2f   target <= %.1f: %s\n", p.RatioP50, targetPageRatio, verdict(r.Paging.Pass))
+}
+
+func (r *report) summary(w io.Writer) {
+	fmt.Fprintln(w, "\nsummary")
+	fmt.Fprintf(w, "  appends   logbook/naive      %6.2f  (target >= %.1f)  %s\n", r.Appends.MedianRatio, targetAppendRatio, verdict(r.Appends.Pass))
+	fmt.Fprintf(w, "  batch     api/direct SQLite  %6.2f  (target >= %.1f)  %s\n", r.Batch.MedianRatio, targetBatchRatio, verdict(r.Batch.Pass))
+	fmt.Fprintf(w, "  paging    deep/first page    %6.2f  (target <= %.1f)  %s\n", r.Paging.RatioP50, targetPageRatio, verdict(r.Paging.Pass))
+	lb, nv := medianCPU(r.Appends.Pairs)
+	fmt.Fprintf(w, "  CPU per single append (median of rounds): logbook %s µs, naive %s µs\n", cpuCell(lb), cpuCell(nv))
+	if len(r.Noisy) > 0 {
+		fmt.Fprintf(w, "  warning: other work used more than %.0f%% of a core during %d rounds: %s;\n",
+			noisyOtherCPU, len(r.Noisy), strings.Join(r.Noisy, ", "))
+		fmt.Fprintln(w, "  their figures understate this machine; rerun when it is idle")
+	}
+}
+
+func medianCPU(pairs []appendPair) (logbook, naive float64) {
+	var a, b []float64
+	for _, p := range pairs {
+		a = append(a, p.Logbook.ServerCPU)
+		b = append(b, p.Naive.ServerCPU)
+	}
+	return median(a), median(b)
+}
+
+func verdict(pass bool) string {
+	if pass {
+		return "PASS"
+	}
+	return "MISS"
+}
+
+// median of an even count is the mean of the middle two.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+func mustIndentJSON(v any) []byte {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		panic(err)
+	}
+	return b
+}

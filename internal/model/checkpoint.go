@@ -1,0 +1,94 @@
+package model
+
+import "encoding/json"
+
+// SchemaVersion is the newest checkpoint state schema this server understands.
+const SchemaVersion = 1
+
+// Checkpoint is a runtime's loop state after one iteration, with the session's
+// last_seq at that moment and a SHA-256 that reads verify.
+type Checkpoint struct {
+	ID        string          `json:"id"`
+	SessionID string          `json:"session_id"`
+	Iteration int64           `json:"iteration"`
+	State     json.RawMessage `json:"state"`
+	LastSeq   int64           `json:"last_seq"`
+	SHA256    string          `json:"sha256"`
+	CreatedAt Time            `json:"created_at"`
+}
+
+// PendingToolCall is a tool call the runtime started and has not finished.
+type PendingToolCall struct {
+	ID        string          `json:"id" validate:"required,max=256"`
+	ToolName  string          `json:"tool_name" validate:"required,max=256"`
+	ToolInput json.RawMessage `json:"tool_input,omitempty"`
+	StartedAt *Time           `json:"started_at,omitempty"`
+}
+
+// CheckpointState is the part of a state the server reads; everything else in it
+// is kept as given.
+type CheckpointState struct {
+	SchemaVersion    *int64            `json:"schema_version,omitempty" validate:"omitempty,min=1"`
+	PauseUntilMs     *int64            `json:"pause_until_ms,omitempty" validate:"omitempty,min=0"`
+	PendingToolCalls []PendingToolCall `json:"pending_tool_calls,omitempty" validate:"dive"`
+	LastToolResult   json.RawMessage   `json:"last_tool_result,omitempty"`
+	StopReason       *string           `json:"stop_reason,omitempty" validate:"omitempty,max=256"`
+}
+
+// PutCheckpoint is the input of PUT /v1/sessions/{id}/checkpoint. Iteration must
+// be above the latest; ExpectedIteration, when given, must equal the latest (0
+// when there is none): the fence that lets only one worker own a session.
+type PutCheckpoint struct {
+	Iteration         int64           `json:"iteration" validate:"gte=1"`
+	State             json.RawMessage `json:"state" validate:"required"`
+	ExpectedIteration *int64          `json:"expected_iteration,omitempty" validate:"omitempty,gte=0"`
+}
+
+// StaleIteration is a checkpoint write that lost the race to another worker.
+func StaleIteration(msg string, latest int64) *Error {
+	return &Error{Kind: KindConflict, Code: "stale_iteration", Msg: msg,
+		Extra: map[string]any{"latest_iteration": latest}}
+}
+
+// Corrupted is a stored object whose content no longer matches its hash.
+func Corrupted(what, id string) *Error {
+	return &Error{Kind: KindConflict, Code: "corrupted",
+		Msg:   what + " " + id + " does not match its SHA-256: it was damaged after it was written",
+		Extra: map[string]any{"id": id}}
+}
+
+// ResumeProblem is one thing resume validation found wrong.
+type ResumeProblem struct {
+	Code   string `json:"code"`
+	Seq    *int64 `json:"seq"`
+	Detail string `json:"detail"`
+}
+
+// Validation is resume's report; OK when Problems is empty.
+type Validation struct {
+	OK            bool            `json:"ok"`
+	SchemaVersion int64           `json:"schema_version"`
+	Problems      []ResumeProblem `json:"problems"`
+}
+
+// Resume is everything a new worker needs to pick a session up.
+type Resume struct {
+	Session                 Session           `json:"session"`
+	Checkpoint              *Checkpoint       `json:"checkpoint"`
+	MessagesSinceCheckpoint []Message         `json:"messages_since_checkpoint"`
+	MoreMessages            bool              `json:"more_messages"`
+	PendingToolCalls        []PendingToolCall `json:"pending_tool_calls"`
+	Validation              Validation        `json:"validation"`
+}
+
+// ResumeMessageLimit bounds messages_since_checkpoint; more_messages says if
+// there are more to page through.
+const ResumeMessageLimit = 1000
+
+// ForkSession is the input of POST /v1/sessions/{id}/fork.
+type ForkSession struct {
+	ID       string         `json:"id,omitempty" validate:"omitempty,max=128,clientid"`
+	AtSeq    *int64         `json:"at_seq,omitempty" validate:"omitempty,gte=0"`
+	Title    *string        `json:"title,omitempty" validate:"omitempty,max=1000"`
+	Metadata map[string]any `json:"metadata,omitempty"`
+}

@@ -1,0 +1,86 @@
+package repo
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strconv"
+
+	"github.com/logbook/logbook/internal/model"
+)
+
+// ForkSession makes a new session whose history is the parent's first AtSeq
+// messages (default: all of them), shared rather than copied: the fork costs the
+// same whatever the parent's length. The fork's counters are the parent's at
+// AtSeq, read from that message's running totals. Errors: KindNotFound,
+// validation_failed (at_seq beyond the parent), conflict (id taken).
+func (s *Store) ForkSession(ctx context.Context, tenant, parentID string, in model.ForkSession) (model.Session, error) {
+	var fork model.Session
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		if err := s.faults.check(PointSessionWrite); err != nil {
+			return err
+		}
+		parent, err := getSession(ctx, tx, tenant, parentID)
+		if err != nil {
+			return err
+		}
+		at := parent.LastSeq
+		if in.AtSeq != nil {
+			at = *in.AtSeq
+		}
+		if at > parent.LastSeq {
+			return model.Invalid(model.FieldError{Field: "at_seq",
+				Message: "is beyond the parent's last seq " + itoa(parent.LastSeq)})
+		}
+		var tokens int64
+		var cost float64
+		if at > 0 {
+			segs, err := lineage(ctx, tx, tenant, parentID)
+			if err != nil {
+				return err
+			}
+			_, ct, cc, ok, err := messageAt(ctx, tx, tenant, segs, at)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return model.Internal(errMissingSeq(parentID, at))
+			}
+			tokens, cost = ct, cc
+		}
+		now := model.Now()
+		fork = model.Session{ID: in.ID, AgentID: parent.AgentID, Title: parent.Title, Status: model.StatusCreated,
+			Metadata: parent.Metadata, MessageCount: at, LastSeq: at, TotalTokens: tokens, TotalCost: cost,
+			ParentID: &parent.ID, ForkedAtSeq: &at, CreatedAt: now, UpdatedAt: now}
+		if fork.ID == "" {
+			fork.ID = newID(model.PrefixSession)
+		}
+		if in.Title != nil {
+			fork.Title = in.Title
+		}
+		if in.Metadata != nil {
+			fork.Metadata = in.Metadata
+		}
+		meta, err := encodeObject(fork.Metadata)
+		if err != nil {
+			return model.Internal(err)
+		}
+		// fts_seq starts at the fork point: the shared prefix is indexed under the
+		// sessions that store it, and searches of the fork follow its lineage.
+		_, err = tx.Exec(`INSERT INTO sessions (tenant_id, id, agent_id, title, status, metadata, message_count, last_seq,
+			total_tokens, total_cost, parent_id, forked_at_seq, prefix_shared, fts_seq, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)`,
+			tenant, fork.ID, fork.AgentID, fork.Title, fork.Status, meta, at, at, tokens, cost, parentID, at, at, int64(now), int64(now))
+		if isConstraint(err) {
+			return model.Errorf(model.KindConflict, "conflict", "a session with id %q already exists", fork.ID)
+		}
+		return err
+	})
+	return fork, err
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func errMissingSeq(session string, seq int64) error {
+	return fmt.Errorf("session %s: no message at seq %d of its lineage", session, seq)
+}
