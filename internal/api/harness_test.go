@@ -121,6 +121,10 @@ func withLog(w io.Writer) testServerOption {
 	return func(c *testConfig) { c.api.Log = zerolog.New(w).Level(zerolog.DebugLevel) }
 }
 
+func withCheckpointKeep(n int) testServerOption {
+	return func(c *testConfig) { c.api.CheckpointKeep = n }
+}
+
 // withDB puts the database at path (for a file system the test prepared).
 func withDB(path string) testServerOption { return func(c *testConfig) { c.repo.Path = path } }
 

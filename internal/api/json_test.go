@@ -16,3 +16,5 @@ func mustJSON(t testing.TB, v any) string {
 }
 
 func sleep(ms int) { time.Sleep(time.Duration(ms) * time.Millisecond) }
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

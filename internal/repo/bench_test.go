@@ -199,3 +199,30 @@ func BenchmarkIndexCatchUp(b *testing.B) {
 	b.ReportMetric(float64(b.N*1000)/b.Elapsed().Seconds(), "msgs/s")
 	b.ReportMetric(b.Elapsed().Seconds()*1e6/float64(b.N*1000), "µs/msg")
 }
+
+// BenchmarkFork forks a 10-message and a 100,000-message session: sharing the
+// prefix instead of copying it makes both cost the same.
+func BenchmarkFork(b *testing.B) {
+	s := mustOpen(b)
+	ctx := context.Background()
+	msgs := make([]model.NewMessage, 1000)
+	for i := range msgs {
+		msgs[i] = benchMessage(i)
+	}
+	for _, n := range []int{10, 100_000} {
+		id := mustSession(b, s)
+		for left := n; left > 0; left -= len(msgs) {
+			if _, err := s.AppendMessages(ctx, "t", id, model.AppendRequest{Messages: msgs[:min(left, len(msgs))]}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.Run(fmt.Sprintf("messages=%d", n), func(b *testing.B) {
+			for b.Loop() {
+				at := int64(n / 2)
+				if _, err := s.ForkSession(ctx, "t", id, model.ForkSession{AtSeq: &at}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
