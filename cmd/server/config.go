@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -14,12 +15,14 @@ type config struct {
 	DB             string
 	Sync           string
 	MaxBodyBytes   int64
+	ImportMaxBytes int64 // largest body of POST /v1/sessions/import
 	LogLevel       string
 	Migrate        bool
-	RateLimit      int  // per tenant, requests per second; 0: none
-	InsecureOpen   bool // allow open mode on a non-loopback address
-	SearchIndex    bool // index messages for conversation search in idle time
-	CheckpointKeep int  // checkpoints kept per session
+	RateLimit      int    // per tenant, requests per second; 0: none
+	InsecureOpen   bool   // allow open mode on a non-loopback address
+	SearchIndex    bool   // index messages for conversation search in idle time
+	CheckpointKeep int    // checkpoints kept per session
+	BackupDir      string // where POST /v1/admin/backup writes
 }
 
 // parseConfig reads flags, each with an environment twin; a flag given on the
@@ -43,6 +46,11 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 		maxBody = s
 		return nil
 	})
+	importMax := env("LOGBOOK_IMPORT_MAX_BYTES", "268435456")
+	fs.Func("import-max-bytes", "largest session import in bytes; larger answers 413 (LOGBOOK_IMPORT_MAX_BYTES, default 268435456)", func(s string) error {
+		importMax = s
+		return nil
+	})
 	migrate := env("LOGBOOK_MIGRATE", "true")
 	fs.Func("migrate", "apply pending migrations at start (LOGBOOK_MIGRATE, default true)", func(s string) error {
 		migrate = s
@@ -60,6 +68,8 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	})
 	fs.IntVar(&c.CheckpointKeep, "checkpoint-keep", envIntOr(getenv, "LOGBOOK_CHECKPOINT_KEEP", 100),
 		"checkpoints kept per session; older ones are pruned (LOGBOOK_CHECKPOINT_KEEP)")
+	fs.StringVar(&c.BackupDir, "backup-dir", env("LOGBOOK_BACKUP_DIR", ""),
+		"directory that POST /v1/admin/backup writes to (LOGBOOK_BACKUP_DIR, default: backups next to the database file)")
 	searchIndex := env("LOGBOOK_SEARCH_INDEX", "true")
 	fs.Func("search-index", "index messages for conversation search when the writer is idle (LOGBOOK_SEARCH_INDEX, default true)", func(s string) error {
 		searchIndex = s
@@ -80,6 +90,9 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 		return c, nil, fmt.Errorf("max-body-bytes must be a positive integer, not %q", maxBody)
 	}
 	c.MaxBodyBytes = n
+	if c.ImportMaxBytes, err = strconv.ParseInt(importMax, 10, 64); err != nil || c.ImportMaxBytes < 1 {
+		return c, nil, fmt.Errorf("import-max-bytes must be a positive integer, not %q", importMax)
+	}
 	if c.Migrate, err = strconv.ParseBool(migrate); err != nil {
 		return c, nil, fmt.Errorf("migrate must be true or false, not %q", migrate)
 	}
@@ -94,6 +107,9 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	}
 	if c.CheckpointKeep < 1 {
 		return c, nil, fmt.Errorf("checkpoint-keep must be at least 1, not %d", c.CheckpointKeep)
+	}
+	if c.BackupDir == "" {
+		c.BackupDir = filepath.Join(filepath.Dir(c.DB), "backups")
 	}
 	c.Sync = strings.ToLower(c.Sync)
 	if c.Sync != "full" && c.Sync != "normal" {

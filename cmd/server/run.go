@@ -19,6 +19,9 @@ const usage = `usage: server [flags]                 run the HTTP API
        server [flags] keys create --tenant NAME --scope read|write|admin [--name LABEL]
        server [flags] keys list [--tenant NAME]
        server [flags] keys revoke KEY_ID
+       server [flags] export [--tenant NAME] SESSION_ID > FILE.ndjson
+       server [flags] import [--tenant NAME] [--as-new] [--file FILE.ndjson] < FILE.ndjson
+       server [flags] backup PATH       write a consistent copy of the database (safe while serving)
 (run "server -h" for the flags)`
 
 // run is the whole program; main only wires it to the process. Tests call it with
@@ -37,6 +40,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return repo.Migrate(ctx, cfg.DB, rest[1], stdout)
 		case "keys":
 			return keysCommand(ctx, cfg, rest[1:], stdout, stderr)
+		case "export":
+			return exportCommand(ctx, cfg, rest[1:], stdout, stderr)
+		case "import":
+			return importCommand(ctx, cfg, rest[1:], stdout, stderr)
+		case "backup":
+			return backupCommand(ctx, cfg, rest[1:], stdout)
 		default:
 			return fmt.Errorf("unknown command %q\n%s", rest[0], usage)
 		}
@@ -73,7 +82,8 @@ func serve(ctx context.Context, cfg config, stdout io.Writer) error {
 	}
 	srv := &http.Server{
 		Handler: api.New(api.Config{Store: store, Log: log, MaxBodyBytes: cfg.MaxBodyBytes, Spec: logbook.OpenAPI,
-			AllowOpen: allowOpen, RateLimit: cfg.RateLimit, CheckpointKeep: cfg.CheckpointKeep}),
+			AllowOpen: allowOpen, RateLimit: cfg.RateLimit, CheckpointKeep: cfg.CheckpointKeep,
+			ImportMaxBytes: cfg.ImportMaxBytes, BackupDir: cfg.BackupDir}),
 		// A slow or stuck client cannot hold a connection forever.
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       60 * time.Second,

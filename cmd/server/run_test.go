@@ -1,10 +1,14 @@
 package main
 
 import (
+	"io/fs"
+	"slices"
+
 	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/logbook/logbook/internal/migrations"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -156,16 +160,21 @@ func TestMigrateCommands(t *testing.T) {
 		t.Errorf("status after up: %q", out)
 	}
 	// Every migration rolls back, newest first, and the schema comes back up.
-	for _, v := range []string{"00003", "00002", "00001"} {
-		if out := migrate("down"); !strings.Contains(out, "rolled back "+v) {
-			t.Errorf("down: %q, want %s rolled back", out, v)
+	files, err := fs.Glob(migrations.FS, "*.sql")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("migrations: %v %v", files, err)
+	}
+	slices.Reverse(files)
+	for _, f := range files {
+		if out := migrate("down"); !strings.Contains(out, "rolled back "+f[:5]) {
+			t.Errorf("down: %q, want %s rolled back", out, f)
 		}
 	}
-	if out := migrate("up"); !strings.Contains(out, "applied 00003") {
+	if out := migrate("up"); !strings.Contains(out, "applied "+files[0][:5]) {
 		t.Errorf("up again: %q", out)
 	}
 	var out bytes.Buffer
-	err := run(context.Background(), []string{"--db", db, "migrate", "sideways"}, envOf(), &out, io.Discard)
+	err = run(context.Background(), []string{"--db", db, "migrate", "sideways"}, envOf(), &out, io.Discard)
 	if err == nil {
 		t.Error("migrate sideways succeeded")
 	}

@@ -148,6 +148,7 @@ func TestCrossTenantEveryRoute(t *testing.T) {
 	b := c.as(mustKey(t, c, "tenant-b", model.ScopeAdmin).Key)
 	aSes := mustCreateSession(t, a, map[string]any{"id": "a-secret-session", "title": "A's", "metadata": map[string]any{"owner": "a"}})
 	aMsg := mustAppend(t, a, aSes.ID, userMsg("A's message"))
+	putCheckpoint(a, aSes.ID, 1, nil, map[string]any{"note": "A's"}).want(t, http.StatusCreated, nil)
 	aKey := mustKey(t, c, "tenant-a", model.ScopeRead)
 	aAgent := mustCreateAgent(t, a, map[string]any{"id": "a-agent", "name": "A's agent"})
 	a.do("PUT", "/v1/agents/a-agent/blocks/human", map[string]any{"value": "A's human"}).want(t, http.StatusCreated, nil)
@@ -157,6 +158,14 @@ func TestCrossTenantEveryRoute(t *testing.T) {
 	waitSearchable(t, a)
 	// Not aSes.ID or the agent id themselves: B may use the same ids in its own namespace.
 	aSecrets := []string{aMsg.ID, aKey.ID, aPassage.ID, "A's", `"owner":"a"`, "zebras"}
+	// An export of a third tenant's session, for B to import as its own.
+	if _, err := c.store.CreateSession(t.Context(), "tenant-x", model.CreateSession{ID: "x-session"}); err != nil {
+		t.Fatal(err)
+	}
+	var xExport bytes.Buffer
+	if err := c.store.ExportSession(t.Context(), "tenant-x", "x-session", &xExport); err != nil {
+		t.Fatal(err)
+	}
 
 	const (
 		notFound = "404"   // A's object must not be found
@@ -200,7 +209,20 @@ func TestCrossTenantEveryRoute(t *testing.T) {
 		"searchAgentMessages": {notFound, nil, "?q=zebras"},
 		"searchMessages":      {ownList, nil, "?q=zebras"},
 		"listTools":           {ownList, nil, ""},
+
+		"putCheckpoint":       {notFound, map[string]any{"iteration": 99, "state": map[string]any{}}, ""},
+		"getLatestCheckpoint": {notFound, nil, ""},
+		"listCheckpoints":     {notFound, nil, ""},
+		"getCheckpoint":       {notFound, nil, ""},
+		"resumeSession":       {notFound, nil, ""},
+		"forkSession":         {notFound, map[string]any{}, ""},
 		"runTool":             {notFound, map[string]any{"label": "human", "content": "hijacked"}, ""},
+		"exportSession":       {notFound, nil, ""},
+		"importSession":       {ownWrite, xExport.String(), ""},
+
+		"purgeSessions":  {ownWrite, map[string]any{"status": "completed", "older_than": "2000-01-01T00:00:00Z", "dry_run": true}, ""},
+		"checkIntegrity": {ownList, nil, ""},
+		"backupDatabase": {ownWrite, map[string]any{}, ""},
 	}
 
 	doc, _ := loadSpec(t)
@@ -217,7 +239,7 @@ func TestCrossTenantEveryRoute(t *testing.T) {
 			}
 			covered++
 			filled := strings.NewReplacer("{message_id}", aMsg.ID, "{label}", "human", "{passage_id}", aPassage.ID,
-				"{tool_name}", "core_memory_append").Replace(path)
+				"{tool_name}", "core_memory_append", "{iteration}", "1").Replace(path)
 			switch {
 			case strings.HasPrefix(path, "/v1/admin/keys/"):
 				filled = strings.Replace(filled, "{id}", aKey.ID, 1)

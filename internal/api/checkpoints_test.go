@@ -107,10 +107,8 @@ func TestTwoWorkersRaceToResume(t *testing.T) {
 func TestDueBefore(t *testing.T) {
 	c := newClient(t)
 	now := time.Now()
-	var ids []string
 	for i, pause := range []time.Duration{-time.Hour, time.Minute, time.Hour} {
 		s := mustCreateSession(t, c, map[string]any{"id": fmt.Sprintf("p%d", i)})
-		ids = append(ids, s.ID)
 		putCheckpoint(c, s.ID, 1, nil, map[string]any{"pause_until_ms": now.Add(pause).UnixMilli()}).want(t, http.StatusCreated, nil)
 	}
 	awake := mustCreateSession(t, c, map[string]any{"id": "awake"})

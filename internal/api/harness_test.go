@@ -40,6 +40,10 @@ func loadSpec(t testing.TB) (*openapi3.T, routers.Router) {
 			b, err := io.ReadAll(r)
 			return string(b), err
 		})
+		openapi3filter.RegisterBodyDecoder("application/x-ndjson", func(r io.Reader, _ http.Header, _ *openapi3.SchemaRef, _ openapi3filter.EncodingFn) (any, error) {
+			b, err := io.ReadAll(r)
+			return string(b), err
+		})
 		doc, err := openapi3.NewLoader().LoadFromData(logbook.OpenAPI)
 		if err != nil {
 			spec.err = err

@@ -32,6 +32,7 @@ func (s *Server) routes() *chi.Mux {
 			r.Get("/sessions/{id}/checkpoints", s.listCheckpoints)
 			r.Get("/sessions/{id}/checkpoints/{iteration}", s.getCheckpoint)
 			r.Get("/sessions/{id}/resume", s.resume)
+			r.Get("/sessions/{id}/export", s.exportSession)
 
 			r.Get("/agents", s.listAgents)
 			r.Get("/agents/{id}", s.getAgent)
@@ -53,6 +54,7 @@ func (s *Server) routes() *chi.Mux {
 			r.Post("/sessions/{id}/messages", s.appendMessages)
 			r.Put("/sessions/{id}/checkpoint", s.putCheckpoint)
 			r.Post("/sessions/{id}/fork", s.forkSession)
+			r.Post("/sessions/import", s.importSession)
 
 			r.Post("/agents", s.createAgent)
 			r.Patch("/agents/{id}", s.updateAgent)
@@ -73,6 +75,9 @@ func (s *Server) routes() *chi.Mux {
 			r.Post("/admin/keys", s.createKey)
 			r.Get("/admin/keys", s.listKeys)
 			r.Delete("/admin/keys/{id}", s.revokeKey)
+			r.Post("/admin/purge", s.purgeSessions)
+			r.Get("/admin/integrity", s.checkIntegrity)
+			r.Post("/admin/backup", s.backupDatabase)
 		})
 	})
 	return r

@@ -25,6 +25,11 @@ type Config struct {
 	RateLimit int
 	// CheckpointKeep is how many checkpoints each session keeps; 0 means 100.
 	CheckpointKeep int
+	// BackupDir is where POST /v1/admin/backup writes; empty means a "backups"
+	// directory next to the database file.
+	BackupDir string
+	// ImportMaxBytes bounds the body of POST /v1/sessions/import; 0 means 256 MiB.
+	ImportMaxBytes int64
 }
 
 // Server holds the handlers' dependencies; it has no globals.
@@ -39,6 +44,8 @@ type Server struct {
 	router   *chi.Mux
 
 	checkpointKeep int
+	backupDir      string
+	importMax      int64
 }
 
 // New builds the server and its router.
@@ -52,6 +59,8 @@ func New(cfg Config) *Server {
 		rate:     cfg.RateLimit,
 
 		checkpointKeep: cfg.CheckpointKeep,
+		backupDir:      cfg.BackupDir,
+		importMax:      cfg.ImportMaxBytes,
 	}
 	s.open = &openMode{allowed: cfg.AllowOpen}
 	if cfg.Store != nil {
@@ -59,6 +68,9 @@ func New(cfg Config) *Server {
 	}
 	if s.maxBody <= 0 {
 		s.maxBody = 1 << 20
+	}
+	if s.importMax <= 0 {
+		s.importMax = defaultImportMaxBytes
 	}
 	s.router = s.routes()
 	return s

@@ -82,8 +82,19 @@ func (s *Server) updateSession(w http.ResponseWriter, r *http.Request) {
 	s.writeJSON(w, r, http.StatusOK, ses)
 }
 
-// closeSession is a soft close: nothing is deleted.
+// closeSession is a soft close: nothing is deleted. With ?purge=true it is a hard
+// delete instead (admin scope; see purgeSession).
 func (s *Server) closeSession(w http.ResponseWriter, r *http.Request) {
+	q := parseQuery(r, "purge")
+	purge := q.boolean("purge")
+	if err := q.err(); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if purge {
+		s.purgeSession(w, r)
+		return
+	}
 	ses, err := s.store.CloseSession(r.Context(), tenantOf(r), chi.URLParam(r, "id"))
 	if err != nil {
 		s.writeError(w, r, err)

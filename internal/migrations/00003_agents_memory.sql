@@ -94,6 +94,8 @@ CREATE VIRTUAL TABLE messages_fts USING fts5(
 
 -- +goose Down
 DROP TABLE messages_fts;
+-- SQLite 3.53 leaves this shadow table of a contentless_unindexed table behind.
+DROP TABLE IF EXISTS messages_fts_content;
 DROP INDEX sessions_fts_behind;
 ALTER TABLE sessions DROP COLUMN fts_seq;
 DROP TRIGGER passages_fts_delete;

@@ -191,7 +191,7 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, tenant, sessionID stri
 			if _, err := insert.ExecContext(ctx, tenant, sessionID, m.Seq, m.ID, m.Role, m.Content, m.Name, r.toolCalls,
 				m.ToolCallID, m.AgentID, m.Model, m.Tokens, m.Cost, r.metadata, int64(m.CreatedAt), r.key, r.hash,
 				s.nextGID(), cumTk, cumCost); err != nil {
-				if isConstraint(err) { // two messages of this batch share a key
+				if isConstraint(err) && r.key != nil { // two messages of this batch share a key
 					return model.AppendResult{}, idempotencyConflict(fmt.Sprintf("messages[%d].idempotency_key", i), *r.key)
 				}
 				return model.AppendResult{}, err

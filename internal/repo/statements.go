@@ -10,6 +10,7 @@ import (
 // connection: compiling an INSERT costs more CPU than running it.
 type writerStatements struct {
 	savepoint, release, rollbackTo *sql.Stmt // wrap every write in the group
+	maxGID                         *sql.Stmt
 
 	selectRequestKey      *sql.Stmt
 	selectMessageByKey    *sql.Stmt
@@ -26,6 +27,7 @@ func prepareWriterStatements(ctx context.Context, db *sql.DB) (writerStatements,
 		sql string
 	}{
 		{&st.savepoint, `SAVEPOINT w`},
+		{&st.maxGID, `SELECT COALESCE(MAX(gid), 0) FROM messages`},
 		{&st.release, `RELEASE w`},
 		{&st.rollbackTo, `ROLLBACK TO w`},
 		{&st.selectRequestKey, `SELECT request_hash, seqs FROM request_keys WHERE tenant_id = ? AND session_id = ? AND key = ?`},

@@ -128,6 +128,15 @@ func (s *Store) commit(batch []*writeOp) {
 		fail(mapErr(err))
 		return
 	}
+	// Another process (the CLI's import) may have added messages since the last
+	// group; under the write lock taken by BEGIN, the highest gid is settled.
+	var maxGID int64
+	if err := tx.StmtContext(ctx, s.st.maxGID).QueryRowContext(ctx).Scan(&maxGID); err != nil {
+		_ = tx.Rollback()
+		fail(mapErr(err))
+		return
+	}
+	s.gid = max(s.gid, maxGID)
 	for i, op := range batch {
 		if err := s.faults.check(PointExec); err != nil {
 			results[i] = err

@@ -1,0 +1,98 @@
+package api
+
+import (
+	"net/http"
+	"path/filepath"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/logbook/logbook/internal/model"
+)
+
+// Retention and maintenance: hard deletion (purge), integrity checks and backups.
+// All need admin scope; purges and checks act on the caller's tenant only.
+
+// purgeSession is DELETE /v1/sessions/{id}?purge=true: the session, its messages,
+// checkpoints, idempotency keys and index rows are erased. The write-scope route
+// is shared with the soft close, so the admin scope is checked here.
+func (s *Server) purgeSession(w http.ResponseWriter, r *http.Request) {
+	if p := principalOf(r); !p.Scope.Allows(model.ScopeAdmin) {
+		s.writeError(w, r, model.Forbidden(p.Scope, model.ScopeAdmin))
+		return
+	}
+	if err := s.store.PurgeSession(r.Context(), tenantOf(r), chi.URLParam(r, "id")); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) purgeSessions(w http.ResponseWriter, r *http.Request) {
+	in, err := decode[model.PurgeRequest](s, w, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out, err := s.store.PurgeSessions(r.Context(), tenantOf(r), in)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, r, http.StatusOK, out)
+}
+
+func (s *Server) checkIntegrity(w http.ResponseWriter, r *http.Request) {
+	q := parseQuery(r, "repair")
+	repair := q.oneOf("repair", "counters")
+	if err := q.err(); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	rep, err := s.store.CheckIntegrity(r.Context(), tenantOf(r), repair == "counters")
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, r, http.StatusOK, rep)
+}
+
+// backupDatabase copies the whole database into the backup directory, under a
+// plain file name the caller may choose: the API never writes anywhere else.
+func (s *Server) backupDatabase(w http.ResponseWriter, r *http.Request) {
+	in, err := decode[model.BackupRequest](s, w, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	dir := s.backupDir
+	if dir == "" {
+		db, err := s.store.DatabasePath(r.Context())
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		dir = filepath.Join(filepath.Dir(db), "backups")
+	}
+	name := in.Name
+	if name == "" {
+		name = model.DefaultBackupName(time.Now())
+	}
+	b, err := s.store.Backup(r.Context(), filepath.Join(dir, name))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, r, http.StatusCreated, b)
+}
+
+// boolean reads true or false; false when absent.
+func (q *query) boolean(name string) bool {
+	switch q.v.Get(name) {
+	case "", "false":
+		return false
+	case "true":
+		return true
+	}
+	q.fail(name, "must be true or false")
+	return false
+}

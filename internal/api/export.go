@@ -1,0 +1,102 @@
+package api
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/logbook/logbook/internal/model"
+)
+
+// defaultImportMaxBytes bounds an import's body when Config.ImportMaxBytes is 0.
+const defaultImportMaxBytes = 256 << 20
+
+// streamDeadline is how long each chunk of an export or an import may take on
+// the wire: a large session takes longer than the server's overall timeouts, but
+// a stalled client still lets go.
+const streamDeadline = time.Minute
+
+// exportSession streams a session as NDJSON. Problems found before the first
+// byte (not found, a damaged checkpoint) are answered as problems; after it, the
+// connection is cut, so the client sees a failed download rather than a short
+// file (which an import would refuse anyway: it lacks its end line).
+func (s *Server) exportSession(w http.ResponseWriter, r *http.Request) {
+	out := &lazyStream{w: w, rc: http.NewResponseController(w)}
+	buf := bufio.NewWriterSize(out, 64<<10)
+	err := s.store.ExportSession(r.Context(), tenantOf(r), chi.URLParam(r, "id"), buf)
+	if err == nil {
+		err = buf.Flush()
+	}
+	if err == nil {
+		return
+	}
+	if !out.started {
+		s.writeError(w, r, err)
+		return
+	}
+	s.log.Warn().Str("request_id", requestIDOf(r)).Err(err).Msg("export stopped after it began")
+	panic(http.ErrAbortHandler)
+}
+
+// lazyStream sends the 200 and its headers with the first bytes, so that an
+// error found before then can still be a problem+json answer.
+type lazyStream struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	started bool
+}
+
+func (l *lazyStream) Write(p []byte) (int, error) {
+	if !l.started {
+		l.started = true
+		l.w.Header().Set("Content-Type", "application/x-ndjson")
+		l.w.WriteHeader(http.StatusOK)
+	}
+	_ = l.rc.SetWriteDeadline(time.Now().Add(streamDeadline)) // not every writer supports it
+	return l.w.Write(p)
+}
+
+// importSession restores a session from an export. The body has its own limit
+// (exports are larger than any other request); nothing is written unless all of
+// it checks out.
+func (s *Server) importSession(w http.ResponseWriter, r *http.Request) {
+	q := parseQuery(r, "as_new")
+	asNew := q.oneOf("as_new", "true", "false") == "true"
+	if err := q.err(); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ct := r.Header.Get("Content-Type")
+	if mt, _, err := mime.ParseMediaType(ct); err != nil || (mt != "application/x-ndjson" && mt != "application/json") {
+		s.writeError(w, r, model.Errorf(model.KindUnsupported, "unsupported_media_type",
+			"Content-Type must be application/x-ndjson (or application/json), not %q", ct))
+		return
+	}
+	body := &deadlineReader{r: http.MaxBytesReader(w, r.Body, s.importMax), rc: http.NewResponseController(w)}
+	ses, err := s.store.ImportSession(r.Context(), tenantOf(r), body, model.ImportOptions{AsNew: asNew})
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			err = model.Errorf(model.KindTooLarge, "payload_too_large", "the import exceeds the limit of %d bytes", tooBig.Limit)
+		}
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Location", "/v1/sessions/"+ses.ID)
+	s.writeJSON(w, r, http.StatusCreated, ses)
+}
+
+// deadlineReader gives each read of a large body its own deadline.
+type deadlineReader struct {
+	r  io.Reader
+	rc *http.ResponseController
+}
+
+func (d *deadlineReader) Read(p []byte) (int, error) {
+	_ = d.rc.SetReadDeadline(time.Now().Add(streamDeadline)) // not every writer supports it
+	return d.r.Read(p)
+}

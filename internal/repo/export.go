@@ -1,0 +1,149 @@
+package repo
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"hash"
+	"io"
+
+	"github.com/logbook/logbook/internal/model"
+)
+
+// exportChunk is how many messages one query of an export reads: memory stays
+// the same whatever the session's length.
+const exportChunk = 500
+
+// ExportSession writes a session as NDJSON to w (see model.ExportLine): the
+// session, its messages in seq order (a fork's inherited ones read as its own),
+// its checkpoints oldest first, then the end line with the counts and a SHA-256
+// of every byte before it. Everything is read in one read-only transaction, so
+// the export is one consistent snapshot however long the writing takes.
+//
+// Errors before the first write: KindNotFound, corrupted (a damaged checkpoint).
+// An error after it (w failed, the client went away) leaves the stream without
+// its end line, which an import refuses.
+func (s *Store) ExportSession(ctx context.Context, tenant, id string, w io.Writer) error {
+	tx, err := s.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return mapErr(err)
+	}
+	defer tx.Rollback() // read-only: nothing to undo
+
+	ses, err := getSession(ctx, tx, tenant, id)
+	if err != nil {
+		return err
+	}
+	segs, err := lineage(ctx, tx, tenant, id)
+	if err != nil {
+		return mapErr(err)
+	}
+	// A damaged checkpoint is refused before anything is sent, rather than
+	// exported for an import to refuse later.
+	if err := eachCheckpoint(ctx, tx, tenant, id, verify); err != nil {
+		return err
+	}
+
+	e := &exporter{w: w, h: sha256.New()}
+	if err := e.line(model.ExportLine{Type: model.LineSession, Session: &ses}); err != nil {
+		return err
+	}
+	for _, g := range segs {
+		if err := e.segment(ctx, tx, tenant, id, g); err != nil {
+			return err
+		}
+	}
+	err = eachCheckpoint(ctx, tx, tenant, id, func(c model.Checkpoint) error {
+		e.counts.Checkpoints++
+		return e.line(model.ExportLine{Type: model.LineCheckpoint, Checkpoint: &c})
+	})
+	if err != nil {
+		return err
+	}
+	end, _ := json.Marshal(model.ExportLine{Type: model.LineEnd, Counts: &e.counts, SHA256: hex.EncodeToString(e.h.Sum(nil))})
+	if _, err := w.Write(append(end, '\n')); err != nil {
+		return fmt.Errorf("export: write: %w", err)
+	}
+	return nil
+}
+
+// exporter writes lines and hashes them as it goes.
+type exporter struct {
+	w      io.Writer
+	h      hash.Hash
+	counts model.ExportCounts
+}
+
+func (e *exporter) line(l model.ExportLine) error {
+	b, err := json.Marshal(l)
+	if err != nil {
+		return model.Internal(err)
+	}
+	b = append(b, '\n')
+	e.h.Write(b)
+	if _, err := e.w.Write(b); err != nil {
+		return fmt.Errorf("export: write: %w", err)
+	}
+	return nil
+}
+
+// segment writes one stored run of the session's history, a chunk at a time.
+func (e *exporter) segment(ctx context.Context, tx *sql.Tx, tenant, sessionID string, g segment) error {
+	after := g.lo
+	for {
+		rows, err := tx.QueryContext(ctx, `SELECT `+messageColumns+` FROM messages
+			WHERE tenant_id = ? AND session_id = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?`,
+			tenant, g.owner, after, g.hi, exportChunk)
+		if err != nil {
+			return mapErr(err)
+		}
+		n := 0
+		for rows.Next() {
+			m, err := scanMessage(rows)
+			if err != nil {
+				rows.Close()
+				return mapErr(err)
+			}
+			m.SessionID = sessionID // inherited messages read as the fork's own
+			if err := e.line(model.ExportLine{Type: model.LineMessage, Message: &m}); err != nil {
+				rows.Close()
+				return err
+			}
+			e.counts.Messages++
+			after = m.Seq
+			n++
+		}
+		if err := rows.Err(); err != nil {
+			rows.Close()
+			return mapErr(err)
+		}
+		rows.Close()
+		if n < exportChunk {
+			return nil
+		}
+	}
+}
+
+// eachCheckpoint calls fn with each of a session's checkpoints, oldest first,
+// one row at a time.
+func eachCheckpoint(ctx context.Context, q querier, tenant, sessionID string, fn func(model.Checkpoint) error) error {
+	rows, err := q.QueryContext(ctx, `SELECT `+checkpointColumns+` FROM checkpoints
+		WHERE tenant_id = ? AND session_id = ? ORDER BY iteration`, tenant, sessionID)
+	if err != nil {
+		return mapErr(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		c, err := scanCheckpoint(rows)
+		if err != nil {
+			return mapErr(err)
+		}
+		if err := fn(c); err != nil {
+			return err
+		}
+	}
+	return mapErr(rows.Err())
+}
