@@ -58,7 +58,14 @@ func (s *Server) checkIntegrity(w http.ResponseWriter, r *http.Request) {
 
 // backupDatabase copies the whole database into the backup directory, under a
 // plain file name the caller may choose: the API never writes anywhere else.
+// backupDatabase copies the whole file, every tenant's data included, so only the
+// operator's tenant (the one open mode and the first CLI key use) may ask for it.
 func (s *Server) backupDatabase(w http.ResponseWriter, r *http.Request) {
+	if tenantOf(r) != model.DefaultTenant {
+		s.writeError(w, r, &model.Error{Kind: model.KindForbidden, Code: "forbidden",
+			Msg: "a backup copies every tenant's data: only an admin key of tenant \"default\" may make one"})
+		return
+	}
 	in, err := decode[model.BackupRequest](s, w, r)
 	if err != nil {
 		s.writeError(w, r, err)

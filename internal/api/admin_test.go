@@ -21,7 +21,12 @@ func withBackupDir(dir string) testServerOption { return func(c *testConfig) { c
 // adminClients makes a write and an admin key of one tenant.
 func adminClients(t *testing.T, c *client) (write, admin *client) {
 	t.Helper()
-	return c.as(mustKey(t, c, "t", model.ScopeWrite).Key), c.as(mustKey(t, c, "t", model.ScopeAdmin).Key)
+	return adminClientsOf(t, c, "t")
+}
+
+func adminClientsOf(t *testing.T, c *client, tenant string) (write, admin *client) {
+	t.Helper()
+	return c.as(mustKey(t, c, tenant, model.ScopeWrite).Key), c.as(mustKey(t, c, tenant, model.ScopeAdmin).Key)
 }
 
 func TestPurgeSessionOverHTTP(t *testing.T) {
@@ -241,7 +246,10 @@ func TestIntegrityOverHTTP(t *testing.T) {
 func TestBackupOverHTTP(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "snapshots")
 	c := newClient(t, withoutOpenMode(), withBackupDir(dir))
-	w, admin := adminClients(t, c)
+	w, admin := adminClientsOf(t, c, model.DefaultTenant)
+	// Another tenant's admin may not copy everyone's data.
+	_, otherAdmin := adminClients(t, c)
+	otherAdmin.do("POST", "/v1/admin/backup", map[string]any{}).wantProblem(t, http.StatusForbidden, "forbidden")
 	ses := mustCreateSession(t, w, map[string]any{"id": "kept", "title": "in the backup"})
 	mustAppend(t, w, ses.ID, userMsg("one"))
 	mustAppend(t, w, ses.ID, userMsg("two"))
@@ -265,7 +273,7 @@ func TestBackupOverHTTP(t *testing.T) {
 		t.Fatalf("backup file: %v, %v", st, err)
 	}
 	admin.do("POST", "/v1/admin/backup", map[string]any{"name": "snap.db"}).wantProblem(t, http.StatusConflict, "conflict")
-	checkBackup(t, b.Path, "t", "kept", 2)
+	checkBackup(t, b.Path, model.DefaultTenant, "kept", 2)
 
 	var def model.Backup
 	admin.do("POST", "/v1/admin/backup", map[string]any{}).want(t, http.StatusCreated, &def)

@@ -168,9 +168,10 @@ func TestCrossTenantEveryRoute(t *testing.T) {
 	}
 
 	const (
-		notFound = "404"   // A's object must not be found
-		ownList  = "list"  // 200 with only B's rows
-		ownWrite = "write" // acts on B's own namespace
+		notFound  = "404"   // A's object must not be found
+		ownList   = "list"  // 200 with only B's rows
+		ownWrite  = "write" // acts on B's own namespace
+		forbidden = "403"   // not for a tenant's key at all
 	)
 	routes := map[string]struct {
 		expect string
@@ -222,7 +223,7 @@ func TestCrossTenantEveryRoute(t *testing.T) {
 
 		"purgeSessions":  {ownWrite, map[string]any{"status": "completed", "older_than": "2000-01-01T00:00:00Z", "dry_run": true}, ""},
 		"checkIntegrity": {ownList, nil, ""},
-		"backupDatabase": {ownWrite, map[string]any{}, ""},
+		"backupDatabase": {forbidden, map[string]any{}, ""},
 	}
 
 	doc, _ := loadSpec(t)
@@ -254,6 +255,8 @@ func TestCrossTenantEveryRoute(t *testing.T) {
 				switch route.expect {
 				case notFound:
 					res.wantProblem(t, http.StatusNotFound, "not_found")
+				case forbidden:
+					res.wantProblem(t, http.StatusForbidden, "forbidden")
 				default:
 					if res.Status >= 300 {
 						t.Fatalf("status %d: %s", res.Status, res.Body)
