@@ -89,13 +89,19 @@ func batchDirectRound(ctx context.Context, e *env, round int) (stats, error) {
 		}
 	}
 	insert, err := db.PrepareContext(ctx, `INSERT INTO messages (tenant_id, session_id, seq, id, role, content,
-		tokens, cost, metadata, created_at) VALUES ('default', ?, ?, ?, 'user', ?, ?, ?, '{}', ?)`)
+		tokens, cost, metadata, created_at, gid, cum_tokens, cum_cost)
+		VALUES ('default', ?, ?, ?, 'user', ?, ?, ?, '{}', ?, ?, ?, ?)`)
 	if err != nil {
 		return stats{}, err
 	}
 	defer insert.Close()
 
+	// Like Logbook's writer, keep the counters in memory: seq and running totals
+	// per session, gid for the whole database.
 	seqs := make([]int64, len(sessions))
+	cumTokens := make([]int64, len(sessions))
+	cumCost := make([]float64, len(sessions))
+	var gid int64
 	txn := 0
 	op := func(ctx context.Context, _ int) error {
 		i := txn % len(sessions)
@@ -107,9 +113,14 @@ func batchDirectRound(ctx context.Context, e *env, round int) (stats, error) {
 		defer tx.Rollback() // a no-op once committed
 		st := tx.StmtContext(ctx, insert)
 		now := time.Now().UnixMilli()
+		tokens, cost := int64(42+i), 0.00042
 		for range batchSize {
 			seqs[i]++
-			if _, err := st.ExecContext(ctx, sessions[i], seqs[i], naiveID("msg_"), content, 42+i, 0.00042, now); err != nil {
+			gid++
+			cumTokens[i] += tokens
+			cumCost[i] += cost
+			if _, err := st.ExecContext(ctx, sessions[i], seqs[i], naiveID("msg_"), content, tokens, cost, now,
+				gid, cumTokens[i], cumCost[i]); err != nil {
 				return err
 			}
 		}

@@ -57,10 +57,11 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout)
+	interrupted := ctx.Err() != nil // read before stop, which cancels ctx too
 	stop()
 	if err != nil {
-		if ctx.Err() != nil {
-			err = errors.New("interrupted; every server was stopped and the temporary files removed")
+		if interrupted {
+			err = fmt.Errorf("interrupted (%v); every server was stopped and the temporary files removed", err)
 		}
 		fmt.Fprintln(os.Stderr, "loadtest:", err)
 		os.Exit(1)

@@ -164,9 +164,13 @@ func (h *naiveHandler) appendTx(ctx context.Context, m *naiveMessage) (int, erro
 		return http.StatusServiceUnavailable, err
 	}
 	defer tx.Rollback() // a no-op once committed
-	var status string
-	err = tx.QueryRowContext(ctx, `SELECT status, last_seq FROM sessions WHERE tenant_id = 'default' AND id = ?`,
-		m.SessionID).Scan(&status, &m.Seq)
+	var (
+		status      string
+		tokens, gid int64
+		cost        float64
+	)
+	err = tx.QueryRowContext(ctx, `SELECT status, last_seq, total_tokens, total_cost FROM sessions
+		WHERE tenant_id = 'default' AND id = ?`, m.SessionID).Scan(&status, &m.Seq, &tokens, &cost)
 	if errors.Is(err, sql.ErrNoRows) {
 		return http.StatusNotFound, fmt.Errorf("session %q not found", m.SessionID)
 	}
@@ -176,10 +180,15 @@ func (h *naiveHandler) appendTx(ctx context.Context, m *naiveMessage) (int, erro
 	if status == "completed" || status == "archived" {
 		return http.StatusConflict, fmt.Errorf("session %q is %s", m.SessionID, status)
 	}
+	// The schema numbers every message of the database (gid) and keeps running
+	// totals per row; the write lock held since BEGIN makes MAX(gid)+1 safe.
+	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(gid), 0) + 1 FROM messages`).Scan(&gid); err != nil {
+		return http.StatusServiceUnavailable, err
+	}
 	m.Seq++
 	if _, err := tx.ExecContext(ctx, `INSERT INTO messages (tenant_id, session_id, seq, id, role, content, tokens, cost,
-		metadata, created_at) VALUES ('default', ?, ?, ?, ?, ?, ?, ?, '{}', ?)`,
-		m.SessionID, m.Seq, m.ID, m.Role, m.Content, m.Tokens, m.Cost, m.CreatedAt); err != nil {
+		metadata, created_at, gid, cum_tokens, cum_cost) VALUES ('default', ?, ?, ?, ?, ?, ?, ?, '{}', ?, ?, ?, ?)`,
+		m.SessionID, m.Seq, m.ID, m.Role, m.Content, m.Tokens, m.Cost, m.CreatedAt, gid, tokens+m.Tokens, cost+m.Cost); err != nil {
 		return http.StatusServiceUnavailable, err
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE sessions SET message_count = message_count + 1, last_seq = ?,

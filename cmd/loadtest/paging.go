@@ -22,6 +22,9 @@ type pagingResult struct {
 	DeepAfter  int     `json:"deep_after_seq"`
 	RatioP50   float64 `json:"ratio_deep_first_p50"`
 	FillSecs   float64 `json:"fill_seconds"`
+	// SettleSecs is how long the server kept working after the fill (Logbook
+	// indexes messages for search when writes pause) before reads were timed.
+	SettleSecs float64 `json:"settle_seconds"`
 }
 
 const pageSize = 100
@@ -54,6 +57,11 @@ func pagingRun(ctx context.Context, e *env) (pagingResult, error) {
 		}
 	}
 	res.FillSecs = time.Since(t0).Seconds()
+	t0 = time.Now()
+	if err := waitSettled(ctx, srv.pid, 60*time.Second); err != nil {
+		return res, err
+	}
+	res.SettleSecs = time.Since(t0).Seconds()
 
 	first := fmt.Sprintf("%s?after_seq=0&limit=%d", msgs, pageSize)
 	deep := fmt.Sprintf("%s?after_seq=%d&limit=%d", msgs, res.DeepAfter, pageSize)
@@ -116,4 +124,38 @@ func getPage(ctx context.Context, e *env, url string, firstSeq int64) (time.Dura
 		return 0, fmt.Errorf("GET %s: page starts at seq %d, want %d", url, page.Data[0].Seq, firstSeq)
 	}
 	return d, nil
+}
+
+// waitSettled waits until the process pid has used under 5% of a core for two
+// 250 ms intervals running, so that the reads are timed against an idle server,
+// not against background work the fill left behind.
+func waitSettled(ctx context.Context, pid int, limit time.Duration) error {
+	const interval = 250 * time.Millisecond
+	deadline := time.Now().Add(limit)
+	quiet := 0
+	prev, err := cpuTime(pid)
+	if err != nil {
+		return nil // without /proc there is nothing to wait on
+	}
+	for quiet < 2 {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("server still busy %s after the paging fill", limit)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(interval):
+		}
+		cur, err := cpuTime(pid)
+		if err != nil {
+			return err
+		}
+		if cur-prev < interval/20 {
+			quiet++
+		} else {
+			quiet = 0
+		}
+		prev = cur
+	}
+	return nil
 }
