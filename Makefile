@@ -47,6 +47,7 @@ FUZZTIME ?= 60s
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzRequestBodies$$' -fuzztime $(FUZZTIME) ./internal/api/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeCursor$$' -fuzztime $(FUZZTIME) ./internal/repo/
+	$(GO) test -run '^$$' -fuzz '^FuzzFTSQuery$$' -fuzztime $(FUZZTIME) ./internal/repo/
 	$(GO) test -run '^$$' -fuzz '^FuzzMergePatch$$' -fuzztime $(FUZZTIME) ./internal/model/
 
 # A long fault-injection simulation; LOGBOOK_SIM_SEED=N replays a run.

@@ -46,7 +46,7 @@ func appendRound(ctx context.Context, e *env, kind string, round int) (stats, er
 		err error
 	)
 	if kind == "logbook" {
-		srv, err = startLogbook(ctx, e.serverBin, e.tmp, name)
+		srv, err = startLogbook(ctx, e.serverBin, e.tmp, name, e.opts.serverFlags...)
 	} else {
 		srv, err = startNaive(ctx, e.self, e.tmp, name, e.opts.naiveMaxConns)
 	}

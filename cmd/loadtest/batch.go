@@ -23,7 +23,7 @@ func batchBody(client int) []byte {
 // batches from e.opts.batchClients concurrent clients, one session each.
 func batchAPIRound(ctx context.Context, e *env, round int) (stats, error) {
 	name := fmt.Sprintf("batch-api-r%d", round)
-	srv, err := startLogbook(ctx, e.serverBin, e.tmp, name)
+	srv, err := startLogbook(ctx, e.serverBin, e.tmp, name, e.opts.serverFlags...)
 	if err != nil {
 		return stats{}, err
 	}

@@ -36,6 +36,7 @@ type options struct {
 	pagingReps    int
 	jsonPath      string
 	dir           string
+	serverFlags   []string // extra flags for Logbook's server, e.g. --search-index=false
 }
 
 // env is what every measurement needs.
@@ -72,6 +73,10 @@ func parseFlags(args []string) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("loadtest", flag.ContinueOnError)
 	fs.StringVar(&o.server, "server", "", "path to the built Logbook server binary (required)")
+	fs.Func("server-flag", "an extra flag for Logbook's server, repeatable (e.g. -server-flag=--search-index=false)", func(v string) error {
+		o.serverFlags = append(o.serverFlags, v)
+		return nil
+	})
 	fs.DurationVar(&o.duration, "duration", 5*time.Second, "length of each timed round")
 	fs.IntVar(&o.rounds, "rounds", 5, "logbook/naive pairs of single-append rounds, run alternately")
 	fs.IntVar(&o.clients, "clients", 32, "concurrent clients in the single-append rounds")

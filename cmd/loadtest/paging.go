@@ -33,7 +33,7 @@ const pageSize = 100
 // after_seq=0 and at after_seq=fill-100, alternating which goes first so that
 // neither always runs on a cache the other just warmed.
 func pagingRun(ctx context.Context, e *env) (pagingResult, error) {
-	srv, err := startLogbook(ctx, e.serverBin, e.tmp, "paging")
+	srv, err := startLogbook(ctx, e.serverBin, e.tmp, "paging", e.opts.serverFlags...)
 	if err != nil {
 		return pagingResult{}, err
 	}

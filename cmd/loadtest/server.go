@@ -37,7 +37,7 @@ type server struct {
 // At warn the server does not print its "listening" line, so the tool picks a free
 // port itself and waits for /healthz. Another process could take the port in the
 // moment between; the tool then tries again with another.
-func startLogbook(ctx context.Context, binary, tmp, name string) (*server, error) {
+func startLogbook(ctx context.Context, binary, tmp, name string, flags ...string) (*server, error) {
 	var last error
 	for attempt := 0; attempt < 3; attempt++ {
 		addr, err := freePort()
@@ -48,8 +48,8 @@ func startLogbook(ctx context.Context, binary, tmp, name string) (*server, error
 		if err != nil {
 			return nil, err
 		}
-		s, err := start(name, dir, binary, nil, "--addr", addr, "--db", filepath.Join(dir, "logbook.db"),
-			"--sync", "full", "--log-level", "warn")
+		s, err := start(name, dir, binary, nil, append([]string{"--addr", addr, "--db", filepath.Join(dir, "logbook.db"),
+			"--sync", "full", "--log-level", "warn"}, flags...)...)
 		if err != nil {
 			return nil, err
 		}
