@@ -45,10 +45,10 @@ crash:
 # Each fuzz target for FUZZTIME (CI runs their seed corpora in make test).
 FUZZTIME ?= 60s
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzRequestBodies$$' -fuzztime $(FUZZTIME) ./internal/api/
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeCursor$$' -fuzztime $(FUZZTIME) ./internal/repo/
-	$(GO) test -run '^$$' -fuzz '^FuzzFTSQuery$$' -fuzztime $(FUZZTIME) ./internal/repo/
-	$(GO) test -run '^$$' -fuzz '^FuzzMergePatch$$' -fuzztime $(FUZZTIME) ./internal/model/
+	$(GO) test -run '^$$' -fuzz '^FuzzRequestBodies$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/api/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeCursor$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/repo/
+	$(GO) test -run '^$$' -fuzz '^FuzzFTSQuery$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/repo/
+	$(GO) test -run '^$$' -fuzz '^FuzzMergePatch$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/model/
 
 # A long fault-injection simulation; LOGBOOK_SIM_SEED=N replays a run.
 SIMOPS ?= 50000
