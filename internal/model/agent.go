@@ -1,5 +1,7 @@
 package model
 
+import "strconv"
+
 // Agent is a stored agent definition: what it is, which model and tools it uses.
 // Its memory (blocks and passages) belongs to it and goes when it goes; sessions
 // keep their agent_id as history.
@@ -64,7 +66,7 @@ func (u UpdateAgent) Validate() error {
 	}
 	for i, id := range u.ToolIDs.Value {
 		if id == "" || len(id) > 256 {
-			bad("tool_ids["+itoa(i)+"]", "must be 1 to 256 characters long")
+			bad("tool_ids["+strconv.Itoa(i)+"]", "must be 1 to 256 characters long")
 		}
 	}
 	if u.Tags.Set && len(u.Tags.Value) > 64 {
@@ -72,7 +74,7 @@ func (u UpdateAgent) Validate() error {
 	}
 	for i, tag := range u.Tags.Value {
 		if tag == "" || len(tag) > 128 {
-			bad("tags["+itoa(i)+"]", "must be 1 to 128 characters long")
+			bad("tags["+strconv.Itoa(i)+"]", "must be 1 to 128 characters long")
 		}
 	}
 	if fields != nil {

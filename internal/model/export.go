@@ -1,5 +1,7 @@
 package model
 
+import "strconv"
+
 // A session export is NDJSON: one ExportLine a line, in this order — the session,
 // its messages in seq order, its checkpoints oldest first, and an end line whose
 // sha256 covers every byte of the lines before it, newlines included. Exporting
@@ -36,7 +38,7 @@ type ImportOptions struct {
 
 // InvalidImport reports an export that cannot be restored, naming its line.
 func InvalidImport(line int, msg string) *Error {
-	field := "line " + itoa(line)
+	field := "line " + strconv.Itoa(line)
 	return &Error{Kind: KindInvalid, Code: "invalid_import", Msg: field + ": " + msg,
 		Fields: []FieldError{{Field: field, Message: msg}}}
 }

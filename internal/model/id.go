@@ -27,18 +27,3 @@ func ValidClientID(s string) bool {
 	}
 	return true
 }
-
-// itoa formats small non-negative ints without importing strconv into every file.
-func itoa(i int) string {
-	if i == 0 {
-		return "0"
-	}
-	var b [20]byte
-	n := len(b)
-	for i > 0 {
-		n--
-		b[n] = byte('0' + i%10)
-		i /= 10
-	}
-	return string(b[n:])
-}

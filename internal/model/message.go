@@ -1,5 +1,7 @@
 package model
 
+import "strconv"
+
 // Role says who wrote a message.
 type Role string
 
@@ -70,8 +72,8 @@ func (b AppendBatch) Validate() error {
 		}
 		if j, dup := seen[m.IdempotencyKey]; dup {
 			fields = append(fields, FieldError{
-				Field:   "messages[" + itoa(i) + "].idempotency_key",
-				Message: "repeats the key of messages[" + itoa(j) + "]",
+				Field:   "messages[" + strconv.Itoa(i) + "].idempotency_key",
+				Message: "repeats the key of messages[" + strconv.Itoa(j) + "]",
 			})
 			continue
 		}
