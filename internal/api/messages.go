@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -48,9 +49,14 @@ func (s *Server) decodeAppend(w http.ResponseWriter, r *http.Request) (model.App
 	if err != nil {
 		return req, err
 	}
-	var probe map[string]json.RawMessage
-	if json.Unmarshal(body, &probe) == nil {
-		_, req.Batch = probe["messages"]
+	// A batch has a top-level "messages" key. Only a body that holds that text
+	// anywhere needs the probe parse: a single message almost never does, and it is
+	// the hot path.
+	if bytes.Contains(body, []byte(`"messages"`)) {
+		var probe map[string]json.RawMessage
+		if json.Unmarshal(body, &probe) == nil {
+			_, req.Batch = probe["messages"]
+		}
 	}
 	if req.Batch {
 		in, err := decodeBatch(body)
