@@ -57,23 +57,16 @@ func appendRound(ctx context.Context, e *env, kind string, round int) (stats, er
 	// Connections to a stopped server are of no further use.
 	defer e.client.CloseIdleConnections()
 
-	base := "http://" + srv.addr
-	ids, err := createSessions(ctx, e, base, name, e.opts.clients)
+	urls, bodies, err := appendTargets(ctx, e, srv, name, e.opts.clients, func(i int) []byte { return mustJSON(messageJSON(i)) })
 	if err != nil {
 		return stats{}, err
-	}
-	urls := make([]string, len(ids))
-	bodies := make([][]byte, len(ids))
-	for i, id := range ids {
-		urls[i] = base + "/v1/sessions/" + id + "/messages"
-		bodies[i] = mustJSON(messageJSON(i))
 	}
 	op := func(ctx context.Context, i int) error {
 		return post(ctx, e.client, urls[i], bodies[i], http.StatusCreated)
 	}
 	// One untimed append per client opens its connection and takes each session
 	// from created to active, so the round measures the steady state.
-	for i := range ids {
+	for i := range urls {
 		if err := op(ctx, i); err != nil {
 			return stats{}, fmt.Errorf("%s warm-up: %w", name, err)
 		}
@@ -86,4 +79,21 @@ func appendRound(ctx context.Context, e *env, kind string, round int) (stats, er
 		return stats{}, fmt.Errorf("%s: %w", name, err)
 	}
 	return st, nil
+}
+
+// appendTargets makes one session per client on srv and returns, for each client,
+// its session's messages URL and the body it will send there.
+func appendTargets(ctx context.Context, e *env, srv *server, name string, clients int, body func(i int) []byte) (urls []string, bodies [][]byte, err error) {
+	base := "http://" + srv.addr
+	ids, err := createSessions(ctx, e, base, name, clients)
+	if err != nil {
+		return nil, nil, err
+	}
+	urls = make([]string, len(ids))
+	bodies = make([][]byte, len(ids))
+	for i, id := range ids {
+		urls[i] = base + "/v1/sessions/" + id + "/messages"
+		bodies[i] = body(i)
+	}
+	return urls, bodies, nil
 }

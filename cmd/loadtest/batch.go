@@ -31,26 +31,19 @@ func batchAPIRound(ctx context.Context, e *env, round int) (stats, error) {
 	// Connections to a stopped server are of no further use.
 	defer e.client.CloseIdleConnections()
 
-	base := "http://" + srv.addr
-	ids, err := createSessions(ctx, e, base, name, e.opts.batchClients)
+	urls, bodies, err := appendTargets(ctx, e, srv, name, e.opts.batchClients, batchBody)
 	if err != nil {
 		return stats{}, err
-	}
-	urls := make([]string, len(ids))
-	bodies := make([][]byte, len(ids))
-	for i, id := range ids {
-		urls[i] = base + "/v1/sessions/" + id + "/messages"
-		bodies[i] = batchBody(i)
 	}
 	op := func(ctx context.Context, i int) error {
 		return post(ctx, e.client, urls[i], bodies[i], http.StatusCreated)
 	}
-	for i := range ids {
+	for i := range urls {
 		if err := op(ctx, i); err != nil {
 			return stats{}, fmt.Errorf("%s warm-up: %w", name, err)
 		}
 	}
-	st, err := measure(ctx, srv.pid, len(ids), e.opts.duration, batchSize, op)
+	st, err := measure(ctx, srv.pid, len(urls), e.opts.duration, batchSize, op)
 	if err == nil {
 		err = srv.exitedEarly()
 	}
