@@ -4,7 +4,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: run build test check fmt vet lint bench gobench crash fuzz sim clean
+.PHONY: run build test check fmt vet lint deps bench gobench crash fuzz sim clean
 
 run:
 	$(GO) run ./cmd/server
@@ -13,11 +13,22 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/server ./cmd/server
 
 # The whole suite, with the race detector: unit, API (spec-validated), in-process
-# run(), and the short kill -9 crash test.
-test:
+# run(), and the short kill -9 crash test. It refuses to pass on unformatted code,
+# vet findings or a go.mod that tidy would change, so CI catches those too.
+test: deps fmt vet
 	$(GO) test -race -count=1 $(PKGS)
 
-check: fmt vet lint test
+check: lint test
+
+# go.mod and go.sum are what `go mod tidy` makes, and modernc.org/libc is the
+# version modernc.org/sqlite pins: its authors ask for that exact version, since
+# the transpiled SQLite depends on libc's internals.
+deps:
+	@$(GO) mod tidy -diff || { echo "go mod tidy would change go.mod/go.sum (run it and commit)"; exit 1; }
+	@sqlite=$$($(GO) list -m -f '{{.Path}}@{{.Version}}' modernc.org/sqlite); \
+	want=$$($(GO) mod graph | awk -v s="$$sqlite" '$$1 == s && $$2 ~ /^modernc.org\/libc@/ {print $$2}'); \
+	have=$$($(GO) list -m -f '{{.Path}}@{{.Version}}' modernc.org/libc); \
+	if [ "$$want" != "$$have" ]; then echo "modernc.org/libc is $$have; modernc.org/sqlite pins $$want"; exit 1; fi
 
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
