@@ -18,6 +18,8 @@ func isLoopback(addr net.Addr) bool {
 
 // decideOpenMode says whether requests without a key may act as the default
 // tenant, refusing to serve an unauthenticated API to the network by accident.
+// It is decided here, once: a server that starts with a key demands keys until it
+// exits, whatever happens to its keys meanwhile.
 func decideOpenMode(ctx context.Context, store *repo.Store, addr net.Addr, insecure bool, log zerolog.Logger) (bool, error) {
 	hasKeys, err := store.HasActiveKeys(ctx)
 	if err != nil {
@@ -26,12 +28,13 @@ func decideOpenMode(ctx context.Context, store *repo.Store, addr net.Addr, insec
 	loopback := isLoopback(addr)
 	switch {
 	case hasKeys:
-		return loopback || insecure, nil // open mode returns only if every key is revoked
+		log.Info().Str("addr", addr.String()).Msg("API keys exist: every /v1 request needs one. To go back to open mode, revoke every key (server keys revoke) and restart the server")
+		return false, nil
 	case loopback:
-		log.Warn().Str("addr", addr.String()).Msg("open mode: no API key exists, so requests without a key act as tenant \"default\"; create a key (server keys create) to require one")
+		log.Warn().Str("addr", addr.String()).Msg("open mode: no API key exists, so requests without a key act as tenant \"default\"; the first key created (server keys create, or POST /v1/admin/keys) ends open mode until the server restarts")
 		return true, nil
 	case insecure:
-		log.Warn().Str("addr", addr.String()).Msg("open mode on a non-loopback address (--insecure-no-auth): anyone who can reach this port can read and write everything")
+		log.Warn().Str("addr", addr.String()).Msg("open mode on a non-loopback address (--insecure-no-auth): anyone who can reach this port can read and write everything until the first key is created")
 		return true, nil
 	}
 	return false, fmt.Errorf("refusing to serve %s without authentication: no API key exists and the address is not loopback; "+

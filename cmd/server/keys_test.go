@@ -71,6 +71,19 @@ func TestKeysCommandsAndAuth(t *testing.T) {
 	if got := get(t, base+"/v1/sessions", key); got != http.StatusUnauthorized {
 		t.Fatalf("revoked key: %d, want 401", got)
 	}
+	// With every key revoked the running server still demands one...
+	time.Sleep(1100 * time.Millisecond)
+	if got := get(t, base+"/v1/sessions", ""); got != http.StatusUnauthorized {
+		t.Fatalf("no key after the last one was revoked: %d, want 401", got)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	// ...and a restart is how an operator goes back to open mode.
+	base, stop = runInProcess(t, []string{"--db", db, "--addr", "127.0.0.1:0"}, envOf())
+	if got := get(t, base+"/v1/sessions", ""); got != http.StatusOK {
+		t.Fatalf("restarted with every key revoked: %d, want 200 (open mode)", got)
+	}
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}

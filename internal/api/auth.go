@@ -66,16 +66,20 @@ func principalOf(r *http.Request) model.Principal {
 // tenantOf names the tenant a request acts for; every repo call is scoped by it.
 func tenantOf(r *http.Request) string { return principalOf(r).Tenant }
 
-// openMode answers "may a request without a key act as the default tenant?": only
-// when the server allows it (loopback, or --insecure-no-auth) and no key exists.
-// The answer is cached briefly because a key made by the CLI, in another process,
-// can only be seen by asking the database.
+// openMode answers "may a request without a key act as the default tenant?".
+// It may only while the server allows it (it started with no key, on loopback or
+// with --insecure-no-auth) and no key has appeared since. Open mode only ever
+// ends: once a key exists, made here or by the CLI in another process, keys are
+// demanded until the process exits, even if every key is revoked later. Revoking
+// the last key must not hand its tenant's data (and every other tenant's, through
+// an admin backup) to anyone without a key. The database is asked at most once a
+// second, since a key made by the CLI can only be seen there.
 type openMode struct {
 	allowed bool
 	has     func(context.Context) (bool, error)
 
 	mu      sync.Mutex
-	open    bool
+	ended   bool
 	checked time.Time
 }
 
@@ -87,18 +91,19 @@ func (o *openMode) isOpen(ctx context.Context) (bool, error) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if time.Since(o.checked) < openModeTTL {
-		return o.open, nil
+	if o.ended || time.Since(o.checked) < openModeTTL {
+		return !o.ended, nil
 	}
 	hasKeys, err := o.has(ctx)
 	if err != nil {
 		return false, err
 	}
-	o.open, o.checked = !hasKeys, time.Now()
-	return o.open, nil
+	o.ended, o.checked = hasKeys, time.Now()
+	return !o.ended, nil
 }
 
-// forget drops the cached answer, after this server made or revoked a key.
+// forget drops the cached answer, after this server made a key, so that open mode
+// ends with the answer that shows the key.
 func (o *openMode) forget() {
 	o.mu.Lock()
 	o.checked = time.Time{}

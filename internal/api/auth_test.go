@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/logbook/logbook/internal/model"
 )
@@ -27,10 +28,17 @@ func TestOpenModeEndsWithTheFirstKey(t *testing.T) {
 	c.do("GET", "/v1/sessions", nil).wantProblem(t, http.StatusUnauthorized, "unauthorized")
 	c.as(k.Key).do("GET", "/v1/sessions", nil).want(t, http.StatusOK, nil)
 
-	// Revoking the last key reopens a loopback server: the operator chose that.
+	// Revoking the last key does not reopen the server: open mode only ever ends
+	// while the process runs, or a revoked admin key would hand everything (a
+	// backup of every tenant included) to anyone without a key.
 	c.as(k.Key).do("DELETE", "/v1/admin/keys/"+k.ID, nil).want(t, http.StatusOK, nil)
 	c.as(k.Key).do("GET", "/v1/sessions", nil).wantProblem(t, http.StatusUnauthorized, "unauthorized")
-	c.do("GET", "/v1/sessions", nil).want(t, http.StatusOK, nil)
+	time.Sleep(1100 * time.Millisecond) // past the cached answer
+	for _, probe := range []struct{ method, path string }{
+		{"GET", "/v1/sessions"}, {"POST", "/v1/admin/keys"}, {"POST", "/v1/admin/backup"},
+	} {
+		c.do(probe.method, probe.path, map[string]any{"scope": "admin"}).wantProblem(t, http.StatusUnauthorized, "unauthorized")
+	}
 
 	secret := k.Key[len("lb_0123456789abcdef_"):]
 	if strings.Contains(logs.String(), secret) || !strings.Contains(logs.String(), "/v1/admin/keys") {
@@ -55,6 +63,26 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// A key made in another process (the CLI, straight in the database) ends open
+// mode too, within the second that the answer is cached.
+func TestOpenModeEndsWithAKeyFromTheCLI(t *testing.T) {
+	c := newClient(t)
+	c.do("GET", "/v1/sessions", nil).want(t, http.StatusOK, nil)
+	k := mustKey(t, c, "acme", model.ScopeAdmin)
+	deadline := time.Now().Add(3 * time.Second)
+	for c.do("GET", "/v1/sessions", nil).Status != http.StatusUnauthorized {
+		if time.Now().After(deadline) {
+			t.Fatal("open mode still on 3s after a key was made")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := c.store.RevokeAPIKey(t.Context(), "", k.ID); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1100 * time.Millisecond)
+	c.do("GET", "/v1/sessions", nil).wantProblem(t, http.StatusUnauthorized, "unauthorized")
 }
 
 func TestNoOpenModeOffLoopback(t *testing.T) {

@@ -3,12 +3,13 @@ package api
 import "net/http"
 
 type status struct {
-	Status string `json:"status"`
+	Status  string `json:"status"`
+	Version string `json:"version,omitempty"`
 }
 
-// healthz says the process is up; it touches nothing else.
+// healthz says the process is up, and which build it is; it touches nothing else.
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
-	s.writeJSON(w, r, http.StatusOK, status{"ok"})
+	s.writeJSON(w, r, http.StatusOK, status{Status: "ok", Version: s.version})
 }
 
 // readyz says the database answers reads.
@@ -17,7 +18,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.writeJSON(w, r, http.StatusOK, status{"ok"})
+	s.writeJSON(w, r, http.StatusOK, status{Status: "ok"})
 }
 
 func (s *Server) openapi(w http.ResponseWriter, r *http.Request) {

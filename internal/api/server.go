@@ -30,6 +30,8 @@ type Config struct {
 	BackupDir string
 	// ImportMaxBytes bounds the body of POST /v1/sessions/import; 0 means 256 MiB.
 	ImportMaxBytes int64
+	// Version is the build's version, reported by GET /healthz.
+	Version string
 }
 
 // Server holds the handlers' dependencies; it has no globals.
@@ -46,6 +48,7 @@ type Server struct {
 	checkpointKeep int
 	backupDir      string
 	importMax      int64
+	version        string
 }
 
 // New builds the server and its router.
@@ -61,6 +64,7 @@ func New(cfg Config) *Server {
 		checkpointKeep: cfg.CheckpointKeep,
 		backupDir:      cfg.BackupDir,
 		importMax:      cfg.ImportMaxBytes,
+		version:        cfg.Version,
 	}
 	s.open = &openMode{allowed: cfg.AllowOpen}
 	if cfg.Store != nil {
