@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -23,7 +22,7 @@ func seed(t *testing.T, db, tenant string) model.Session {
 	}
 	defer st.Close()
 	title := "moved between databases"
-	ses, err := st.CreateSession(ctx, tenant, model.CreateSession{Title: &title, Metadata: map[string]any{"k": json.Number("7")}})
+	ses, err := st.CreateSession(ctx, tenant, model.CreateSession{Title: &title, Metadata: model.Object(`{"k":7}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +33,7 @@ func seed(t *testing.T, db, tenant string) model.Session {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.PutCheckpoint(ctx, tenant, ses.ID, model.PutCheckpoint{Iteration: 1, State: json.RawMessage(`{"n":1}`)}, 0); err != nil {
+	if _, err := st.PutCheckpoint(ctx, tenant, ses.ID, model.PutCheckpoint{Iteration: 1, State: model.JSON(`{"n":1}`)}, 0); err != nil {
 		t.Fatal(err)
 	}
 	if ses, err = st.GetSession(ctx, tenant, ses.ID); err != nil {

@@ -270,7 +270,7 @@ func TestImportAsNewTwice(t *testing.T) {
 			t.Fatalf("as_new session id %q", s.ID)
 		}
 		seen[s.ID] = true
-		if s.MessageCount != 2 || s.TotalCost != orig.TotalCost || s.CreatedAt != orig.CreatedAt || s.Metadata["k"] != "v" {
+		if s.MessageCount != 2 || s.TotalCost != orig.TotalCost || s.CreatedAt != orig.CreatedAt || string(s.Metadata) != `{"k":"v"}` {
 			t.Errorf("as_new session %+v, original %+v", s, orig)
 		}
 		msgs := listAll[model.Message](t, c, "/v1/sessions/"+s.ID+"/messages", 50)

@@ -1,10 +1,8 @@
 package api
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"net/http"
+	"reflect"
 	"strconv"
 
 	"github.com/go-chi/chi/v5"
@@ -40,6 +38,14 @@ func (s *Server) appendMessages(w http.ResponseWriter, r *http.Request) {
 	s.writeJSON(w, r, status, res.Messages[0])
 }
 
+// appendBody is either one message or {"messages": [...]}; one strict pass
+// decodes both, and errors name the field as the client wrote it
+// ("messages[3].role").
+type appendBody struct {
+	model.NewMessage
+	Messages *[]*model.NewMessage `json:"messages"` // a null item stays visible as nil
+}
+
 func (s *Server) decodeAppend(w http.ResponseWriter, r *http.Request) (model.AppendRequest, error) {
 	req := model.AppendRequest{RequestKey: r.Header.Get("Idempotency-Key")}
 	if len(req.RequestKey) > 255 {
@@ -49,29 +55,28 @@ func (s *Server) decodeAppend(w http.ResponseWriter, r *http.Request) (model.App
 	if err != nil {
 		return req, err
 	}
-	// A batch has a top-level "messages" key. Only a body that holds that text
-	// anywhere needs the probe parse: a single message almost never does, and it is
-	// the hot path.
-	if bytes.Contains(body, []byte(`"messages"`)) {
-		var probe map[string]json.RawMessage
-		if json.Unmarshal(body, &probe) == nil {
-			_, req.Batch = probe["messages"]
-		}
-	}
-	if req.Batch {
-		in, err := decodeBatch(body)
-		if err != nil {
-			return req, err
-		}
-		req.Messages = in.Messages
-		return req, s.check(&in)
-	}
-	var in model.NewMessage
+	var in appendBody
 	if err := unmarshalStrict(body, &in); err != nil {
 		return req, err
 	}
-	req.Messages = []model.NewMessage{in}
-	return req, s.check(&in)
+	if in.Messages == nil {
+		req.Messages = []model.NewMessage{in.NewMessage}
+		return req, s.check(&in.NewMessage)
+	}
+	if !reflect.ValueOf(in.NewMessage).IsZero() {
+		return req, model.Invalid(model.FieldError{Field: "messages",
+			Message: "a batch holds only \"messages\": put every other field inside its message"})
+	}
+	req.Batch = true
+	batch := model.AppendBatch{Messages: make([]model.NewMessage, len(*in.Messages))}
+	for i, m := range *in.Messages {
+		if m == nil {
+			return req, model.Invalid(model.FieldError{Field: "messages[" + strconv.Itoa(i) + "]", Message: "must be an object, not null"})
+		}
+		batch.Messages[i] = *m
+	}
+	req.Messages = batch.Messages
+	return req, s.check(&batch)
 }
 
 func (s *Server) listMessages(w http.ResponseWriter, r *http.Request) {
@@ -102,37 +107,4 @@ func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.writeJSON(w, r, http.StatusOK, m)
-}
-
-// decodeBatch decodes each message on its own so that a decoding error names the
-// message it is in ("messages[3].extra"), which encoding/json alone does not.
-func decodeBatch(body []byte) (model.AppendBatch, error) {
-	var raw struct {
-		Messages []json.RawMessage `json:"messages"`
-	}
-	if err := unmarshalStrict(body, &raw); err != nil {
-		return model.AppendBatch{}, err
-	}
-	out := model.AppendBatch{Messages: make([]model.NewMessage, len(raw.Messages))}
-	for i, m := range raw.Messages {
-		if err := unmarshalStrict(m, &out.Messages[i]); err == errNotObject {
-			return out, model.Invalid(model.FieldError{Field: "messages[" + strconv.Itoa(i) + "]", Message: "must be an object"})
-		} else if err != nil {
-			return out, prefixFields(err, "messages["+strconv.Itoa(i)+"]")
-		}
-	}
-	return out, nil
-}
-
-// prefixFields puts a path in front of the fields a validation error names.
-func prefixFields(err error, prefix string) error {
-	var e *model.Error
-	if !errors.As(err, &e) || len(e.Fields) == 0 {
-		return err
-	}
-	fields := make([]model.FieldError, len(e.Fields))
-	for i, f := range e.Fields {
-		fields[i] = model.FieldError{Field: prefix + "." + f.Field, Message: f.Message}
-	}
-	return model.Invalid(fields...)
 }

@@ -6,7 +6,6 @@ import (
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/go-playground/validator/v10"
 	"github.com/logbook/logbook/internal/repo"
 	"github.com/rs/zerolog"
 )
@@ -36,14 +35,13 @@ type Config struct {
 
 // Server holds the handlers' dependencies; it has no globals.
 type Server struct {
-	store    *repo.Store
-	log      zerolog.Logger
-	validate *validator.Validate
-	maxBody  int64
-	spec     []byte
-	open     *openMode
-	rate     int
-	router   *chi.Mux
+	store   *repo.Store
+	log     zerolog.Logger
+	maxBody int64
+	spec    []byte
+	open    *openMode
+	rate    int
+	router  *chi.Mux
 
 	checkpointKeep int
 	backupDir      string
@@ -54,12 +52,11 @@ type Server struct {
 // New builds the server and its router.
 func New(cfg Config) *Server {
 	s := &Server{
-		store:    cfg.Store,
-		log:      cfg.Log,
-		validate: newValidator(),
-		maxBody:  cfg.MaxBodyBytes,
-		spec:     cfg.Spec,
-		rate:     cfg.RateLimit,
+		store:   cfg.Store,
+		log:     cfg.Log,
+		maxBody: cfg.MaxBodyBytes,
+		spec:    cfg.Spec,
+		rate:    cfg.RateLimit,
 
 		checkpointKeep: cfg.CheckpointKeep,
 		backupDir:      cfg.BackupDir,

@@ -122,7 +122,7 @@ func TestCreateSession(t *testing.T) {
 		res := c.do("POST", "/v1/sessions", map[string]any{"id": "run-42:a.b", "agent_id": "agt_x", "title": "T", "metadata": map[string]any{"k": "v"}})
 		var s model.Session
 		res.want(t, http.StatusCreated, &s)
-		if s.ID != "run-42:a.b" || *s.AgentID != "agt_x" || *s.Title != "T" || s.Metadata["k"] != "v" {
+		if s.ID != "run-42:a.b" || *s.AgentID != "agt_x" || *s.Title != "T" || string(s.Metadata) != `{"k":"v"}` {
 			t.Errorf("got %+v", s)
 		}
 		if loc := res.Header.Get("Location"); loc != "/v1/sessions/run-42:a.b" {

@@ -6,16 +6,16 @@ import "strconv"
 // Its memory (blocks and passages) belongs to it and goes when it goes; sessions
 // keep their agent_id as history.
 type Agent struct {
-	ID        string         `json:"id"`
-	Name      string         `json:"name"`
-	AgentType string         `json:"agent_type"`
-	Model     *string        `json:"model"`
-	System    *string        `json:"system"`
-	ToolIDs   []string       `json:"tool_ids"`
-	Tags      []string       `json:"tags"`
-	Metadata  map[string]any `json:"metadata"`
-	CreatedAt Time           `json:"created_at"`
-	UpdatedAt Time           `json:"updated_at"`
+	ID        string   `json:"id"`
+	Name      string   `json:"name"`
+	AgentType string   `json:"agent_type"`
+	Model     *string  `json:"model"`
+	System    *string  `json:"system"`
+	ToolIDs   []string `json:"tool_ids"`
+	Tags      []string `json:"tags"`
+	Metadata  Object   `json:"metadata"`
+	CreatedAt Time     `json:"created_at"`
+	UpdatedAt Time     `json:"updated_at"`
 }
 
 // DefaultAgentType is Letta's default.
@@ -23,26 +23,26 @@ const DefaultAgentType = "memgpt_agent"
 
 // CreateAgent is the input of POST /v1/agents.
 type CreateAgent struct {
-	ID        string         `json:"id,omitempty" validate:"omitempty,max=128,clientid"`
-	Name      string         `json:"name" validate:"required,max=200"`
-	AgentType string         `json:"agent_type,omitempty" validate:"omitempty,max=64"`
-	Model     *string        `json:"model,omitempty" validate:"omitempty,max=256"`
-	System    *string        `json:"system,omitempty" validate:"omitempty,max=100000"`
-	ToolIDs   []string       `json:"tool_ids,omitempty" validate:"max=256,dive,min=1,max=256"`
-	Tags      []string       `json:"tags,omitempty" validate:"max=64,dive,min=1,max=128"`
-	Metadata  map[string]any `json:"metadata,omitempty"`
+	ID        string   `json:"id,omitempty" validate:"omitempty,max=128,clientid"`
+	Name      string   `json:"name" validate:"required,max=200"`
+	AgentType string   `json:"agent_type,omitempty" validate:"omitempty,max=64"`
+	Model     *string  `json:"model,omitempty" validate:"omitempty,max=256"`
+	System    *string  `json:"system,omitempty" validate:"omitempty,max=100000"`
+	ToolIDs   []string `json:"tool_ids,omitempty" validate:"max=256,dive,min=1,max=256"`
+	Tags      []string `json:"tags,omitempty" validate:"max=64,dive,min=1,max=128"`
+	Metadata  Object   `json:"metadata,omitempty"`
 }
 
 // UpdateAgent is the input of PATCH /v1/agents/{id}: present fields replace,
 // metadata merges (RFC 7396).
 type UpdateAgent struct {
-	Name      Optional[string]         `json:"name"`
-	AgentType Optional[string]         `json:"agent_type"`
-	Model     Optional[string]         `json:"model"`
-	System    Optional[string]         `json:"system"`
-	ToolIDs   Optional[[]string]       `json:"tool_ids"`
-	Tags      Optional[[]string]       `json:"tags"`
-	Metadata  Optional[map[string]any] `json:"metadata"`
+	Name      Optional[string]   `json:"name"`
+	AgentType Optional[string]   `json:"agent_type"`
+	Model     Optional[string]   `json:"model"`
+	System    Optional[string]   `json:"system"`
+	ToolIDs   Optional[[]string] `json:"tool_ids"`
+	Tags      Optional[[]string] `json:"tags"`
+	Metadata  Optional[Object]   `json:"metadata"`
 }
 
 // Validate checks what tags cannot reach inside Optional.

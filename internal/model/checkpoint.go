@@ -1,28 +1,26 @@
 package model
 
-import "encoding/json"
-
 // SchemaVersion is the newest checkpoint state schema this server understands.
 const SchemaVersion = 1
 
 // Checkpoint is a runtime's loop state after one iteration, with the session's
 // last_seq at that moment and a SHA-256 that reads verify.
 type Checkpoint struct {
-	ID        string          `json:"id"`
-	SessionID string          `json:"session_id"`
-	Iteration int64           `json:"iteration"`
-	State     json.RawMessage `json:"state"`
-	LastSeq   int64           `json:"last_seq"`
-	SHA256    string          `json:"sha256"`
-	CreatedAt Time            `json:"created_at"`
+	ID        string `json:"id"`
+	SessionID string `json:"session_id"`
+	Iteration int64  `json:"iteration"`
+	State     JSON   `json:"state"`
+	LastSeq   int64  `json:"last_seq"`
+	SHA256    string `json:"sha256"`
+	CreatedAt Time   `json:"created_at"`
 }
 
 // PendingToolCall is a tool call the runtime started and has not finished.
 type PendingToolCall struct {
-	ID        string          `json:"id" validate:"required,max=256"`
-	ToolName  string          `json:"tool_name" validate:"required,max=256"`
-	ToolInput json.RawMessage `json:"tool_input,omitempty"`
-	StartedAt *Time           `json:"started_at,omitempty"`
+	ID        string `json:"id" validate:"required,max=256"`
+	ToolName  string `json:"tool_name" validate:"required,max=256"`
+	ToolInput JSON   `json:"tool_input,omitempty"`
+	StartedAt *Time  `json:"started_at,omitempty"`
 }
 
 // CheckpointState is the part of a state the server reads; everything else in it
@@ -31,7 +29,7 @@ type CheckpointState struct {
 	SchemaVersion    *int64            `json:"schema_version,omitempty" validate:"omitempty,min=1"`
 	PauseUntilMs     *int64            `json:"pause_until_ms,omitempty" validate:"omitempty,min=0"`
 	PendingToolCalls []PendingToolCall `json:"pending_tool_calls,omitempty" validate:"dive"`
-	LastToolResult   json.RawMessage   `json:"last_tool_result,omitempty"`
+	LastToolResult   JSON              `json:"last_tool_result,omitempty"`
 	StopReason       *string           `json:"stop_reason,omitempty" validate:"omitempty,max=256"`
 }
 
@@ -39,9 +37,9 @@ type CheckpointState struct {
 // be above the latest; ExpectedIteration, when given, must equal the latest (0
 // when there is none): the fence that lets only one worker own a session.
 type PutCheckpoint struct {
-	Iteration         int64           `json:"iteration" validate:"gte=1"`
-	State             json.RawMessage `json:"state" validate:"required"`
-	ExpectedIteration *int64          `json:"expected_iteration,omitempty" validate:"omitempty,gte=0"`
+	Iteration         int64  `json:"iteration" validate:"gte=1"`
+	State             JSON   `json:"state" validate:"required"`
+	ExpectedIteration *int64 `json:"expected_iteration,omitempty" validate:"omitempty,gte=0"`
 }
 
 // StaleIteration is a checkpoint write that lost the race to another worker.
@@ -87,8 +85,8 @@ const ResumeMessageLimit = 1000
 
 // ForkSession is the input of POST /v1/sessions/{id}/fork.
 type ForkSession struct {
-	ID       string         `json:"id,omitempty" validate:"omitempty,max=128,clientid"`
-	AtSeq    *int64         `json:"at_seq,omitempty" validate:"omitempty,gte=0"`
-	Title    *string        `json:"title,omitempty" validate:"omitempty,max=1000"`
-	Metadata map[string]any `json:"metadata,omitempty"`
+	ID       string  `json:"id,omitempty" validate:"omitempty,max=128,clientid"`
+	AtSeq    *int64  `json:"at_seq,omitempty" validate:"omitempty,gte=0"`
+	Title    *string `json:"title,omitempty" validate:"omitempty,max=1000"`
+	Metadata Object  `json:"metadata,omitempty"`
 }

@@ -2,19 +2,19 @@ package model
 
 // Passage is one entry of an agent's archival memory.
 type Passage struct {
-	ID        string         `json:"id"`
-	AgentID   string         `json:"agent_id"`
-	Content   string         `json:"content"`
-	Tags      []string       `json:"tags"`
-	Metadata  map[string]any `json:"metadata"`
-	CreatedAt Time           `json:"created_at"`
+	ID        string   `json:"id"`
+	AgentID   string   `json:"agent_id"`
+	Content   string   `json:"content"`
+	Tags      []string `json:"tags"`
+	Metadata  Object   `json:"metadata"`
+	CreatedAt Time     `json:"created_at"`
 }
 
 // CreatePassage is the input of POST /v1/agents/{id}/archival.
 type CreatePassage struct {
-	Content  string         `json:"content" validate:"required,max=1000000"`
-	Tags     []string       `json:"tags,omitempty" validate:"max=64,dive,min=1,max=128"`
-	Metadata map[string]any `json:"metadata,omitempty"`
+	Content  string   `json:"content" validate:"required,max=1000000"`
+	Tags     []string `json:"tags,omitempty" validate:"max=64,dive,min=1,max=128"`
+	Metadata Object   `json:"metadata,omitempty"`
 }
 
 // PassageHit is a search result: the passage, a snippet with the matches marked,

@@ -22,36 +22,53 @@ type ToolCall struct {
 
 // Message is one entry of a session's history. Seq is the session's one order.
 type Message struct {
-	ID         string         `json:"id"`
-	SessionID  string         `json:"session_id"`
-	Seq        int64          `json:"seq"`
-	Role       Role           `json:"role"`
-	Content    string         `json:"content"`
-	Name       *string        `json:"name"`
-	ToolCalls  []ToolCall     `json:"tool_calls"`
-	ToolCallID *string        `json:"tool_call_id"`
-	AgentID    *string        `json:"agent_id"`
-	Model      *string        `json:"model"`
-	Tokens     int64          `json:"tokens"`
-	Cost       float64        `json:"cost"`
-	Metadata   map[string]any `json:"metadata"`
-	CreatedAt  Time           `json:"created_at"`
+	ID         string     `json:"id"`
+	SessionID  string     `json:"session_id"`
+	Seq        int64      `json:"seq"`
+	Role       Role       `json:"role"`
+	Content    string     `json:"content"`
+	Name       *string    `json:"name"`
+	ToolCalls  []ToolCall `json:"tool_calls"`
+	ToolCallID *string    `json:"tool_call_id"`
+	AgentID    *string    `json:"agent_id"`
+	Model      *string    `json:"model"`
+	Tokens     int64      `json:"tokens"`
+	Cost       float64    `json:"cost"`
+	Metadata   Object     `json:"metadata"`
+	CreatedAt  Time       `json:"created_at"`
 }
 
 // NewMessage is one message to append. IdempotencyKey names this message: a retry
 // carrying the same key returns the stored message instead of writing another.
 type NewMessage struct {
-	Role           Role           `json:"role" validate:"required,oneof=user assistant system tool"`
-	Content        string         `json:"content" validate:"max=1048576"`
-	Name           *string        `json:"name,omitempty" validate:"omitempty,max=256"`
-	ToolCalls      []ToolCall     `json:"tool_calls,omitempty" validate:"omitempty,excluded_unless=Role assistant,max=128,dive"`
-	ToolCallID     *string        `json:"tool_call_id,omitempty" validate:"required_if=Role tool,excluded_unless=Role tool,omitempty,min=1,max=256"`
-	AgentID        *string        `json:"agent_id,omitempty" validate:"omitempty,min=1,max=128"`
-	Model          *string        `json:"model,omitempty" validate:"omitempty,max=256"`
-	Tokens         int64          `json:"tokens" validate:"gte=0"`
-	Cost           float64        `json:"cost" validate:"gte=0"`
-	Metadata       map[string]any `json:"metadata,omitempty"`
-	IdempotencyKey string         `json:"idempotency_key,omitempty" validate:"omitempty,max=255"`
+	Role           Role       `json:"role" validate:"required,oneof=user assistant system tool"`
+	Content        string     `json:"content" validate:"max=1048576"`
+	Name           *string    `json:"name,omitempty" validate:"omitempty,max=256"`
+	ToolCalls      []ToolCall `json:"tool_calls,omitempty" validate:"omitempty,excluded_unless=Role assistant,max=128,dive"`
+	ToolCallID     *string    `json:"tool_call_id,omitempty" validate:"required_if=Role tool,excluded_unless=Role tool,omitempty,min=1,max=256"`
+	AgentID        *string    `json:"agent_id,omitempty" validate:"omitempty,min=1,max=128"`
+	Model          *string    `json:"model,omitempty" validate:"omitempty,max=256"`
+	Tokens         int64      `json:"tokens" validate:"gte=0,lte=1000000000"`
+	Cost           float64    `json:"cost" validate:"gte=0,lte=1000000"`
+	Metadata       Object     `json:"metadata,omitempty"`
+	IdempotencyKey string     `json:"idempotency_key,omitempty" validate:"omitempty,max=255"`
+}
+
+// Bounds on what one message may count and on a session's running totals. They
+// are far above anything real (a context window holds a few million tokens), and
+// they keep every sum exact and finite: an int64 that overflowed, or a cost that
+// became +Inf, would make every later read of the session fail.
+const (
+	MaxMessageTokens = 1_000_000_000 // per message; the validate tag on NewMessage.Tokens says the same
+	MaxMessageCost   = 1_000_000     // per message; the validate tag on NewMessage.Cost says the same
+	MaxTotalTokens   = 1_000_000_000_000_000
+	MaxTotalCost     = 1_000_000_000_000
+)
+
+// LimitExceeded is a write that would take a running total past its bound.
+func LimitExceeded(field, msg string) *Error {
+	return &Error{Kind: KindInvalid, Code: "limit_exceeded", Msg: field + ": " + msg,
+		Fields: []FieldError{{Field: field, Message: msg}}}
 }
 
 // MaxBatch is the most messages one append request may carry.

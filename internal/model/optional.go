@@ -3,6 +3,8 @@ package model
 import (
 	"bytes"
 	"encoding/json"
+
+	jsonv2 "github.com/go-json-experiment/json"
 )
 
 // Optional tells apart a JSON field that was absent, explicitly null, or set, which
@@ -19,7 +21,10 @@ func (o *Optional[T]) UnmarshalJSON(b []byte) error {
 		o.Null = true
 		return nil
 	}
-	return json.Unmarshal(b, &o.Value)
+	if err := jsonv2.Unmarshal(b, &o.Value, strict); err != nil {
+		return jsonError(err) // fields relative to this value; the caller prefixes its name
+	}
+	return nil
 }
 
 func (o Optional[T]) MarshalJSON() ([]byte, error) {

@@ -53,36 +53,36 @@ func InvalidTransition(from, to Status) *Error {
 
 // Session is one agent conversation with its running counters.
 type Session struct {
-	ID           string         `json:"id"`
-	AgentID      *string        `json:"agent_id"`
-	Title        *string        `json:"title"`
-	Status       Status         `json:"status"`
-	Metadata     map[string]any `json:"metadata"`
-	MessageCount int64          `json:"message_count"`
-	LastSeq      int64          `json:"last_seq"`
-	TotalTokens  int64          `json:"total_tokens"`
-	TotalCost    float64        `json:"total_cost"`
-	ParentID     *string        `json:"parent_id"`
-	ForkedAtSeq  *int64         `json:"forked_at_seq"`
-	CreatedAt    Time           `json:"created_at"`
-	UpdatedAt    Time           `json:"updated_at"`
-	ClosedAt     *Time          `json:"closed_at"`
+	ID           string  `json:"id"`
+	AgentID      *string `json:"agent_id"`
+	Title        *string `json:"title"`
+	Status       Status  `json:"status"`
+	Metadata     Object  `json:"metadata"`
+	MessageCount int64   `json:"message_count"`
+	LastSeq      int64   `json:"last_seq"`
+	TotalTokens  int64   `json:"total_tokens"`
+	TotalCost    float64 `json:"total_cost"`
+	ParentID     *string `json:"parent_id"`
+	ForkedAtSeq  *int64  `json:"forked_at_seq"`
+	CreatedAt    Time    `json:"created_at"`
+	UpdatedAt    Time    `json:"updated_at"`
+	ClosedAt     *Time   `json:"closed_at"`
 }
 
 // CreateSession is the input of POST /v1/sessions.
 type CreateSession struct {
-	ID       string         `json:"id,omitempty" validate:"omitempty,max=128,clientid"`
-	AgentID  *string        `json:"agent_id,omitempty" validate:"omitempty,min=1,max=128"`
-	Title    *string        `json:"title,omitempty" validate:"omitempty,max=1000"`
-	Metadata map[string]any `json:"metadata,omitempty"`
+	ID       string  `json:"id,omitempty" validate:"omitempty,max=128,clientid"`
+	AgentID  *string `json:"agent_id,omitempty" validate:"omitempty,min=1,max=128"`
+	Title    *string `json:"title,omitempty" validate:"omitempty,max=1000"`
+	Metadata Object  `json:"metadata,omitempty"`
 }
 
 // UpdateSession is the input of PATCH /v1/sessions/{id}. Metadata is an RFC 7396
 // merge patch over the stored metadata.
 type UpdateSession struct {
-	Status   Optional[Status]         `json:"status"`
-	Title    Optional[string]         `json:"title"`
-	Metadata Optional[map[string]any] `json:"metadata"`
+	Status   Optional[Status] `json:"status"`
+	Title    Optional[string] `json:"title"`
+	Metadata Optional[Object] `json:"metadata"`
 }
 
 // Validate checks the fields that tags cannot reach inside Optional.

@@ -28,14 +28,12 @@ func (t Time) MarshalJSON() ([]byte, error) {
 }
 
 func (t *Time) UnmarshalJSON(b []byte) error {
-	var s string
 	if len(b) < 2 || b[0] != '"' {
-		return fmt.Errorf("time must be an RFC 3339 string")
+		return valueError("must be an RFC 3339 time string such as 2026-01-02T15:04:05Z")
 	}
-	s = string(b[1 : len(b)-1])
-	p, err := ParseTime(s)
+	p, err := ParseTime(string(b[1 : len(b)-1]))
 	if err != nil {
-		return err
+		return valueError(err.Error())
 	}
 	*t = p
 	return nil

@@ -26,9 +26,7 @@ func scanAgent(sc scanner) (model.Agent, error) {
 	if a.Tags, err = decodeList(tags); err != nil {
 		return a, fmt.Errorf("agent %s tags: %w", a.ID, err)
 	}
-	if a.Metadata, err = decodeObject(meta); err != nil {
-		return a, fmt.Errorf("agent %s metadata: %w", a.ID, err)
-	}
+	a.Metadata = model.Object(meta)
 	return a, nil
 }
 
@@ -59,18 +57,14 @@ func normalizeAgent(a *model.Agent) {
 		a.Tags = []string{}
 	}
 	if a.Metadata == nil {
-		a.Metadata = map[string]any{}
+		a.Metadata = model.Object("{}")
 	}
 }
 
 func insertAgent(tx *sql.Tx, tenant string, a model.Agent) error {
-	meta, err := encodeObject(a.Metadata)
-	if err != nil {
-		return model.Internal(err)
-	}
-	_, err = tx.Exec(`INSERT INTO agents (tenant_id, id, name, agent_type, model, system, tool_ids, tags, metadata, created_at, updated_at)
+	_, err := tx.Exec(`INSERT INTO agents (tenant_id, id, name, agent_type, model, system, tool_ids, tags, metadata, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		tenant, a.ID, a.Name, a.AgentType, a.Model, a.System, encodeList(a.ToolIDs), encodeList(a.Tags), meta,
+		tenant, a.ID, a.Name, a.AgentType, a.Model, a.System, encodeList(a.ToolIDs), encodeList(a.Tags), a.Metadata.String(),
 		int64(a.CreatedAt), int64(a.UpdatedAt))
 	if isConstraint(err) {
 		return model.Errorf(model.KindConflict, "conflict", "an agent with id %q already exists", a.ID)
@@ -162,18 +156,15 @@ func (s *Store) UpdateAgent(ctx context.Context, tenant, id string, in model.Upd
 			a.Tags = in.Tags.Value
 		}
 		if in.Metadata.Set {
-			merged, _ := model.MergePatch(map[string]any(a.Metadata), asPatch(in.Metadata)).(map[string]any)
-			a.Metadata = merged
+			if a.Metadata, err = mergeMetadata(a.Metadata, in.Metadata); err != nil {
+				return err
+			}
 		}
 		normalizeAgent(&a)
 		a.UpdatedAt = max(model.Now(), a.UpdatedAt)
-		meta, err := encodeObject(a.Metadata)
-		if err != nil {
-			return model.Internal(err)
-		}
 		_, err = tx.Exec(`UPDATE agents SET name = ?, agent_type = ?, model = ?, system = ?, tool_ids = ?, tags = ?,
 			metadata = ?, updated_at = ? WHERE tenant_id = ? AND id = ?`,
-			a.Name, a.AgentType, a.Model, a.System, encodeList(a.ToolIDs), encodeList(a.Tags), meta, int64(a.UpdatedAt), tenant, id)
+			a.Name, a.AgentType, a.Model, a.System, encodeList(a.ToolIDs), encodeList(a.Tags), a.Metadata.String(), int64(a.UpdatedAt), tenant, id)
 		return err
 	})
 	return a, err

@@ -47,7 +47,7 @@ func scanCheckpoint(sc scanner) (model.Checkpoint, error) {
 	if err := sc.Scan(&c.ID, &c.SessionID, &c.Iteration, &state, &c.LastSeq, &c.SHA256, &c.CreatedAt); err != nil {
 		return c, err
 	}
-	c.State = json.RawMessage(state)
+	c.State = model.JSON(state)
 	return c, nil
 }
 

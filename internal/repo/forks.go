@@ -32,13 +32,13 @@ func (s *Store) ForkSession(ctx context.Context, tenant, parentID string, in mod
 			return model.Invalid(model.FieldError{Field: "at_seq",
 				Message: "is beyond the parent's last seq " + itoa(parent.LastSeq)})
 		}
+		segs, err := lineage(ctx, tx, tenant, parentID)
+		if err != nil {
+			return err
+		}
 		var tokens int64
 		var cost float64
 		if at > 0 {
-			segs, err := lineage(ctx, tx, tenant, parentID)
-			if err != nil {
-				return err
-			}
 			_, ct, cc, ok, err := messageAt(ctx, tx, tenant, segs, at)
 			if err != nil {
 				return err
@@ -61,10 +61,7 @@ func (s *Store) ForkSession(ctx context.Context, tenant, parentID string, in mod
 		if in.Metadata != nil {
 			fork.Metadata = in.Metadata
 		}
-		meta, err := encodeObject(fork.Metadata)
-		if err != nil {
-			return model.Internal(err)
-		}
+		meta := fork.Metadata.String()
 		// fts_seq starts at the fork point: the shared prefix is indexed under the
 		// sessions that store it, and searches of the fork follow its lineage.
 		_, err = tx.Exec(`INSERT INTO sessions (tenant_id, id, agent_id, title, status, metadata, message_count, last_seq,

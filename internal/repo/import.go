@@ -8,7 +8,6 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"hash"
 	"io"
@@ -149,35 +148,22 @@ func (p *importParser) take(raw []byte) {
 	p.err = p.add(l)
 }
 
-// decodeLine reads one line strictly: one JSON object, no unknown fields.
+// decodeLine reads one line under the rules every request body follows
+// (model.DecodeJSON): exact field names, no unknown or repeated fields, valid
+// UTF-8, free-form values at most model.MaxJSONDepth deep.
 func decodeLine(line int, raw []byte, l *model.ExportLine) error {
-	if t := bytes.TrimLeft(raw, " \t\r\n"); len(t) == 0 || t[0] != '{' {
-		return malformedLine(line, "is not a JSON object")
+	err := model.DecodeJSON(raw, l)
+	if err == nil {
+		return nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	dec.UseNumber() // keep big integers in metadata exact
-	if err := dec.Decode(l); err != nil {
-		var (
-			syntax *json.SyntaxError
-			typ    *json.UnmarshalTypeError
-		)
-		switch {
-		case errors.As(err, &syntax):
-			return malformedLine(line, fmt.Sprintf("malformed JSON at byte %d: %s", syntax.Offset, syntax.Error()))
-		case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-			return malformedLine(line, "malformed JSON: the line ends too early")
-		case errors.As(err, &typ):
-			return model.InvalidImport(line, fmt.Sprintf("%s: must be %s, not %s", typ.Field, typ.Type, typ.Value))
-		case strings.HasPrefix(err.Error(), "json: unknown field "):
-			return model.InvalidImport(line, strings.TrimPrefix(err.Error(), "json: ")) // "unknown field "x""
-		}
-		return model.InvalidImport(line, err.Error())
+	e := model.AsError(err)
+	if e.Kind == model.KindBadRequest {
+		return malformedLine(line, strings.TrimPrefix(e.Msg, "the body "))
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return malformedLine(line, "holds more than one JSON value")
+	if len(e.Fields) > 0 {
+		return model.InvalidImport(line, e.Fields[0].Field+": "+e.Fields[0].Message)
 	}
-	return nil
+	return model.InvalidImport(line, e.Msg)
 }
 
 func malformedLine(line int, msg string) *model.Error {
@@ -234,14 +220,10 @@ func (p *importParser) addSession(ses model.Session) error {
 	case ses.CreatedAt == 0 || ses.UpdatedAt == 0:
 		return p.fail("session.created_at and session.updated_at are required")
 	}
-	meta, err := encodeObject(ses.Metadata)
-	if err != nil {
-		return p.fail("session.metadata: %v", err)
-	}
 	if ses.Metadata == nil {
-		ses.Metadata = map[string]any{}
+		ses.Metadata = model.Object("{}")
 	}
-	p.f.session, p.f.metadata = ses, meta
+	p.f.session, p.f.metadata = ses, ses.Metadata.String()
 	return nil
 }
 
@@ -264,10 +246,7 @@ func (p *importParser) addMessage(m model.Message) error {
 		return p.fail("message.created_at is required")
 	}
 	row := importMessage{msg: m, line: p.line}
-	var err error
-	if row.metadata, err = encodeObject(m.Metadata); err != nil {
-		return p.fail("message.metadata: %v", err)
-	}
+	row.metadata = m.Metadata.String()
 	if m.ToolCalls != nil {
 		b, err := json.Marshal(m.ToolCalls)
 		if err != nil {

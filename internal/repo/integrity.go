@@ -79,7 +79,7 @@ type sessionDrift struct {
 func counterDrift(ctx context.Context, q querier, tenant string) ([]sessionDrift, error) {
 	var out []sessionDrift
 	rows, err := q.QueryContext(ctx, `SELECT s.id, s.message_count, s.last_seq, s.total_tokens, s.total_cost,
-		COUNT(m.seq), COALESCE(MAX(m.seq), 0), COALESCE(SUM(m.tokens), 0), COALESCE(SUM(m.cost), 0.0)
+		COUNT(m.seq), COALESCE(MAX(m.seq), 0), TOTAL(m.tokens), TOTAL(m.cost)
 		FROM sessions s LEFT JOIN messages m ON m.tenant_id = s.tenant_id AND m.session_id = s.id
 		WHERE s.tenant_id = ? AND s.prefix_shared = 0 GROUP BY s.id ORDER BY s.id`, tenant)
 	if err != nil {
@@ -90,8 +90,10 @@ func counterDrift(ctx context.Context, q querier, tenant string) ([]sessionDrift
 			id             string
 			stored, actual counters
 		)
-		if err := rows.Scan(&id, &stored.count, &stored.lastSeq, &stored.tokens, &stored.cost,
-			&actual.count, &actual.lastSeq, &actual.tokens, &actual.cost); err != nil {
+		// TOTAL, not SUM: SUM of integers fails on overflow, and this check must
+		// report damaged rows rather than fail on them.
+		if err := rows.Scan(&id, &stored.count, &stored.lastSeq, counterInt{&stored.tokens}, counterFloat{&stored.cost},
+			&actual.count, &actual.lastSeq, counterInt{&actual.tokens}, counterFloat{&actual.cost}); err != nil {
 			rows.Close()
 			return nil, err
 		}
@@ -115,7 +117,7 @@ func counterDrift(ctx context.Context, q querier, tenant string) ([]sessionDrift
 	}
 	list, err := collect(forks, func(sc scanner) (fork, error) {
 		var f fork
-		err := sc.Scan(&f.id, &f.stored.count, &f.stored.lastSeq, &f.stored.tokens, &f.stored.cost)
+		err := sc.Scan(&f.id, &f.stored.count, &f.stored.lastSeq, counterInt{&f.stored.tokens}, counterFloat{&f.stored.cost})
 		return f, err
 	})
 	if err != nil {
@@ -146,9 +148,9 @@ func lineageCounters(ctx context.Context, q querier, tenant, id string) (counter
 	}
 	for _, g := range segs {
 		var part counters
-		if err := q.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(MAX(seq), 0), COALESCE(SUM(tokens), 0), COALESCE(SUM(cost), 0.0)
+		if err := q.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(MAX(seq), 0), TOTAL(tokens), TOTAL(cost)
 			FROM messages WHERE tenant_id = ? AND session_id = ? AND seq > ? AND seq <= ?`,
-			tenant, g.owner, g.lo, g.hi).Scan(&part.count, &part.lastSeq, &part.tokens, &part.cost); err != nil {
+			tenant, g.owner, g.lo, g.hi).Scan(&part.count, &part.lastSeq, counterInt{&part.tokens}, counterFloat{&part.cost}); err != nil {
 			return c, err
 		}
 		c.count += part.count
@@ -162,7 +164,7 @@ func lineageCounters(ctx context.Context, q querier, tenant, id string) (counter
 func compareCounters(id string, stored, actual counters) sessionDrift {
 	d := sessionDrift{id: id, actual: actual}
 	add := func(field string, s, a float64) {
-		d.fields = append(d.fields, model.CounterDrift{SessionID: id, Field: field, Stored: s, Actual: a})
+		d.fields = append(d.fields, model.CounterDrift{SessionID: id, Field: field, Stored: finite(s), Actual: finite(a)})
 	}
 	if stored.count != actual.count {
 		add("message_count", float64(stored.count), float64(actual.count))

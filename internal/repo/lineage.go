@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/logbook/logbook/internal/model"
 )
@@ -19,45 +20,68 @@ type segment struct {
 
 func (g segment) contains(seq int64) bool { return seq > g.lo && seq <= g.hi }
 
-// maxForkDepth bounds the walk up a chain of forks.
-const maxForkDepth = 64
-
-// lineage returns where sessionID's messages are stored, in ascending seq order.
-// A session that is not a fork is one segment, itself. Errors: KindNotFound.
+// lineage returns where sessionID's messages are stored, in ascending seq order,
+// one segment per session that stores part of it. One recursive query follows
+// parent_id for as long as each session shares its prefix, however deep the
+// chain of forks: a cap would silently cut the history short (an earlier build
+// stopped at 64 ancestors). Its only guard is against a cycle, which no API call
+// can make. Errors: KindNotFound.
 func lineage(ctx context.Context, q querier, tenant, sessionID string) ([]segment, error) {
-	var segs []segment
-	id, hi := sessionID, int64(math.MaxInt64)
-	for depth := 0; ; depth++ {
+	segs, _, err := lineageWalk(ctx, q, tenant, sessionID)
+	return segs, err
+}
+
+// lineageWalk is lineage, also saying how many sessions the walk read.
+func lineageWalk(ctx context.Context, q querier, tenant, sessionID string) ([]segment, int, error) {
+	rows, err := q.QueryContext(ctx, `WITH RECURSIVE chain(id, parent_id, forked_at_seq, shared, depth) AS (
+			SELECT id, parent_id, forked_at_seq, prefix_shared, 0 FROM sessions WHERE tenant_id = ?1 AND id = ?2
+			UNION ALL
+			SELECT s.id, s.parent_id, s.forked_at_seq, s.prefix_shared, c.depth + 1
+			FROM chain c JOIN sessions s ON s.tenant_id = ?1 AND s.id = c.parent_id
+			WHERE c.shared = 1 AND c.depth < 1000000)
+		SELECT id, parent_id, forked_at_seq, shared FROM chain ORDER BY depth`, tenant, sessionID)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	var (
+		segs []segment
+		hi   = int64(math.MaxInt64)
+		done bool
+		n    int
+	)
+	for rows.Next() {
 		var (
+			id       string
 			parent   sql.NullString
 			forkedAt sql.NullInt64
 			shared   bool
 		)
-		err := q.QueryRowContext(ctx, `SELECT parent_id, forked_at_seq, prefix_shared FROM sessions WHERE tenant_id = ? AND id = ?`,
-			tenant, id).Scan(&parent, &forkedAt, &shared)
-		if err == sql.ErrNoRows {
-			if depth == 0 {
-				return nil, model.NotFound("session", sessionID)
-			}
-			return nil, model.Internal(fmt.Errorf("session %s: ancestor %s is missing", sessionID, id))
+		if err := rows.Scan(&id, &parent, &forkedAt, &shared); err != nil {
+			return nil, 0, err
 		}
-		if err != nil {
-			return nil, err
-		}
-		if !shared || !parent.Valid || depth == maxForkDepth {
+		n++
+		if !shared || !parent.Valid {
 			segs = append(segs, segment{owner: id, lo: 0, hi: hi})
+			done = true
 			break
 		}
 		if at := forkedAt.Int64; at < hi {
 			segs = append(segs, segment{owner: id, lo: at, hi: hi})
 			hi = at
 		}
-		id = parent.String
 	}
-	for i, j := 0, len(segs)-1; i < j; i, j = i+1, j-1 {
-		segs[i], segs[j] = segs[j], segs[i]
+	if err := rows.Err(); err != nil {
+		return nil, 0, err
 	}
-	return segs, nil
+	switch {
+	case n == 0:
+		return nil, 0, model.NotFound("session", sessionID)
+	case !done:
+		return nil, 0, model.Internal(fmt.Errorf("session %s: an ancestor is missing", sessionID))
+	}
+	slices.Reverse(segs)
+	return segs, n, nil
 }
 
 // messageAt returns the stored message with this seq in a lineage, or ok false.
@@ -67,7 +91,7 @@ func messageAt(ctx context.Context, q querier, tenant string, segs []segment, se
 			continue
 		}
 		m, err = scanMessage(q.QueryRowContext(ctx, `SELECT `+messageColumns+`, cum_tokens, cum_cost FROM messages
-			WHERE tenant_id = ? AND session_id = ? AND seq = ?`, tenant, g.owner, seq), &cumTokens, &cumCost)
+			WHERE tenant_id = ? AND session_id = ? AND seq = ?`, tenant, g.owner, seq), counterInt{&cumTokens}, counterFloat{&cumCost})
 		if err == sql.ErrNoRows {
 			return m, 0, 0, false, nil
 		}

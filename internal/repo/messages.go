@@ -75,13 +75,9 @@ func prepareRow(sessionID string, now model.Time, in model.NewMessage) (newRow, 
 		Model: in.Model, Tokens: in.Tokens, Cost: in.Cost, Metadata: in.Metadata, CreatedAt: now,
 	}}
 	if r.msg.Metadata == nil {
-		r.msg.Metadata = map[string]any{}
+		r.msg.Metadata = model.Object("{}")
 	}
-	meta, err := json.Marshal(r.msg.Metadata)
-	if err != nil {
-		return r, model.Internal(err)
-	}
-	r.metadata = string(meta)
+	r.metadata = r.msg.Metadata.String()
 	if len(in.ToolCalls) > 0 {
 		tc, err := json.Marshal(in.ToolCalls)
 		if err != nil {
@@ -166,7 +162,8 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, tenant, sessionID stri
 		lastSeq, cumTk int64
 		cumCost        float64
 	)
-	err := tx.StmtContext(ctx, s.st.selectSessionState).QueryRowContext(ctx, tenant, sessionID).Scan(&status, &lastSeq, &cumTk, &cumCost)
+	err := tx.StmtContext(ctx, s.st.selectSessionState).QueryRowContext(ctx, tenant, sessionID).
+		Scan(&status, &lastSeq, counterInt{&cumTk}, counterFloat{&cumCost})
 	if err == sql.ErrNoRows {
 		return model.AppendResult{}, model.NotFound("session", sessionID)
 	}
@@ -188,6 +185,13 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, tenant, sessionID stri
 			r.msg.Seq = lastSeq
 			m := &r.msg
 			cumTk, cumCost = cumTk+m.Tokens, cumCost+m.Cost
+			prefix := ""
+			if req.Batch {
+				prefix = "messages[" + itoa(int64(i)) + "]."
+			}
+			if err := checkTotals(cumTk, cumCost, prefix); err != nil {
+				return model.AppendResult{}, err
+			}
 			if _, err := insert.ExecContext(ctx, tenant, sessionID, m.Seq, m.ID, m.Role, m.Content, m.Name, r.toolCalls,
 				m.ToolCallID, m.AgentID, m.Model, m.Tokens, m.Cost, r.metadata, int64(m.CreatedAt), r.key, r.hash,
 				s.nextGID(), cumTk, cumCost); err != nil {
@@ -267,7 +271,7 @@ func scanMessage(sc scanner, extra ...any) (model.Message, error) {
 		meta      string
 	)
 	dest := append([]any{&m.SessionID, &m.Seq, &m.ID, &m.Role, &m.Content, &m.Name, &toolCalls, &m.ToolCallID,
-		&m.AgentID, &m.Model, &m.Tokens, &m.Cost, &meta, &m.CreatedAt}, extra...)
+		&m.AgentID, &m.Model, counterInt{&m.Tokens}, counterFloat{&m.Cost}, &meta, &m.CreatedAt}, extra...)
 	if err := sc.Scan(dest...); err != nil {
 		return m, err
 	}
@@ -276,10 +280,7 @@ func scanMessage(sc scanner, extra ...any) (model.Message, error) {
 			return m, fmt.Errorf("message %s tool_calls: %w", m.ID, err)
 		}
 	}
-	var err error
-	if m.Metadata, err = decodeObject(meta); err != nil {
-		return m, fmt.Errorf("message %s metadata: %w", m.ID, err)
-	}
+	m.Metadata = model.Object(meta)
 	return m, nil
 }
 

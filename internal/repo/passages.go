@@ -23,9 +23,7 @@ func scanPassage(sc scanner, extra ...any) (model.Passage, error) {
 	if p.Tags, err = decodeList(tags); err != nil {
 		return p, fmt.Errorf("passage %s tags: %w", p.ID, err)
 	}
-	if p.Metadata, err = decodeObject(meta); err != nil {
-		return p, fmt.Errorf("passage %s metadata: %w", p.ID, err)
-	}
+	p.Metadata = model.Object(meta)
 	return p, nil
 }
 
@@ -38,13 +36,10 @@ func (s *Store) CreatePassage(ctx context.Context, tenant, agentID string, in mo
 		p.Tags = []string{}
 	}
 	if p.Metadata == nil {
-		p.Metadata = map[string]any{}
+		p.Metadata = model.Object("{}")
 	}
-	meta, err := encodeObject(p.Metadata)
-	if err != nil {
-		return p, model.Internal(err)
-	}
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	meta := p.Metadata.String()
+	err := s.write(ctx, func(tx *sql.Tx) error {
 		if err := s.faults.check(PointArchivalWrite); err != nil {
 			return err
 		}

@@ -280,7 +280,7 @@ func (s *Store) copySegment(ctx context.Context, tx *sql.Tx, tenant, fork string
 		chunk, err := collect(rows, func(sc scanner) (row, error) {
 			var r row
 			err := sc.Scan(&r.seq, &r.role, &r.content, &r.name, &r.toolCalls, &r.toolCallID, &r.agentID, &r.mdl,
-				&r.tokens, &r.cost, &r.metadata, &r.createdAt, &r.cumTokens, &r.cumCost)
+				counterInt{&r.tokens}, counterFloat{&r.cost}, &r.metadata, &r.createdAt, counterInt{&r.cumTokens}, counterFloat{&r.cumCost})
 			return r, err
 		})
 		if err != nil {

@@ -16,7 +16,7 @@ func purgeAppend(t *testing.T, s *Store, session string, contents ...string) {
 	for i, c := range contents {
 		name := fmt.Sprintf("n%d", i)
 		req.Messages = append(req.Messages, model.NewMessage{Role: model.RoleUser, Content: c, Name: &name,
-			Tokens: int64(len(c)), Cost: 0.001 * float64(i+1), Metadata: map[string]any{"i": float64(i)}})
+			Tokens: int64(len(c)), Cost: 0.001 * float64(i+1), Metadata: model.Object(fmt.Sprintf(`{"i":%d}`, i))})
 	}
 	if _, err := s.AppendMessages(context.Background(), "t", session, req); err != nil {
 		t.Fatal(err)

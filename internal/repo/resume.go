@@ -136,7 +136,7 @@ func checkHistory(ctx context.Context, q querier, tenant string, segs []segment,
 				toolCallID sql.NullString
 				c          float64
 			)
-			if err := rows.Scan(&seq, &role, &toolCalls, &toolCallID, &tk, &c); err != nil {
+			if err := rows.Scan(&seq, &role, &toolCalls, &toolCallID, counterInt{&tk}, counterFloat{&c}); err != nil {
 				rows.Close()
 				return mapErr(err)
 			}

@@ -2,7 +2,6 @@ package repo
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -25,7 +24,7 @@ func turn(t *testing.T, s *Store, session, call string) {
 
 func mustCheckpoint(t *testing.T, s *Store, session string, it int64, state string) model.Checkpoint {
 	t.Helper()
-	c, err := s.PutCheckpoint(context.Background(), "t", session, model.PutCheckpoint{Iteration: it, State: json.RawMessage(state)}, 0)
+	c, err := s.PutCheckpoint(context.Background(), "t", session, model.PutCheckpoint{Iteration: it, State: model.JSON(state)}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,8 @@ package repo
 
 import (
 	"context"
+	"encoding/json"
+	"math"
 	"strings"
 
 	"github.com/logbook/logbook/internal/model"
@@ -38,17 +40,22 @@ func (s *Store) SearchMessages(ctx context.Context, tenant string, in model.Mess
 		where, args = append(where, "(s.agent_id = ? OR m.agent_id = ?)"), append(args, in.AgentID, in.AgentID)
 	}
 	if in.SessionID != "" {
-		// a fork's history includes its ancestors' prefixes
+		// A fork's history includes its ancestors' prefixes: one segment per
+		// session that stores part of it, passed as one JSON list rather than as
+		// an OR per segment, which SQLite's expression depth limit would refuse for
+		// a deep chain of forks.
 		segs, err := lineage(ctx, s.rdb, tenant, in.SessionID)
 		if err != nil {
 			return out, mapErr(err)
 		}
-		var ors []string
-		for _, g := range segs {
-			ors = append(ors, "(messages_fts.session_id = ? AND messages_fts.seq > ? AND messages_fts.seq <= ?)")
-			args = append(args, g.owner, g.lo, g.hi)
+		list := make([][3]any, len(segs))
+		for i, g := range segs {
+			list[i] = [3]any{g.owner, g.lo, min(g.hi, math.MaxInt64>>1)}
 		}
-		where = append(where, "("+strings.Join(ors, " OR ")+")")
+		b, _ := json.Marshal(list)
+		where = append(where, `EXISTS (SELECT 1 FROM json_each(?) g WHERE messages_fts.session_id = g.value->>0
+			AND messages_fts.seq > g.value->>1 AND messages_fts.seq <= g.value->>2)`)
+		args = append(args, string(b))
 	}
 	if len(in.Roles) > 0 {
 		where = append(where, "m.role IN (?"+strings.Repeat(", ?", len(in.Roles)-1)+")")

@@ -3,8 +3,6 @@ package repo
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
-	"fmt"
 	"strings"
 
 	"github.com/logbook/logbook/internal/model"
@@ -30,19 +28,16 @@ func (s *Store) CreateSession(ctx context.Context, tenant string, in model.Creat
 		ses.ID = newID(model.PrefixSession)
 	}
 	if ses.Metadata == nil {
-		ses.Metadata = map[string]any{}
+		ses.Metadata = model.Object("{}")
 	}
-	meta, err := json.Marshal(ses.Metadata)
-	if err != nil {
-		return model.Session{}, model.Internal(err)
-	}
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	meta := ses.Metadata.String()
+	err := s.write(ctx, func(tx *sql.Tx) error {
 		if err := s.faults.check(PointSessionWrite); err != nil {
 			return err
 		}
 		_, err := tx.Exec(`INSERT INTO sessions (tenant_id, id, agent_id, title, status, metadata, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			tenant, ses.ID, ses.AgentID, ses.Title, ses.Status, string(meta), int64(now), int64(now))
+			tenant, ses.ID, ses.AgentID, ses.Title, ses.Status, meta, int64(now), int64(now))
 		if isConstraint(err) {
 			return model.Errorf(model.KindConflict, "conflict", "a session with id %q already exists", ses.ID)
 		}
@@ -86,7 +81,7 @@ func scanSession(sc scanner) (model.Session, error) {
 		closedAt sql.NullInt64
 	)
 	err := sc.Scan(&ses.ID, &ses.AgentID, &ses.Title, &ses.Status, &meta, &ses.MessageCount, &ses.LastSeq,
-		&ses.TotalTokens, &ses.TotalCost, &ses.ParentID, &ses.ForkedAtSeq, &ses.CreatedAt, &ses.UpdatedAt, &closedAt)
+		counterInt{&ses.TotalTokens}, counterFloat{&ses.TotalCost}, &ses.ParentID, &ses.ForkedAtSeq, &ses.CreatedAt, &ses.UpdatedAt, &closedAt)
 	if err != nil {
 		return ses, err
 	}
@@ -94,9 +89,7 @@ func scanSession(sc scanner) (model.Session, error) {
 		t := model.Time(closedAt.Int64)
 		ses.ClosedAt = &t
 	}
-	if ses.Metadata, err = decodeObject(meta); err != nil {
-		return ses, fmt.Errorf("session %s metadata: %w", ses.ID, err)
-	}
+	ses.Metadata = model.Object(meta)
 	return ses, nil
 }
 
@@ -194,12 +187,9 @@ func (s *Store) UpdateSession(ctx context.Context, tenant, id string, in model.U
 			changed = true
 		}
 		if in.Metadata.Set {
-			// a null metadata patch clears every key, as a merge patch of null would
-			merged, _ := model.MergePatch(map[string]any(ses.Metadata), asPatch(in.Metadata)).(map[string]any)
-			if merged == nil {
-				merged = map[string]any{}
+			if ses.Metadata, err = mergeMetadata(ses.Metadata, in.Metadata); err != nil {
+				return err
 			}
-			ses.Metadata = merged
 			changed = true
 		}
 		if changed {
@@ -213,11 +203,13 @@ func (s *Store) UpdateSession(ctx context.Context, tenant, id string, in model.U
 	return out, err
 }
 
-func asPatch(m model.Optional[map[string]any]) any {
-	if m.Null {
-		return map[string]any{}
+// mergeMetadata applies a PATCH's metadata: an RFC 7396 merge patch, or, for
+// "metadata": null, no keys at all. The result must still fit the size limit.
+func mergeMetadata(stored model.Object, patch model.Optional[model.Object]) (model.Object, error) {
+	if patch.Null {
+		return model.Object("{}"), nil
 	}
-	return m.Value
+	return stored.Merge(patch.Value, "metadata")
 }
 
 // CloseSession soft-closes a session: status completed and closed_at set. A session
@@ -262,10 +254,7 @@ func setStatus(ses *model.Session, to model.Status) {
 // Inside the single writer nothing can change in between; the check still guards
 // against another process (the CLI) writing the same file.
 func saveSession(tx *sql.Tx, tenant string, prev model.Status, ses *model.Session) error {
-	meta, err := json.Marshal(ses.Metadata)
-	if err != nil {
-		return model.Internal(err)
-	}
+	meta := ses.Metadata.String()
 	ses.UpdatedAt = max(model.Now(), ses.UpdatedAt)
 	var closedAt *int64
 	if ses.ClosedAt != nil {
@@ -274,7 +263,7 @@ func saveSession(tx *sql.Tx, tenant string, prev model.Status, ses *model.Sessio
 	}
 	res, err := tx.Exec(`UPDATE sessions SET status = ?, title = ?, metadata = ?, updated_at = ?, closed_at = ?
 		WHERE tenant_id = ? AND id = ? AND status = ?`,
-		ses.Status, ses.Title, string(meta), int64(ses.UpdatedAt), closedAt, tenant, ses.ID, prev)
+		ses.Status, ses.Title, meta, int64(ses.UpdatedAt), closedAt, tenant, ses.ID, prev)
 	if err != nil {
 		return err
 	}

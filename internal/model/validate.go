@@ -1,4 +1,4 @@
-package api
+package model
 
 import (
 	"errors"
@@ -6,9 +6,28 @@ import (
 	"reflect"
 	"strings"
 
+	"sync"
+
 	"github.com/go-playground/validator/v10"
-	"github.com/logbook/logbook/internal/model"
 )
+
+// validatable is implemented by inputs with rules that struct tags cannot say.
+type validatable interface{ Validate() error }
+
+// Check runs an input's struct-tag rules, then its own Validate, if any. The API
+// and import call it alike, so a value refused on one path is refused on both.
+func Check(v any) error {
+	if err := structValidator().Struct(v); err != nil {
+		return validationError(err)
+	}
+	if c, ok := v.(validatable); ok {
+		return c.Validate()
+	}
+	return nil
+}
+
+// structValidator is built once: it caches what it learns of each type.
+var structValidator = sync.OnceValue(newValidator)
 
 func newValidator() *validator.Validate {
 	v := validator.New(validator.WithRequiredStructEnabled())
@@ -21,7 +40,7 @@ func newValidator() *validator.Validate {
 		return name
 	})
 	_ = v.RegisterValidation("clientid", func(fl validator.FieldLevel) bool {
-		return model.ValidClientID(fl.Field().String())
+		return ValidClientID(fl.Field().String())
 	})
 	return v
 }
@@ -30,13 +49,13 @@ func newValidator() *validator.Validate {
 func validationError(err error) error {
 	var verrs validator.ValidationErrors
 	if !errors.As(err, &verrs) {
-		return model.Internal(err)
+		return Internal(err)
 	}
-	fields := make([]model.FieldError, 0, len(verrs))
+	fields := make([]FieldError, 0, len(verrs))
 	for _, fe := range verrs {
-		fields = append(fields, model.FieldError{Field: fieldPath(fe.Namespace()), Message: fieldMessage(fe)})
+		fields = append(fields, FieldError{Field: fieldPath(fe.Namespace()), Message: fieldMessage(fe)})
 	}
-	return model.Invalid(fields...)
+	return Invalid(fields...)
 }
 
 // fieldPath drops the Go type name that validator puts first: "AppendBatch.messages[2].role" → "messages[2].role".
@@ -73,6 +92,8 @@ func fieldMessage(fe validator.FieldError) string {
 		return fmt.Sprintf("must be %s %s", word, p)
 	case "gte":
 		return "must be greater than or equal to " + p
+	case "lte":
+		return "must be at most " + p
 	case "json":
 		return "must be a string that holds valid JSON"
 	case "clientid":
