@@ -10,7 +10,7 @@ run:
 	$(GO) run ./cmd/server
 
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -o bin/server ./cmd/server
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-X main.version=$$(git describe --tags --always --dirty 2>/dev/null || echo dev)" -o bin/server ./cmd/server
 
 # The whole suite, with the race detector: unit, API (spec-validated), in-process
 # run(), and the short kill -9 crash test. It refuses to pass on unformatted code,

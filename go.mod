@@ -11,6 +11,7 @@ require (
 	github.com/google/uuid v1.6.0
 	github.com/pressly/goose/v3 v3.29.0
 	github.com/rs/zerolog v1.35.1
+	github.com/urfave/cli/v3 v3.14.0
 	go.uber.org/goleak v1.3.0
 	modernc.org/sqlite v1.61.1
 )

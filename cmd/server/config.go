@@ -1,12 +1,11 @@
 package main
 
 import (
-	"flag"
 	"fmt"
-	"io"
 	"path/filepath"
-	"strconv"
 	"strings"
+
+	"github.com/urfave/cli/v3"
 )
 
 // config is everything the server reads from flags and LOGBOOK_* variables.
@@ -25,104 +24,102 @@ type config struct {
 	BackupDir      string // where POST /v1/admin/backup writes
 }
 
-// parseConfig reads flags, each with an environment twin; a flag given on the
-// command line wins over its variable, and the variable over the default.
-func parseConfig(name string, args []string, getenv func(string) string, stderr io.Writer) (config, []string, error) {
-	var c config
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	env := func(key, def string) string {
-		if v := getenv(key); v != "" {
-			return v
-		}
-		return def
+// globalFlags are the server's flags. They sit on the root command and, being
+// persistent, every sub-command accepts them too, before or after its name. A
+// flag given on the command line wins over its variable, the variable over the
+// default; getenv is run's, so that callers (tests) decide what the environment is.
+func globalFlags(getenv func(string) string) []cli.Flag {
+	env := func(key string) cli.ValueSourceChain {
+		return cli.NewValueSourceChain(envVar{key: key, getenv: getenv})
 	}
-	fs.StringVar(&c.Addr, "addr", env("LOGBOOK_ADDR", "127.0.0.1:8080"), "listen address (LOGBOOK_ADDR)")
-	fs.StringVar(&c.DB, "db", env("LOGBOOK_DB", "data/logbook.db"), "SQLite database file; its directory is created (LOGBOOK_DB)")
-	fs.StringVar(&c.Sync, "sync", env("LOGBOOK_SYNC", "full"), "full: durable on power loss; normal: faster, durable on process crash (LOGBOOK_SYNC)")
-	fs.StringVar(&c.LogLevel, "log-level", env("LOGBOOK_LOG_LEVEL", "info"), "debug, info, warn or error (LOGBOOK_LOG_LEVEL)")
-	maxBody := env("LOGBOOK_MAX_BODY_BYTES", "1048576")
-	fs.Func("max-body-bytes", "largest request body in bytes; larger answers 413 (LOGBOOK_MAX_BODY_BYTES, default 1048576)", func(s string) error {
-		maxBody = s
-		return nil
-	})
-	importMax := env("LOGBOOK_IMPORT_MAX_BYTES", "268435456")
-	fs.Func("import-max-bytes", "largest session import in bytes; larger answers 413 (LOGBOOK_IMPORT_MAX_BYTES, default 268435456)", func(s string) error {
-		importMax = s
-		return nil
-	})
-	migrate := env("LOGBOOK_MIGRATE", "true")
-	fs.Func("migrate", "apply pending migrations at start (LOGBOOK_MIGRATE, default true)", func(s string) error {
-		migrate = s
-		return nil
-	})
-	rate := env("LOGBOOK_RATE_LIMIT", "0")
-	fs.Func("rate-limit", "each tenant's requests per second; 0 means no limit (LOGBOOK_RATE_LIMIT, default 0)", func(s string) error {
-		rate = s
-		return nil
-	})
-	insecure := env("LOGBOOK_INSECURE_NO_AUTH", "false")
-	fs.Func("insecure-no-auth", "serve without API keys on a non-loopback address (LOGBOOK_INSECURE_NO_AUTH)", func(s string) error {
-		insecure = s
-		return nil
-	})
-	fs.IntVar(&c.CheckpointKeep, "checkpoint-keep", envIntOr(getenv, "LOGBOOK_CHECKPOINT_KEEP", 100),
-		"checkpoints kept per session; older ones are pruned (LOGBOOK_CHECKPOINT_KEEP)")
-	fs.StringVar(&c.BackupDir, "backup-dir", env("LOGBOOK_BACKUP_DIR", ""),
-		"directory that POST /v1/admin/backup writes to (LOGBOOK_BACKUP_DIR, default: backups next to the database file)")
-	searchIndex := env("LOGBOOK_SEARCH_INDEX", "true")
-	fs.Func("search-index", "index messages for conversation search when the writer is idle (LOGBOOK_SEARCH_INDEX, default true)", func(s string) error {
-		searchIndex = s
-		return nil
-	})
-	// Let "--insecure-no-auth" stand alone, as a boolean flag does.
-	for i, a := range args {
-		if a == "--insecure-no-auth" || a == "-insecure-no-auth" {
-			args = append(append(args[:i:i], a+"=true"), args[i+1:]...)
-		}
+	return []cli.Flag{
+		&cli.StringFlag{Name: "addr", Value: "127.0.0.1:8080", Sources: env("LOGBOOK_ADDR"),
+			Usage: "address to listen on, as `HOST:PORT`"},
+		&cli.StringFlag{Name: "db", Value: "data/logbook.db", Sources: env("LOGBOOK_DB"), TakesFile: true,
+			Usage: "SQLite database `FILE`; serving creates it and its directory, other commands need it to exist"},
+		&cli.StringFlag{Name: "sync", Value: "full", Sources: env("LOGBOOK_SYNC"),
+			Usage: "full survives power loss; normal is faster and survives a process crash"},
+		&cli.StringFlag{Name: "log-level", Value: "info", Sources: env("LOGBOOK_LOG_LEVEL"),
+			Usage: "debug, info, warn or error"},
+		&cli.Int64Flag{Name: "max-body-bytes", Value: 1 << 20, Sources: env("LOGBOOK_MAX_BODY_BYTES"),
+			Usage: "largest request body in bytes; larger answers 413"},
+		&cli.Int64Flag{Name: "import-max-bytes", Value: 256 << 20, Sources: env("LOGBOOK_IMPORT_MAX_BYTES"),
+			Usage: "largest session import in bytes; larger answers 413"},
+		// Help shows no default for a boolean flag unless told: these two are true.
+		&cli.BoolFlag{Name: "migrate", Value: true, DefaultText: "true", Sources: env("LOGBOOK_MIGRATE"),
+			Usage: "apply pending migrations at start; with --migrate=false, run migrate up yourself"},
+		&cli.IntFlag{Name: "rate-limit", Sources: env("LOGBOOK_RATE_LIMIT"),
+			Usage: "each tenant's requests per second; 0 means no limit"},
+		&cli.BoolFlag{Name: "insecure-no-auth", Sources: env("LOGBOOK_INSECURE_NO_AUTH"),
+			Usage: "serve without API keys on a non-loopback address"},
+		&cli.IntFlag{Name: "checkpoint-keep", Value: 100, Sources: env("LOGBOOK_CHECKPOINT_KEEP"),
+			Usage: "checkpoints kept per session; older ones are pruned"},
+		&cli.StringFlag{Name: "backup-dir", Sources: env("LOGBOOK_BACKUP_DIR"), TakesFile: true,
+			DefaultText: "backups beside the database file",
+			Usage:       "`DIR` that POST /v1/admin/backup writes to"},
+		&cli.BoolFlag{Name: "search-index", Value: true, DefaultText: "true", Sources: env("LOGBOOK_SEARCH_INDEX"),
+			Usage: "index messages for conversation search when the writer is idle"},
 	}
-	if err := fs.Parse(args); err != nil {
-		return c, nil, err
-	}
+}
 
-	n, err := strconv.ParseInt(maxBody, 10, 64)
-	if err != nil || n < 1 {
-		return c, nil, fmt.Errorf("max-body-bytes must be a positive integer, not %q", maxBody)
+// configFrom reads the global flags of a parsed command line and checks what the
+// flag types cannot: ranges and enumerations. Malformed numbers and booleans were
+// refused while parsing, with the flag's (or the variable's) name.
+func configFrom(cmd *cli.Command) (config, error) {
+	c := config{
+		Addr:           cmd.String("addr"),
+		DB:             cmd.String("db"),
+		Sync:           strings.ToLower(cmd.String("sync")),
+		LogLevel:       cmd.String("log-level"),
+		MaxBodyBytes:   cmd.Int64("max-body-bytes"),
+		ImportMaxBytes: cmd.Int64("import-max-bytes"),
+		Migrate:        cmd.Bool("migrate"),
+		RateLimit:      cmd.Int("rate-limit"),
+		InsecureOpen:   cmd.Bool("insecure-no-auth"),
+		CheckpointKeep: cmd.Int("checkpoint-keep"),
+		BackupDir:      cmd.String("backup-dir"),
+		SearchIndex:    cmd.Bool("search-index"),
 	}
-	c.MaxBodyBytes = n
-	if c.ImportMaxBytes, err = strconv.ParseInt(importMax, 10, 64); err != nil || c.ImportMaxBytes < 1 {
-		return c, nil, fmt.Errorf("import-max-bytes must be a positive integer, not %q", importMax)
+	if c.DB == "" {
+		return c, fmt.Errorf("db must name a file")
 	}
-	if c.Migrate, err = strconv.ParseBool(migrate); err != nil {
-		return c, nil, fmt.Errorf("migrate must be true or false, not %q", migrate)
+	if c.MaxBodyBytes < 1 {
+		return c, fmt.Errorf("max-body-bytes must be a positive integer, not %d", c.MaxBodyBytes)
 	}
-	if c.RateLimit, err = strconv.Atoi(rate); err != nil || c.RateLimit < 0 {
-		return c, nil, fmt.Errorf("rate-limit must be a non-negative integer, not %q", rate)
+	if c.ImportMaxBytes < 1 {
+		return c, fmt.Errorf("import-max-bytes must be a positive integer, not %d", c.ImportMaxBytes)
 	}
-	if c.InsecureOpen, err = strconv.ParseBool(insecure); err != nil {
-		return c, nil, fmt.Errorf("insecure-no-auth must be true or false, not %q", insecure)
-	}
-	if c.SearchIndex, err = strconv.ParseBool(searchIndex); err != nil {
-		return c, nil, fmt.Errorf("search-index must be true or false, not %q", searchIndex)
+	if c.RateLimit < 0 {
+		return c, fmt.Errorf("rate-limit must be a non-negative integer, not %d", c.RateLimit)
 	}
 	if c.CheckpointKeep < 1 {
-		return c, nil, fmt.Errorf("checkpoint-keep must be at least 1, not %d", c.CheckpointKeep)
+		return c, fmt.Errorf("checkpoint-keep must be at least 1, not %d", c.CheckpointKeep)
 	}
 	if c.BackupDir == "" {
 		c.BackupDir = filepath.Join(filepath.Dir(c.DB), "backups")
 	}
-	c.Sync = strings.ToLower(c.Sync)
 	if c.Sync != "full" && c.Sync != "normal" {
-		return c, nil, fmt.Errorf("sync must be full or normal, not %q", c.Sync)
+		return c, fmt.Errorf("sync must be full or normal, not %q", c.Sync)
 	}
-	return c, fs.Args(), nil
+	return c, nil
 }
 
-// envIntOr reads an integer variable; a malformed one falls back to def here and is
-// refused by the flag check, since the flag's default carries it.
-func envIntOr(getenv func(string) string, key string, def int) int {
-	if v, err := strconv.Atoi(getenv(key)); err == nil {
-		return v
-	}
-	return def
+// envVar is a flag's environment twin, read through run's getenv instead of
+// os.Getenv. It reports itself as an environment source, so that help prints
+// [$LOGBOOK_…] beside the flag as it does for cli.EnvVars.
+type envVar struct {
+	key    string
+	getenv func(string) string
 }
+
+// Lookup treats an empty variable as unset: LOGBOOK_DB= in a compose file means
+// "not configured", not a file with an empty name. So did the old flag code.
+func (e envVar) Lookup() (string, bool) {
+	v := e.getenv(e.key)
+	return v, v != ""
+}
+
+func (e envVar) String() string   { return fmt.Sprintf("environment variable %q", e.key) }
+func (e envVar) GoString() string { return fmt.Sprintf("envVar{key: %q}", e.key) }
+func (e envVar) IsFromEnv() bool  { return true }
+func (e envVar) Key() string      { return e.key }

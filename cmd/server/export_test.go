@@ -59,7 +59,8 @@ func TestExportImportCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	out, err := runCLI(t, "--db", dst, "import", "--tenant", "acme", "--file", file)
+	// dst does not exist yet: restoring onto a fresh file takes --create.
+	out, err := runCLI(t, "--db", dst, "import", "--create", "--tenant", "acme", "--file", file)
 	if err != nil || strings.TrimSpace(out) != ses.ID {
 		t.Fatalf("import: %v, printed %q, want %s", err, out, ses.ID)
 	}

@@ -2,87 +2,136 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"text/tabwriter"
 
 	"github.com/logbook/logbook/internal/model"
 	"github.com/logbook/logbook/internal/repo"
+	"github.com/urfave/cli/v3"
 )
 
 // keysCommand manages API keys directly in the database file, so that the first
 // key (and every new tenant's) can be made without a key.
-func keysCommand(ctx context.Context, cfg config, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return fmt.Errorf("keys needs create, list or revoke\n%s", usage)
+func keysCommand(stdout, stderr io.Writer) *cli.Command {
+	return &cli.Command{
+		Name:  "keys",
+		Usage: "create, list or revoke API keys (whether or not a server runs on the file)",
+		Commands: []*cli.Command{
+			{
+				Name:      "create",
+				Usage:     "make a key; it is shown once",
+				UsageText: "server keys create --tenant NAME --scope read|write|admin [--name LABEL]",
+				Description: "The key is the only thing written to stdout, so that\n" +
+					"LOGBOOK_KEY=$(server keys create ...) captures it; its id goes to stderr.",
+				Flags: []cli.Flag{
+					tenantFlag("", "the tenant the key belongs to (required)"),
+					&cli.StringFlag{Name: "scope", Usage: "read, write or admin (required)"},
+					&cli.StringFlag{Name: "name", Usage: "a label for people"},
+				},
+				Action: withConfig(func(ctx context.Context, cmd *cli.Command, cfg config) error {
+					return createKey(ctx, cmd, cfg, stdout, stderr)
+				}),
+			},
+			{
+				Name:  "list",
+				Usage: "list the keys' ids, tenants, scopes and states (never the keys)",
+				Flags: []cli.Flag{tenantFlag("", "list only this tenant's keys")},
+				Action: withConfig(func(ctx context.Context, cmd *cli.Command, cfg config) error {
+					return listKeys(ctx, cmd, cfg, stdout)
+				}),
+			},
+			{
+				Name:      "revoke",
+				Usage:     "revoke a key by its id; requests with it answer 401 from then on",
+				ArgsUsage: "KEY_ID",
+				Action: withConfig(func(ctx context.Context, cmd *cli.Command, cfg config) error {
+					return revokeKey(ctx, cmd, cfg, stdout)
+				}),
+			},
+		},
+		Action: needsSubcommand("create, list or revoke"),
 	}
-	store, err := repo.Open(ctx, repo.Config{Path: cfg.DB, Sync: cfg.Sync, Migrate: cfg.Migrate, ReadConns: 1})
+}
+
+func createKey(ctx context.Context, cmd *cli.Command, cfg config, stdout, stderr io.Writer) error {
+	if err := wantArgs(cmd, 0, ""); err != nil {
+		return err
+	}
+	tenant, scope := cmd.String("tenant"), model.Scope(cmd.String("scope"))
+	if !model.ValidClientID(tenant) {
+		return fmt.Errorf("--tenant must be 1 to 128 characters of A-Z a-z 0-9 _ . : -")
+	}
+	if !scope.Valid() {
+		return fmt.Errorf("--scope must be read, write or admin")
+	}
+	store, err := openForKeys(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-
-	fs := flag.NewFlagSet("keys "+args[0], flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	tenant := fs.String("tenant", "", "the tenant the key belongs to")
-	switch args[0] {
-	case "create":
-		scope := fs.String("scope", "", "read, write or admin")
-		name := fs.String("name", "", "a label for people")
-		if err := fs.Parse(args[1:]); err != nil {
-			return err
-		}
-		if !model.ValidClientID(*tenant) {
-			return fmt.Errorf("--tenant must be 1 to 128 characters of A-Z a-z 0-9 _ . : -")
-		}
-		if !model.Scope(*scope).Valid() {
-			return fmt.Errorf("--scope must be read, write or admin")
-		}
-		k, err := store.CreateAPIKey(ctx, *tenant, model.CreateAPIKey{Scope: model.Scope(*scope), Name: *name})
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stderr, "created %s for tenant %s with scope %s; the key is shown this once:\n", k.ID, k.Tenant, k.Scope)
-		fmt.Fprintln(stdout, k.Key)
-		return nil
-	case "list":
-		if err := fs.Parse(args[1:]); err != nil {
-			return err
-		}
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tTENANT\tSCOPE\tNAME\tCREATED\tREVOKED")
-		p := repo.PageRequest{Limit: model.MaxLimit}
-		for {
-			page, err := store.ListAPIKeys(ctx, *tenant, p)
-			if err != nil {
-				return err
-			}
-			for _, k := range page.Data {
-				revoked := "-"
-				if k.RevokedAt != nil {
-					revoked = k.RevokedAt.String()
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Tenant, k.Scope, k.Name, k.CreatedAt, revoked)
-			}
-			if !page.HasMore {
-				return tw.Flush()
-			}
-			p.Cursor = *page.NextCursor
-		}
-	case "revoke":
-		if err := fs.Parse(args[1:]); err != nil {
-			return err
-		}
-		if fs.NArg() != 1 {
-			return fmt.Errorf("keys revoke needs one key id")
-		}
-		k, err := store.RevokeAPIKey(ctx, "", fs.Arg(0))
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "revoked %s (tenant %s) at %s\n", k.ID, k.Tenant, k.RevokedAt)
-		return nil
+	k, err := store.CreateAPIKey(ctx, tenant, model.CreateAPIKey{Scope: scope, Name: cmd.String("name")})
+	if err != nil {
+		return err
 	}
-	return fmt.Errorf("unknown keys command %q\n%s", args[0], usage)
+	fmt.Fprintf(stderr, "created %s for tenant %s with scope %s; the key is shown this once:\n", k.ID, k.Tenant, k.Scope)
+	fmt.Fprintln(stdout, k.Key)
+	return nil
+}
+
+func listKeys(ctx context.Context, cmd *cli.Command, cfg config, stdout io.Writer) error {
+	if err := wantArgs(cmd, 0, ""); err != nil {
+		return err
+	}
+	store, err := openForKeys(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tTENANT\tSCOPE\tNAME\tCREATED\tREVOKED")
+	p := repo.PageRequest{Limit: model.MaxLimit}
+	for {
+		page, err := store.ListAPIKeys(ctx, cmd.String("tenant"), p)
+		if err != nil {
+			return err
+		}
+		for _, k := range page.Data {
+			revoked := "-"
+			if k.RevokedAt != nil {
+				revoked = k.RevokedAt.String()
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Tenant, k.Scope, k.Name, k.CreatedAt, revoked)
+		}
+		if !page.HasMore {
+			return tw.Flush()
+		}
+		p.Cursor = *page.NextCursor
+	}
+}
+
+func revokeKey(ctx context.Context, cmd *cli.Command, cfg config, stdout io.Writer) error {
+	if err := wantArgs(cmd, 1, "KEY_ID"); err != nil {
+		return err
+	}
+	store, err := openForKeys(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	k, err := store.RevokeAPIKey(ctx, "", cmd.Args().First())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "revoked %s (tenant %s) at %s\n", k.ID, k.Tenant, k.RevokedAt)
+	return nil
+}
+
+// openForKeys opens an existing database file; a key written into a new, empty
+// file (a mistyped --db) would be a key no server ever reads.
+func openForKeys(ctx context.Context, cfg config) (*repo.Store, error) {
+	if err := requireDatabase(cfg, false); err != nil {
+		return nil, err
+	}
+	return repo.Open(ctx, repo.Config{Path: cfg.DB, Sync: cfg.Sync, Migrate: cfg.Migrate, ReadConns: 1})
 }

@@ -1,5 +1,6 @@
 // Command server runs Logbook: the HTTP API over one SQLite file, plus the
-// maintenance sub-commands (migrate).
+// commands that work on that file (migrate, keys, export, import, backup) and
+// version. `server --help` lists them; cli.go builds the command line.
 package main
 
 import (

@@ -12,45 +12,29 @@ import (
 	"github.com/logbook/logbook/internal/api"
 	"github.com/logbook/logbook/internal/repo"
 	"github.com/rs/zerolog"
+	"github.com/urfave/cli/v3"
 )
-
-const usage = `usage: server [flags]                 run the HTTP API
-       server [flags] migrate status|up|down
-       server [flags] keys create --tenant NAME --scope read|write|admin [--name LABEL]
-       server [flags] keys list [--tenant NAME]
-       server [flags] keys revoke KEY_ID
-       server [flags] export [--tenant NAME] SESSION_ID > FILE.ndjson
-       server [flags] import [--tenant NAME] [--as-new] [--file FILE.ndjson] < FILE.ndjson
-       server [flags] backup PATH       write a consistent copy of the database (safe while serving)
-(run "server -h" for the flags)`
 
 // run is the whole program; main only wires it to the process. Tests call it with
 // their own args, environment and writers, and stop it by cancelling ctx.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	cfg, rest, err := parseConfig("server", args, getenv, stderr)
-	if err != nil {
-		return err
-	}
-	if len(rest) > 0 {
-		switch rest[0] {
-		case "migrate":
-			if len(rest) != 2 {
-				return fmt.Errorf("migrate needs one of status, up, down\n%s", usage)
-			}
-			return repo.Migrate(ctx, cfg.DB, rest[1], stdout)
-		case "keys":
-			return keysCommand(ctx, cfg, rest[1:], stdout, stderr)
-		case "export":
-			return exportCommand(ctx, cfg, rest[1:], stdout, stderr)
-		case "import":
-			return importCommand(ctx, cfg, rest[1:], stdout, stderr)
-		case "backup":
-			return backupCommand(ctx, cfg, rest[1:], stdout)
-		default:
-			return fmt.Errorf("unknown command %q\n%s", rest[0], usage)
+	return newCommand(getenv, stdout, stderr).Run(ctx, append([]string{"server"}, args...))
+}
+
+// serveAction is the root command: with no sub-command, serve. A word left over
+// is a misspelled command, which must not start a server, and is reported before
+// any complaint about the config that command would not have used.
+func serveAction(stdout io.Writer) cli.ActionFunc {
+	return func(ctx context.Context, cmd *cli.Command) error {
+		if cmd.NArg() > 0 {
+			return unknownCommand(cmd)
 		}
+		cfg, err := configFrom(cmd)
+		if err != nil {
+			return err
+		}
+		return serve(ctx, cfg, stdout)
 	}
-	return serve(ctx, cfg, stdout)
 }
 
 func serve(ctx context.Context, cfg config, stdout io.Writer) error {
@@ -59,6 +43,7 @@ func serve(ctx context.Context, cfg config, stdout io.Writer) error {
 		return fmt.Errorf("log-level: %w", err)
 	}
 	log := zerolog.New(stdout).Level(level).With().Timestamp().Logger()
+	v := buildVersion()
 
 	store, err := repo.Open(ctx, repo.Config{Path: cfg.DB, Sync: cfg.Sync, Migrate: cfg.Migrate, NoMessageIndex: !cfg.SearchIndex})
 	if err != nil {
@@ -83,7 +68,7 @@ func serve(ctx context.Context, cfg config, stdout io.Writer) error {
 	srv := &http.Server{
 		Handler: api.New(api.Config{Store: store, Log: log, MaxBodyBytes: cfg.MaxBodyBytes, Spec: logbook.OpenAPI,
 			AllowOpen: allowOpen, RateLimit: cfg.RateLimit, CheckpointKeep: cfg.CheckpointKeep,
-			ImportMaxBytes: cfg.ImportMaxBytes, BackupDir: cfg.BackupDir}),
+			ImportMaxBytes: cfg.ImportMaxBytes, BackupDir: cfg.BackupDir, Version: v}),
 		// A slow or stuck client cannot hold a connection forever.
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       60 * time.Second,
@@ -91,7 +76,7 @@ func serve(ctx context.Context, cfg config, stdout io.Writer) error {
 		IdleTimeout:       120 * time.Second,
 	}
 	// Logged at every level: tests and scripts started with --addr :0 read the port here.
-	log.Log().Str("addr", ln.Addr().String()).Str("db", cfg.DB).Str("sync", cfg.Sync).Msg("listening")
+	log.Log().Str("addr", ln.Addr().String()).Str("db", cfg.DB).Str("sync", cfg.Sync).Str("version", v).Msg("listening")
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -11,6 +11,7 @@ import (
 	"github.com/logbook/logbook/internal/migrations"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -142,7 +143,12 @@ func TestFlagsWinOverEnvironment(t *testing.T) {
 }
 
 func TestMigrateCommands(t *testing.T) {
+	// Migrate refuses a file that is not there; an empty one is a database with
+	// nothing applied yet.
 	db := filepath.Join(t.TempDir(), "l.db")
+	if err := os.WriteFile(db, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	migrate := func(cmd string) string {
 		var out bytes.Buffer
 		if err := run(context.Background(), []string{"--db", db, "migrate", cmd}, envOf(), &out, io.Discard); err != nil {

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/urfave/cli/v3"
+)
+
+// newCommand is the whole command line: serving at the root, the maintenance
+// commands beneath it. It writes only to stdout and stderr and reads the
+// environment only through getenv, so that run stays testable in-process.
+func newCommand(getenv func(string) string, stdout, stderr io.Writer) *cli.Command {
+	root := &cli.Command{
+		Name:  "server",
+		Usage: "Logbook: a REST server for AI-agent sessions over one SQLite file",
+		UsageText: "server [flags]                 serve the HTTP API\n" +
+			"server [flags] COMMAND [args]  work on the database file; flags may also follow COMMAND",
+		Flags:  globalFlags(getenv),
+		Action: serveAction(stdout),
+		Commands: []*cli.Command{
+			migrateCommand(stdout),
+			keysCommand(stdout, stderr),
+			exportCommand(stdout),
+			importCommand(stdout, stderr),
+			backupCommand(stdout),
+			versionCommand(stdout),
+		},
+		Writer:    stdout,
+		ErrWriter: stderr,
+		// Errors go back to run's caller, which prints them once and picks the exit
+		// status; the default handler would os.Exit from inside a test.
+		ExitErrHandler: func(context.Context, *cli.Command, error) {},
+	}
+	_ = root.Walk(func(c *cli.Command) error {
+		c.OnUsageError = usageError
+		if len(c.Commands) == 0 && c != root {
+			// A leaf's words are data (a path, an id): "backup help" is a file named
+			// help, not a request for help, which -h and --help are there for.
+			c.HideHelpCommand = true
+		}
+		return nil
+	})
+	return root
+}
+
+// usageError keeps a parse error to one line that says where help is, instead
+// of the library's default of dumping the whole help text onto stderr.
+func usageError(_ context.Context, cmd *cli.Command, err error, _ bool) error {
+	return fmt.Errorf("%w (see %s --help)", err, cmd.FullName())
+}
+
+// withConfig builds and checks the config before an action runs, so that every
+// command refuses a bad flag or variable the same way serving does.
+func withConfig(action func(context.Context, *cli.Command, config) error) cli.ActionFunc {
+	return func(ctx context.Context, cmd *cli.Command) error {
+		cfg, err := configFrom(cmd)
+		if err != nil {
+			return err
+		}
+		return action(ctx, cmd, cfg)
+	}
+}
+
+// needsSubcommand is the action of a command that only groups others: reached,
+// it means the sub-command is missing or misspelled.
+func needsSubcommand(choices string) cli.ActionFunc {
+	return func(_ context.Context, cmd *cli.Command) error {
+		if cmd.NArg() == 0 {
+			return fmt.Errorf("%s needs a command: %s (see %s --help)", cmd.FullName(), choices, cmd.FullName())
+		}
+		return unknownCommand(cmd)
+	}
+}
+
+// unknownCommand names the word that is neither a command nor a flag. A lone
+// true or false is most often the value of a boolean flag written apart from it,
+// which worked for --migrate and --search-index before they became booleans.
+func unknownCommand(cmd *cli.Command) error {
+	word := cmd.Args().First()
+	if _, err := strconv.ParseBool(word); err == nil {
+		return fmt.Errorf("unknown command %q for %s: a boolean flag takes its value after =, as in --migrate=%s",
+			word, cmd.FullName(), word)
+	}
+	return fmt.Errorf("unknown command %q for %s (see %s --help)", word, cmd.FullName(), cmd.FullName())
+}
+
+// wantArgs refuses any count of positional arguments but n. A stray word is
+// usually a flag that lost its dashes or a path the shell split in two, and
+// acting on a guess would back up, export or revoke the wrong thing.
+func wantArgs(cmd *cli.Command, n int, name string) error {
+	got := cmd.Args().Slice()
+	switch {
+	case len(got) == n:
+		return nil
+	case n == 0:
+		return fmt.Errorf("%s takes no arguments, got %q", cmd.FullName(), got)
+	case len(got) == 0:
+		return fmt.Errorf("%s needs %s (see %s --help)", cmd.FullName(), name, cmd.FullName())
+	}
+	return fmt.Errorf("%s takes one %s, got %d arguments: %q", cmd.FullName(), name, len(got), got)
+}
+
+// requireDatabase refuses to work on a database file that is not there. Opening
+// creates the file, so a mistyped --db would otherwise make (and then report on,
+// or write keys into) a new empty database. create is the explicit --create: it
+// makes the directory too, as serving does.
+func requireDatabase(cfg config, create bool) error {
+	if create {
+		if err := os.MkdirAll(filepath.Dir(cfg.DB), 0o755); err != nil {
+			return fmt.Errorf("create database directory: %w", err)
+		}
+		return nil
+	}
+	_, err := os.Stat(cfg.DB)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("database file %s does not exist (check --db or LOGBOOK_DB); "+
+			"start the server once to create it, or pass --create to import or migrate up", cfg.DB)
+	}
+	if err != nil {
+		return fmt.Errorf("database file: %w", err)
+	}
+	return nil
+}
+
+// createFlag lets import and migrate up start a new database file on purpose.
+// Flags hold their parsed value, so each command gets its own.
+func createFlag() *cli.BoolFlag {
+	return &cli.BoolFlag{Name: "create", Usage: "create the database file (and its directory) if it does not exist"}
+}
+
+// tenantFlag names the tenant a command acts for. Commands check the value
+// themselves, so that a bad or missing tenant reads as it does from the API.
+func tenantFlag(def, usage string) *cli.StringFlag {
+	return &cli.StringFlag{Name: "tenant", Value: def, Usage: usage}
+}
