@@ -38,8 +38,9 @@ type Config struct {
 
 // Store is the storage handle. Its methods are safe for concurrent use.
 type Store struct {
-	wdb *sql.DB // exactly one connection, used only by the writer goroutine
-	rdb *sql.DB // read-only pool
+	wdb     *sql.DB // exactly one connection, used only by the writer goroutine
+	rdb     *sql.DB // read-only pool
+	readDSN string  // how rdb's connections are opened, for one-off readers
 
 	queue      chan *writeOp
 	mu         sync.RWMutex // guards closed against sends on a closed queue
@@ -121,7 +122,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("repo: read the last message number: %w", err)
 	}
 
-	rdb, err := sql.Open("sqlite", dsn(cfg.Path, true, sync))
+	readDSN := dsn(cfg.Path, true, sync)
+	rdb, err := sql.Open("sqlite", readDSN)
 	if err != nil {
 		wdb.Close()
 		return nil, fmt.Errorf("repo: open readers: %w", err)
@@ -142,6 +144,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	s := &Store{
 		wdb:        wdb,
 		rdb:        rdb,
+		readDSN:    readDSN,
 		queue:      make(chan *writeOp, 4096),
 		writerDone: make(chan struct{}),
 		maxBatch:   cfg.MaxBatch,
@@ -226,8 +229,19 @@ func (s *Store) Close() error {
 
 // IntegrityCheck runs PRAGMA integrity_check and returns its findings ("ok" when
 // the file is sound).
+//
+// It runs on a connection of its own, opened for it and closed after: a pooled
+// read connection keeps FTS5's cached picture of the search index from its last
+// read, PRAGMA integrity_check does not refresh that picture, and once the writer
+// has merged index segments the check would read a segment that is gone and
+// report corruption that is not there.
 func (s *Store) IntegrityCheck(ctx context.Context) (string, error) {
-	rows, err := s.rdb.QueryContext(ctx, "PRAGMA integrity_check")
+	db, err := sql.Open("sqlite", s.readDSN)
+	if err != nil {
+		return "", mapErr(err)
+	}
+	defer db.Close()
+	rows, err := db.QueryContext(ctx, "PRAGMA integrity_check")
 	if err != nil {
 		return "", mapErr(err)
 	}
