@@ -191,7 +191,7 @@ func BenchmarkIndexCatchUp(b *testing.B) {
 		// Run the writer's idle work directly: the writer goroutine is parked on
 		// the empty queue, and this benchmark is the only user of the connection.
 		for more := true; more; {
-			if more, err = s.indexStep(ctx, defaultIndexBudget); err != nil {
+			if more, err = s.indexStep(ctx); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -246,7 +246,7 @@ func indexDrift(ctx context.Context, q querier, tenant string) ([]model.IndexDri
 		kind, query string
 	}{
 		{model.IndexStaleRows, `SELECT f.session_id, COUNT(*) FROM messages_fts f WHERE f.tenant_id = ?
-			AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.gid = f.rowid AND m.tenant_id = f.tenant_id
+			AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.gid = ` + gidOfRowIDSQL + ` AND m.tenant_id = f.tenant_id
 				AND m.session_id = f.session_id AND m.seq = f.seq)
 			GROUP BY f.session_id ORDER BY f.session_id`},
 		{model.IndexMissingRows, `SELECT m.session_id, COUNT(*) FROM messages m

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"math"
 
 	"github.com/logbook/logbook/internal/model"
 )
@@ -181,8 +182,7 @@ func (s *Store) purgeSessionTx(ctx context.Context, tx *sql.Tx, tenant, id strin
 		}
 	}
 	// The index first: its rows are found through the messages' gids.
-	if _, err := tx.ExecContext(ctx, `DELETE FROM messages_fts WHERE rowid IN
-		(SELECT gid FROM messages WHERE tenant_id = ? AND session_id = ?)`, tenant, id); err != nil {
+	if err := unindexMessages(ctx, tx, tenant, id, 0, math.MaxInt64); err != nil {
 		return 0, 0, err
 	}
 	if msgs, err = execCount(ctx, tx, `DELETE FROM messages WHERE tenant_id = ? AND session_id = ?`, tenant, id); err != nil {
@@ -246,9 +246,7 @@ func (s *Store) detachFork(ctx context.Context, tx *sql.Tx, tenant, fork string)
 	if prefix > 0 {
 		// fts_seq never starts below the fork point, so the indexer would never
 		// reach these rows: index them now.
-		if _, err := tx.ExecContext(ctx, `INSERT INTO messages_fts (rowid, content, tenant_id, session_id, seq)
-			SELECT gid, content, tenant_id, session_id, seq FROM messages
-			WHERE tenant_id = ? AND session_id = ? AND seq <= ?`, tenant, fork, prefix); err != nil {
+		if err := indexRange(ctx, tx, tenant, fork, 0, prefix); err != nil {
 			return err
 		}
 	}

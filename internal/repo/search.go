@@ -32,13 +32,11 @@ func (s *Store) SearchMessages(ctx context.Context, tenant string, in model.Mess
 	if expr == "" {
 		return out, nil
 	}
-	join := ""
-	where := []string{"messages_fts MATCH ?", "messages_fts.tenant_id = ?"}
-	args := []any{expr, tenant}
-	if in.AgentID != "" {
-		join = " JOIN sessions s ON s.tenant_id = m.tenant_id AND s.id = m.session_id"
-		where, args = append(where, "(s.agent_id = ? OR m.agent_id = ?)"), append(args, in.AgentID, in.AgentID)
-	}
+	// The index holds a message in parts (see ftsparts.go): rank every matching
+	// part in a materialized CTE (bm25 can only be asked there, not under the
+	// GROUP BY), then keep each message once, with its best part's rank.
+	ftsWhere := []string{"messages_fts MATCH ?", "messages_fts.tenant_id = ?"}
+	ftsArgs := []any{expr, tenant}
 	if in.SessionID != "" {
 		// A fork's history includes its ancestors' prefixes: one segment per
 		// session that stores part of it, passed as one JSON list rather than as
@@ -53,9 +51,16 @@ func (s *Store) SearchMessages(ctx context.Context, tenant string, in model.Mess
 			list[i] = [3]any{g.owner, g.lo, min(g.hi, math.MaxInt64>>1)}
 		}
 		b, _ := json.Marshal(list)
-		where = append(where, `EXISTS (SELECT 1 FROM json_each(?) g WHERE messages_fts.session_id = g.value->>0
+		ftsWhere = append(ftsWhere, `EXISTS (SELECT 1 FROM json_each(?) g WHERE messages_fts.session_id = g.value->>0
 			AND messages_fts.seq > g.value->>1 AND messages_fts.seq <= g.value->>2)`)
-		args = append(args, string(b))
+		ftsArgs = append(ftsArgs, string(b))
+	}
+	join := ""
+	where := []string{"1 = 1"}
+	args := append(ftsArgs, tenant)
+	if in.AgentID != "" {
+		join = " JOIN sessions s ON s.tenant_id = m.tenant_id AND s.id = m.session_id"
+		where, args = append(where, "(s.agent_id = ? OR m.agent_id = ?)"), append(args, in.AgentID, in.AgentID)
 	}
 	if len(in.Roles) > 0 {
 		where = append(where, "m.role IN (?"+strings.Repeat(", ?", len(in.Roles)-1)+")")
@@ -69,10 +74,13 @@ func (s *Store) SearchMessages(ctx context.Context, tenant string, in model.Mess
 	if in.Before != nil {
 		where, args = append(where, "m.created_at <= ?"), append(args, int64(*in.Before))
 	}
-	rows, err := s.rdb.QueryContext(ctx, `SELECT m.session_id, m.id, m.seq, m.role, m.created_at, m.content, bm25(messages_fts)
-		FROM messages_fts
-		JOIN messages m ON m.tenant_id = messages_fts.tenant_id AND m.session_id = messages_fts.session_id AND m.seq = messages_fts.seq`+join+`
-		WHERE `+strings.Join(where, " AND ")+` ORDER BY bm25(messages_fts), m.created_at DESC LIMIT ?`, append(args, in.Limit)...)
+	rows, err := s.rdb.QueryContext(ctx, `WITH hits AS MATERIALIZED (
+			SELECT session_id, seq, bm25(messages_fts) AS rank FROM messages_fts WHERE `+strings.Join(ftsWhere, " AND ")+`)
+		SELECT m.session_id, m.id, m.seq, m.role, m.created_at, m.content, MIN(h.rank) AS best
+		FROM hits h
+		JOIN messages m ON m.tenant_id = ? AND m.session_id = h.session_id AND m.seq = h.seq`+join+`
+		WHERE `+strings.Join(where, " AND ")+`
+		GROUP BY m.session_id, m.seq ORDER BY best, m.created_at DESC LIMIT ?`, append(args, in.Limit)...)
 	if err != nil {
 		return out, mapErr(err)
 	}

@@ -51,9 +51,8 @@ type Store struct {
 	st         writerStatements // used only by the writer goroutine
 	faults     *Faults
 
-	indexIdle   time.Duration
-	indexBudget int
-	noIndex     bool
+	indexIdle time.Duration
+	noIndex   bool
 
 	gid int64 // the last message gid handed out; the writer's alone
 
@@ -151,10 +150,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		st:         st,
 		faults:     cfg.Faults,
 
-		indexIdle:   cfg.IndexIdle,
-		indexBudget: defaultIndexBudget,
-		noIndex:     cfg.NoMessageIndex,
-		gid:         lastGID,
+		indexIdle: cfg.IndexIdle,
+		noIndex:   cfg.NoMessageIndex,
+		gid:       lastGID,
 	}
 	if s.indexIdle <= 0 {
 		s.indexIdle = defaultIndexIdle
