@@ -69,9 +69,9 @@ func (s *Store) PutCheckpoint(ctx context.Context, tenant, sessionID string, in 
 	if err != nil {
 		return model.Checkpoint{}, model.Invalid(model.FieldError{Field: "state", Message: "must be a JSON object"})
 	}
-	var st model.CheckpointState
-	if err := json.Unmarshal(state, &st); err != nil {
-		return model.Checkpoint{}, model.Invalid(model.FieldError{Field: "state", Message: err.Error()})
+	st, err := model.ParseState(in.State)
+	if err != nil {
+		return model.Checkpoint{}, err
 	}
 	if keep <= 0 {
 		keep = DefaultCheckpointKeep

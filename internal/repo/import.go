@@ -11,17 +11,31 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"math"
+	"slices"
 	"strings"
 
 	"github.com/logbook/logbook/internal/model"
 )
 
+// MaxImportLine bounds one line of an import. A message of the largest content
+// an append accepts (1 MiB) can take six times that once its control characters
+// are escaped in JSON; a longer line cannot be an export this server made, and
+// it is refused after this many bytes instead of being held whole.
+const MaxImportLine = 8 << 20
+
 // ImportSession restores a session from an export (see ExportSession) read from
 // r: ids, seqs, timestamps, counters, metadata, parent_id and forked_at_seq (as
 // plain fields: the imported session stores every message itself) and its
-// checkpoints. The whole stream is read and checked before anything is written,
-// then one write stores it all or nothing. With opts.AsNew the session, its
-// messages and checkpoints get new ids.
+// checkpoints.
+//
+// The stream is read once, a line at a time, each line checked with the rules
+// the API applies to the same data (model.CheckStoredSession and friends) and
+// kept in a spool (memory, then a temporary file), so that memory stays bounded
+// by one line however large the import. Only when the whole stream checks out,
+// checksum and counts included, does one write read the spool back and store it
+// all, or nothing. With opts.AsNew the session, its messages and checkpoints get
+// new ids.
 //
 // Errors: malformed_json (KindBadRequest) for a line that is not JSON,
 // invalid_import (KindInvalid) for anything else wrong with the content, the
@@ -29,68 +43,36 @@ import (
 // (KindConflict) when the session id, a message id or a checkpoint id exists.
 // A failed read of r is KindBadRequest wrapping the reader's error.
 func (s *Store) ImportSession(ctx context.Context, tenant string, r io.Reader, opts model.ImportOptions) (model.Session, error) {
-	f, err := parseImport(r)
-	if err != nil {
+	sp := &spool{}
+	defer sp.close()
+	if err := parseImport(r, sp); err != nil {
 		return model.Session{}, err
 	}
-	if opts.AsNew {
-		f.renumber()
-	}
 	var out model.Session
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *sql.Tx) error {
 		var err error
-		out, err = s.importTx(ctx, tx, tenant, f)
+		out, err = s.importTx(ctx, tx, tenant, sp, opts)
 		return err
 	})
 	return out, err
 }
 
-// importFile is a checked export, ready to insert.
-type importFile struct {
-	session     model.Session
-	metadata    string
-	pauseUntil  *int64 // the newest checkpoint's pause_until_ms, kept on the session
-	messages    []importMessage
-	checkpoints []importCheckpoint
-}
-
-type importMessage struct {
-	msg       model.Message // Metadata and ToolCalls are dropped once encoded
-	toolCalls *string
-	metadata  string
-	line      int
-}
-
-type importCheckpoint struct {
-	c    model.Checkpoint
-	line int
-}
-
-// renumber gives everything new ids; the checkpoints' hashes do not cover ids.
-func (f *importFile) renumber() {
-	f.session.ID = newID(model.PrefixSession)
-	for i := range f.messages {
-		f.messages[i].msg.ID = newID(model.PrefixMessage)
-		f.messages[i].msg.SessionID = f.session.ID
-	}
-	for i := range f.checkpoints {
-		f.checkpoints[i].c.ID = newID(model.PrefixCheckpoint)
-		f.checkpoints[i].c.SessionID = f.session.ID
-	}
-}
-
-// importParser reads an export line by line. After the first problem it keeps
+// importParser checks an export line by line. After the first problem it keeps
 // reading, only to hash: a damaged file is reported as a checksum mismatch
 // rather than as whatever its damage looks like.
 type importParser struct {
-	f        importFile
+	sp       *spool
 	h        hash.Hash
 	line     int // the line being read, from 1
 	section  string
+	session  model.Session
+	messages int64
+	ckps     int64
 	msgIDs   map[string]int // id → the line that holds it
 	ckpIDs   map[string]int
 	lastIter int64
 	tokens   int64
+	cost     float64
 
 	err     error // the first problem found
 	end     *model.ExportLine
@@ -98,27 +80,65 @@ type importParser struct {
 	sum     string // the hash of the lines before the end line
 }
 
-func parseImport(r io.Reader) (*importFile, error) {
-	p := &importParser{h: sha256.New(), msgIDs: map[string]int{}, ckpIDs: map[string]int{}}
+func parseImport(r io.Reader, sp *spool) error {
+	p := &importParser{sp: sp, h: sha256.New(), msgIDs: map[string]int{}, ckpIDs: map[string]int{}}
 	br := bufio.NewReaderSize(r, 64<<10)
+	var buf []byte // reused from line to line: nothing keeps a line once taken
 	for {
-		raw, err := br.ReadBytes('\n')
+		raw, whole, err := readLine(br, buf[:0], MaxImportLine, p.h)
+		buf = raw
 		if len(raw) > 0 {
 			p.line++
-			p.take(raw)
+			p.take(raw, whole)
 		}
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return nil, &model.Error{Kind: model.KindBadRequest, Code: "malformed_json",
+			// Wrapped, not replaced: the API tells its own body limit (413) by it.
+			return &model.Error{Kind: model.KindBadRequest, Code: "malformed_json",
 				Msg: "could not read the import stream", Err: err}
 		}
 	}
 	return p.finish()
 }
 
-func (p *importParser) take(raw []byte) {
+// readLine reads one line with its newline (the last line may lack one). A line
+// longer than limit is read to its end, but only its first limit bytes are
+// kept: whole is false, and every byte of it goes to h as it is read, so that
+// memory stays bounded and the checksum still covers it.
+func readLine(br *bufio.Reader, buf []byte, limit int, h io.Writer) (raw []byte, whole bool, err error) {
+	over := false
+	for {
+		chunk, err := br.ReadSlice('\n')
+		switch {
+		case over:
+			h.Write(chunk)
+		case len(buf)+len(chunk) > limit:
+			over = true
+			h.Write(buf) // what came before this chunk, not hashed yet
+			h.Write(chunk)
+			buf = append(buf, chunk[:limit-len(buf)]...)
+		default:
+			if len(buf)+len(chunk) > cap(buf) { // double: append's gentler growth copies a long line many times
+				buf = slices.Grow(buf, max(len(chunk), cap(buf)))
+			}
+			buf = append(buf, chunk...)
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		return buf, !over, err
+	}
+}
+
+func (p *importParser) take(raw []byte, whole bool) {
+	if !whole { // readLine has hashed it
+		if p.err == nil {
+			p.err = model.InvalidImport(p.line, fmt.Sprintf("the line is longer than %d bytes: no export line can be", MaxImportLine))
+		}
+		return
+	}
 	if p.end != nil {
 		if len(bytes.TrimSpace(raw)) > 0 && p.err == nil {
 			p.err = model.InvalidImport(p.line, "data after the end line")
@@ -145,7 +165,9 @@ func (p *importParser) take(raw []byte) {
 		p.err = derr
 		return
 	}
-	p.err = p.add(l)
+	if p.err = p.add(l); p.err == nil {
+		p.err = p.sp.write(raw)
+	}
 }
 
 // decodeLine reads one line under the rules every request body follows
@@ -160,10 +182,21 @@ func decodeLine(line int, raw []byte, l *model.ExportLine) error {
 	if e.Kind == model.KindBadRequest {
 		return malformedLine(line, strings.TrimPrefix(e.Msg, "the body "))
 	}
-	if len(e.Fields) > 0 {
-		return model.InvalidImport(line, e.Fields[0].Field+": "+e.Fields[0].Message)
+	return lineError(line, "", e)
+}
+
+// lineError turns a check's error into invalid_import for a line, naming the
+// field under the line's type ("message.content: must be at most …").
+func lineError(line int, object string, e *model.Error) error {
+	if len(e.Fields) == 0 {
+		return model.InvalidImport(line, e.Msg)
 	}
-	return model.InvalidImport(line, e.Msg)
+	f := e.Fields[0]
+	name := f.Field
+	if object != "" {
+		name = object + "." + name
+	}
+	return model.InvalidImport(line, name+": "+f.Message)
 }
 
 func malformedLine(line int, msg string) *model.Error {
@@ -172,7 +205,7 @@ func malformedLine(line int, msg string) *model.Error {
 		Fields: []model.FieldError{{Field: field, Message: msg}}}
 }
 
-// add checks one line against the ones before it and keeps it.
+// add checks one line against the ones before it.
 func (p *importParser) add(l model.ExportLine) error {
 	set := 0
 	for _, ok := range []bool{l.Session != nil, l.Message != nil, l.Checkpoint != nil, l.Counts != nil, l.SHA256 != ""} {
@@ -208,65 +241,41 @@ func (p *importParser) fail(format string, args ...any) error {
 }
 
 func (p *importParser) addSession(ses model.Session) error {
-	switch {
-	case !model.ValidClientID(ses.ID):
-		return p.fail("session.id must be 1 to 128 characters of A-Z a-z 0-9 _ . : -")
-	case !ses.Status.Valid():
-		return p.fail("session.status must be one of: created, active, completed, archived")
-	case ses.MessageCount < 0 || ses.LastSeq < 0 || ses.TotalTokens < 0 || ses.TotalCost < 0:
-		return p.fail("session counters must not be negative")
-	case ses.ForkedAtSeq != nil && *ses.ForkedAtSeq < 0:
-		return p.fail("session.forked_at_seq must not be negative")
-	case ses.CreatedAt == 0 || ses.UpdatedAt == 0:
-		return p.fail("session.created_at and session.updated_at are required")
+	if err := model.CheckStoredSession(ses); err != nil {
+		return lineError(p.line, "session", model.AsError(err))
 	}
-	if ses.Metadata == nil {
-		ses.Metadata = model.Object("{}")
-	}
-	p.f.session, p.f.metadata = ses, ses.Metadata.String()
+	p.session = ses
 	return nil
 }
 
 func (p *importParser) addMessage(m model.Message) error {
-	want := int64(len(p.f.messages)) + 1
+	want := p.messages + 1
 	switch {
 	case m.Seq != want:
 		return p.fail("message.seq is %d, want %d: seqs run 1, 2, 3 … without gaps", m.Seq, want)
-	case m.SessionID != p.f.session.ID:
-		return p.fail("message.session_id is %q, not the session's id %q", m.SessionID, p.f.session.ID)
-	case !model.ValidClientID(m.ID):
-		return p.fail("message.id must be 1 to 128 characters of A-Z a-z 0-9 _ . : -")
+	case m.SessionID != p.session.ID:
+		return p.fail("message.session_id is %q, not the session's id %q", m.SessionID, p.session.ID)
 	case p.msgIDs[m.ID] != 0:
 		return p.fail("message.id %q repeats line %d", m.ID, p.msgIDs[m.ID])
-	case m.Role != model.RoleUser && m.Role != model.RoleAssistant && m.Role != model.RoleSystem && m.Role != model.RoleTool:
-		return p.fail("message.role must be one of: user, assistant, system, tool")
-	case m.Tokens < 0 || m.Cost < 0:
-		return p.fail("message.tokens and message.cost must not be negative")
-	case m.CreatedAt == 0:
-		return p.fail("message.created_at is required")
 	}
-	row := importMessage{msg: m, line: p.line}
-	row.metadata = m.Metadata.String()
-	if m.ToolCalls != nil {
-		b, err := json.Marshal(m.ToolCalls)
-		if err != nil {
-			return p.fail("message.tool_calls: %v", err)
-		}
-		tc := string(b)
-		row.toolCalls = &tc
+	if err := model.CheckStoredMessage(m); err != nil {
+		return lineError(p.line, "message", model.AsError(err))
 	}
-	row.msg.Metadata, row.msg.ToolCalls = nil, nil
-	p.msgIDs[m.ID] = p.line
 	p.tokens += m.Tokens
-	p.f.messages = append(p.f.messages, row)
+	p.cost += m.Cost
+	if p.tokens > model.MaxTotalTokens || p.cost > model.MaxTotalCost {
+		return p.fail("the messages' tokens or cost add up past a session's limits (%d tokens, %g cost)",
+			int64(model.MaxTotalTokens), float64(model.MaxTotalCost))
+	}
+	p.msgIDs[m.ID] = p.line
+	p.messages++
 	return nil
 }
 
 func (p *importParser) addCheckpoint(c model.Checkpoint) error {
-	n := int64(len(p.f.messages))
 	switch {
-	case c.SessionID != p.f.session.ID:
-		return p.fail("checkpoint.session_id is %q, not the session's id %q", c.SessionID, p.f.session.ID)
+	case c.SessionID != p.session.ID:
+		return p.fail("checkpoint.session_id is %q, not the session's id %q", c.SessionID, p.session.ID)
 	case !model.ValidClientID(c.ID):
 		return p.fail("checkpoint.id must be 1 to 128 characters of A-Z a-z 0-9 _ . : -")
 	case p.ckpIDs[c.ID] != 0:
@@ -275,65 +284,64 @@ func (p *importParser) addCheckpoint(c model.Checkpoint) error {
 		return p.fail("checkpoint.iteration must be at least 1")
 	case c.Iteration <= p.lastIter:
 		return p.fail("checkpoint.iteration %d is not above the one before it (%d): checkpoints come oldest first", c.Iteration, p.lastIter)
-	case c.LastSeq < 0 || c.LastSeq > n:
-		return p.fail("checkpoint.last_seq %d is outside the session's messages (0 to %d)", c.LastSeq, n)
+	case c.LastSeq < 0 || c.LastSeq > p.messages:
+		return p.fail("checkpoint.last_seq %d is outside the session's messages (0 to %d)", c.LastSeq, p.messages)
 	case c.CreatedAt == 0:
 		return p.fail("checkpoint.created_at is required")
+	}
+	if _, err := model.ParseState(c.State); err != nil {
+		return lineError(p.line, "checkpoint", model.AsError(err))
 	}
 	state, err := canonicalJSON(c.State)
 	if err != nil {
 		return p.fail("checkpoint.state must be a JSON object")
 	}
-	var st model.CheckpointState
-	if err := json.Unmarshal(state, &st); err != nil {
-		return p.fail("checkpoint.state: %v", err)
-	}
 	if checkpointHash(c.Iteration, c.LastSeq, state) != c.SHA256 {
 		return p.fail("checkpoint.sha256 does not match its iteration, last_seq and state")
 	}
-	c.State = state
 	p.ckpIDs[c.ID] = p.line
 	p.lastIter = c.Iteration
-	p.f.pauseUntil = st.PauseUntilMs
-	p.f.checkpoints = append(p.f.checkpoints, importCheckpoint{c: c, line: p.line})
+	p.ckps++
 	return nil
 }
 
 // finish checks the end line against what was read.
-func (p *importParser) finish() (*importFile, error) {
+func (p *importParser) finish() error {
 	if p.line == 0 {
-		return nil, malformedLine(1, "the import is empty; send an export")
+		return malformedLine(1, "the import is empty; send an export")
 	}
 	if p.end == nil {
 		if p.err != nil {
-			return nil, p.err
+			return p.err
 		}
-		return nil, model.InvalidImport(p.line+1, "the stream ends without its end line: it is truncated")
+		return model.InvalidImport(p.line+1, "the stream ends without its end line: it is truncated")
 	}
 	if p.end.SHA256 != p.sum {
-		return nil, model.InvalidImport(p.endLine,
+		return model.InvalidImport(p.endLine,
 			"sha256 does not match the lines before it: the export was changed or damaged after it was made")
 	}
 	if p.err != nil {
-		return nil, p.err
+		return p.err
 	}
 	if p.section == "" {
-		return nil, model.InvalidImport(p.endLine, "the first line must be the session")
+		return model.InvalidImport(p.endLine, "the first line must be the session")
 	}
-	msgs, ckps := int64(len(p.f.messages)), int64(len(p.f.checkpoints))
-	if c := p.end.Counts; c.Messages != msgs || c.Checkpoints != ckps {
-		return nil, model.InvalidImport(p.endLine, fmt.Sprintf("counts say %d messages and %d checkpoints; the export holds %d and %d",
-			c.Messages, c.Checkpoints, msgs, ckps))
+	if c := p.end.Counts; c.Messages != p.messages || c.Checkpoints != p.ckps {
+		return model.InvalidImport(p.endLine, fmt.Sprintf("counts say %d messages and %d checkpoints; the export holds %d and %d",
+			c.Messages, c.Checkpoints, p.messages, p.ckps))
 	}
-	ses := p.f.session
+	ses := p.session
 	switch {
-	case ses.LastSeq != msgs || ses.MessageCount != msgs:
-		return nil, model.InvalidImport(1, fmt.Sprintf("session.last_seq (%d) and session.message_count (%d) must equal the %d messages the export holds",
-			ses.LastSeq, ses.MessageCount, msgs))
+	case ses.LastSeq != p.messages || ses.MessageCount != p.messages:
+		return model.InvalidImport(1, fmt.Sprintf("session.last_seq (%d) and session.message_count (%d) must equal the %d messages the export holds",
+			ses.LastSeq, ses.MessageCount, p.messages))
 	case ses.TotalTokens != p.tokens:
-		return nil, model.InvalidImport(1, fmt.Sprintf("session.total_tokens is %d but the messages' tokens add up to %d", ses.TotalTokens, p.tokens))
+		return model.InvalidImport(1, fmt.Sprintf("session.total_tokens is %d but the messages' tokens add up to %d", ses.TotalTokens, p.tokens))
+	case math.Abs(ses.TotalCost-p.cost) > 1e-9*math.Max(1, math.Abs(p.cost)):
+		// the running total and this sum may differ in the last bits, never more
+		return model.InvalidImport(1, fmt.Sprintf("session.total_cost is %v but the messages' costs add up to %v", ses.TotalCost, p.cost))
 	}
-	return &p.f, nil
+	return nil
 }
 
 func importConflict(line int, format string, args ...any) *model.Error {
@@ -343,9 +351,9 @@ func importConflict(line int, format string, args ...any) *model.Error {
 		Fields: []model.FieldError{{Field: field, Message: msg}}}
 }
 
-// importTx inserts a checked export. Any failure undoes the whole write (its
-// savepoint), so a refused import leaves nothing behind.
-func (s *Store) importTx(ctx context.Context, tx *sql.Tx, tenant string, f *importFile) (model.Session, error) {
+// importTx inserts a checked export, reading it back from the spool. Any failure
+// undoes the whole write (its savepoint), so a refused import leaves nothing.
+func (s *Store) importTx(ctx context.Context, tx *sql.Tx, tenant string, sp *spool, opts model.ImportOptions) (model.Session, error) {
 	if err := s.faults.check(PointSessionWrite); err != nil {
 		return model.Session{}, err
 	}
@@ -357,56 +365,121 @@ func (s *Store) importTx(ctx context.Context, tx *sql.Tx, tenant string, f *impo
 	}
 	s.gid = max(s.gid, maxGID)
 
-	ses := f.session
+	lines, err := sp.reader()
+	if err != nil {
+		return model.Session{}, model.Internal(err)
+	}
+	var (
+		ses        model.Session
+		cumTokens  int64
+		cumCost    float64
+		pauseUntil *int64
+		line       int
+	)
+	insert := tx.StmtContext(ctx, s.st.insertMessage)
+	for {
+		raw, err := lines.ReadBytes('\n')
+		if err == io.EOF && len(raw) == 0 {
+			break
+		}
+		if err != nil && err != io.EOF {
+			return model.Session{}, model.Internal(err)
+		}
+		line++
+		var l model.ExportLine
+		if err := model.DecodeJSON(raw, &l); err != nil {
+			return model.Session{}, model.Internal(fmt.Errorf("spooled line %d no longer decodes: %w", line, err))
+		}
+		switch l.Type {
+		case model.LineSession:
+			ses = *l.Session
+			if opts.AsNew {
+				ses.ID = newID(model.PrefixSession)
+			}
+			// The row is written last, with the newest checkpoint's pause; the
+			// id is taken here so that a conflict names this line.
+			var one int
+			err := tx.QueryRowContext(ctx, `SELECT 1 FROM sessions WHERE tenant_id = ? AND id = ?`, tenant, ses.ID).Scan(&one)
+			if err == nil {
+				return model.Session{}, importConflict(line, "a session with id %q already exists", ses.ID)
+			}
+			if err != sql.ErrNoRows {
+				return model.Session{}, err
+			}
+			if err := insertImportedSession(ctx, tx, tenant, ses); err != nil {
+				return model.Session{}, err
+			}
+		case model.LineMessage:
+			m := l.Message
+			if opts.AsNew {
+				m.ID = newID(model.PrefixMessage)
+			}
+			cumTokens, cumCost = cumTokens+m.Tokens, cumCost+m.Cost
+			var toolCalls *string
+			if m.ToolCalls != nil {
+				b, err := json.Marshal(m.ToolCalls)
+				if err != nil {
+					return model.Session{}, model.Internal(err)
+				}
+				tc := string(b)
+				toolCalls = &tc
+			}
+			_, err := insert.ExecContext(ctx, tenant, ses.ID, m.Seq, m.ID, m.Role, m.Content, m.Name, toolCalls,
+				m.ToolCallID, m.AgentID, m.Model, m.Tokens, m.Cost, m.Metadata.String(), int64(m.CreatedAt), nil, nil,
+				s.nextGID(), cumTokens, cumCost)
+			if isConstraint(err) {
+				return model.Session{}, importConflict(line, "a message with id %q already exists", m.ID)
+			}
+			if err != nil {
+				return model.Session{}, err
+			}
+		case model.LineCheckpoint:
+			c := l.Checkpoint
+			if opts.AsNew {
+				c.ID = newID(model.PrefixCheckpoint) // the hash does not cover ids
+			}
+			st, err := model.ParseState(c.State)
+			if err != nil {
+				return model.Session{}, model.Internal(err)
+			}
+			state, err := canonicalJSON(c.State)
+			if err != nil {
+				return model.Session{}, model.Internal(err)
+			}
+			pauseUntil = st.PauseUntilMs
+			_, err = tx.ExecContext(ctx, `INSERT INTO checkpoints (tenant_id, session_id, iteration, id, state, last_seq, sha256, created_at)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, tenant, ses.ID, c.Iteration, c.ID, string(state), c.LastSeq, c.SHA256, int64(c.CreatedAt))
+			if isConstraint(err) {
+				return model.Session{}, importConflict(line, "a checkpoint with id %q already exists", c.ID)
+			}
+			if err != nil {
+				return model.Session{}, err
+			}
+		}
+	}
+	if pauseUntil != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET pause_until = ? WHERE tenant_id = ? AND id = ?`,
+			*pauseUntil, tenant, ses.ID); err != nil {
+			return model.Session{}, err
+		}
+	}
+	return getSession(ctx, tx, tenant, ses.ID)
+}
+
+// insertImportedSession writes the session row as the export states it. fts_seq
+// 0: the idle-time indexer indexes the imported messages.
+func insertImportedSession(ctx context.Context, tx *sql.Tx, tenant string, ses model.Session) error {
 	var closedAt *int64
 	if ses.ClosedAt != nil {
 		c := int64(*ses.ClosedAt)
 		closedAt = &c
 	}
-	// fts_seq 0: the idle-time indexer indexes the imported messages.
 	_, err := tx.ExecContext(ctx, `INSERT INTO sessions (tenant_id, id, agent_id, title, status, metadata, message_count,
-		last_seq, total_tokens, total_cost, parent_id, forked_at_seq, prefix_shared, fts_seq, pause_until,
+		last_seq, total_tokens, total_cost, parent_id, forked_at_seq, prefix_shared, fts_seq,
 		created_at, updated_at, closed_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, ?, ?, ?, ?)`,
-		tenant, ses.ID, ses.AgentID, ses.Title, ses.Status, f.metadata, ses.MessageCount, ses.LastSeq,
-		ses.TotalTokens, ses.TotalCost, ses.ParentID, ses.ForkedAtSeq, f.pauseUntil,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, ?, ?, ?)`,
+		tenant, ses.ID, ses.AgentID, ses.Title, ses.Status, ses.Metadata.String(), ses.MessageCount, ses.LastSeq,
+		ses.TotalTokens, ses.TotalCost, ses.ParentID, ses.ForkedAtSeq,
 		int64(ses.CreatedAt), int64(ses.UpdatedAt), closedAt)
-	if isConstraint(err) {
-		return model.Session{}, importConflict(1, "a session with id %q already exists", ses.ID)
-	}
-	if err != nil {
-		return model.Session{}, err
-	}
-
-	insert := tx.StmtContext(ctx, s.st.insertMessage)
-	var (
-		cumTokens int64
-		cumCost   float64
-	)
-	for _, r := range f.messages {
-		m := &r.msg
-		cumTokens, cumCost = cumTokens+m.Tokens, cumCost+m.Cost
-		_, err := insert.ExecContext(ctx, tenant, ses.ID, m.Seq, m.ID, m.Role, m.Content, m.Name, r.toolCalls,
-			m.ToolCallID, m.AgentID, m.Model, m.Tokens, m.Cost, r.metadata, int64(m.CreatedAt), nil, nil,
-			s.nextGID(), cumTokens, cumCost)
-		if isConstraint(err) {
-			return model.Session{}, importConflict(r.line, "a message with id %q already exists", m.ID)
-		}
-		if err != nil {
-			return model.Session{}, err
-		}
-	}
-
-	for _, ic := range f.checkpoints {
-		c := &ic.c
-		_, err := tx.ExecContext(ctx, `INSERT INTO checkpoints (tenant_id, session_id, iteration, id, state, last_seq, sha256, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, tenant, ses.ID, c.Iteration, c.ID, string(c.State), c.LastSeq, c.SHA256, int64(c.CreatedAt))
-		if isConstraint(err) {
-			return model.Session{}, importConflict(ic.line, "a checkpoint with id %q already exists", c.ID)
-		}
-		if err != nil {
-			return model.Session{}, err
-		}
-	}
-	return getSession(ctx, tx, tenant, ses.ID)
+	return err
 }
