@@ -15,17 +15,28 @@ import (
 // defaultImportMaxBytes bounds an import's body when Config.ImportMaxBytes is 0.
 const defaultImportMaxBytes = 256 << 20
 
-// streamDeadline is how long each chunk of an export or an import may take on
-// the wire: a large session takes longer than the server's overall timeouts, but
-// a stalled client still lets go.
-const streamDeadline = time.Minute
+// An export or an import may take longer than the server's usual timeouts (a
+// session can be large), but not by dribbling: after a grace period the bytes
+// must keep up an average of streamMinRate, or the connection is cut. A deadline
+// renewed on every read, as before, let a client that sent one byte every few
+// seconds hold a connection (and, for an export, a read snapshot) for ever.
+const (
+	defaultStreamGrace = 30 * time.Second
+	streamMinRate      = 64 << 10 // bytes a second
+)
+
+// streamDeadline is when a stream that began at start and has moved n bytes
+// must have moved its next ones.
+func streamDeadline(start time.Time, grace time.Duration, n int64) time.Time {
+	return start.Add(grace + time.Duration(float64(n)/streamMinRate*float64(time.Second)))
+}
 
 // exportSession streams a session as NDJSON. Problems found before the first
 // byte (not found, a damaged checkpoint) are answered as problems; after it, the
 // connection is cut, so the client sees a failed download rather than a short
 // file (which an import would refuse anyway: it lacks its end line).
 func (s *Server) exportSession(w http.ResponseWriter, r *http.Request) {
-	out := &lazyStream{w: w, rc: http.NewResponseController(w)}
+	out := &lazyStream{w: w, rc: http.NewResponseController(w), start: time.Now(), grace: s.streamGrace}
 	buf := bufio.NewWriterSize(out, 64<<10)
 	err := s.store.ExportSession(r.Context(), tenantOf(r), chi.URLParam(r, "id"), buf)
 	if err == nil {
@@ -48,6 +59,9 @@ type lazyStream struct {
 	w       http.ResponseWriter
 	rc      *http.ResponseController
 	started bool
+	start   time.Time
+	grace   time.Duration
+	n       int64
 }
 
 func (l *lazyStream) Write(p []byte) (int, error) {
@@ -56,8 +70,10 @@ func (l *lazyStream) Write(p []byte) (int, error) {
 		l.w.Header().Set("Content-Type", "application/x-ndjson")
 		l.w.WriteHeader(http.StatusOK)
 	}
-	_ = l.rc.SetWriteDeadline(time.Now().Add(streamDeadline)) // not every writer supports it
-	return l.w.Write(p)
+	_ = l.rc.SetWriteDeadline(streamDeadline(l.start, l.grace, l.n)) // not every writer supports it
+	n, err := l.w.Write(p)
+	l.n += int64(n)
+	return n, err
 }
 
 // importSession restores a session from an export. The body has its own limit
@@ -76,7 +92,8 @@ func (s *Server) importSession(w http.ResponseWriter, r *http.Request) {
 			"Content-Type must be application/x-ndjson (or application/json), not %q", ct))
 		return
 	}
-	body := &deadlineReader{r: http.MaxBytesReader(w, r.Body, s.importMax), rc: http.NewResponseController(w)}
+	body := &deadlineReader{r: http.MaxBytesReader(w, r.Body, s.importMax), rc: http.NewResponseController(w),
+		start: time.Now(), grace: s.streamGrace}
 	ses, err := s.store.ImportSession(r.Context(), tenantOf(r), body, model.ImportOptions{AsNew: asNew})
 	if err != nil {
 		var tooBig *http.MaxBytesError
@@ -90,13 +107,18 @@ func (s *Server) importSession(w http.ResponseWriter, r *http.Request) {
 	s.writeJSON(w, r, http.StatusCreated, ses)
 }
 
-// deadlineReader gives each read of a large body its own deadline.
+// deadlineReader holds a large body to streamDeadline.
 type deadlineReader struct {
-	r  io.Reader
-	rc *http.ResponseController
+	r     io.Reader
+	rc    *http.ResponseController
+	start time.Time
+	grace time.Duration
+	n     int64
 }
 
 func (d *deadlineReader) Read(p []byte) (int, error) {
-	_ = d.rc.SetReadDeadline(time.Now().Add(streamDeadline)) // not every writer supports it
-	return d.r.Read(p)
+	_ = d.rc.SetReadDeadline(streamDeadline(d.start, d.grace, d.n)) // not every writer supports it
+	n, err := d.r.Read(p)
+	d.n += int64(n)
+	return n, err
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -127,6 +128,12 @@ func withLog(w io.Writer) testServerOption {
 
 func withCheckpointKeep(n int) testServerOption {
 	return func(c *testConfig) { c.api.CheckpointKeep = n }
+}
+
+// withStreamGrace sets how long an export or import may dribble before its
+// bytes must keep up the minimum rate.
+func withStreamGrace(d time.Duration) testServerOption {
+	return func(c *testConfig) { c.api.StreamGrace = d }
 }
 
 // withDB puts the database at path (for a file system the test prepared).

@@ -15,6 +15,22 @@ type ctxKey int
 
 const requestIDKey ctxKey = iota
 
+// closeAfterChunked closes the connection after answering a request whose body
+// came with Transfer-Encoding. RFC 9112 §6.1 says a server that receives both
+// Transfer-Encoding and Content-Length must close the connection after
+// responding, as the two may frame the body differently for a proxy in front
+// (request smuggling). net/http drops Content-Length before a handler can see
+// that both were sent, so every chunked request is answered this way; clients
+// that send bodies chunked pay one new connection per such request.
+func closeAfterChunked(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if len(r.TransferEncoding) > 0 {
+			w.Header().Set("Connection", "close")
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 // requestID gives every request an id, echoed in X-Request-Id and in every log
 // line about it. A caller's own id is kept when it is short and printable, so that
 // a runtime can correlate its logs with ours.

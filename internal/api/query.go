@@ -13,11 +13,16 @@ import (
 
 // query reads a request's query string, collecting every problem so that one 400
 // names all of them. Unknown parameters are refused: a misspelt filter would
-// otherwise silently widen a list.
+// otherwise silently widen a list. So is a parameter given twice, unless it is a
+// list (listParams): taking the first of two values would silently ignore the
+// other.
 type query struct {
 	v    url.Values
 	errs []model.FieldError
 }
+
+// listParams may be repeated (?tags=a&tags=b); every other parameter holds one value.
+var listParams = []string{"tags", "role"}
 
 func parseQuery(r *http.Request, allowed ...string) *query {
 	v, err := url.ParseQuery(r.URL.RawQuery)
@@ -25,9 +30,12 @@ func parseQuery(r *http.Request, allowed ...string) *query {
 	if err != nil {
 		q.fail("query", "is not valid URL encoding: "+err.Error())
 	}
-	for name := range q.v {
-		if !slices.Contains(allowed, name) && !(slices.Contains(allowed, "metadata.*") && strings.HasPrefix(name, "metadata.")) {
+	for name, values := range q.v {
+		switch {
+		case !slices.Contains(allowed, name) && !(slices.Contains(allowed, "metadata.*") && strings.HasPrefix(name, "metadata.")):
 			q.fail(name, "is not a known query parameter")
+		case len(values) > 1 && !slices.Contains(listParams, name):
+			q.fail(name, "is given "+strconv.Itoa(len(values))+" times; give it once")
 		}
 	}
 	return q

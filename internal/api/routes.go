@@ -10,7 +10,7 @@ import (
 func (s *Server) routes() *chi.Mux {
 	r := chi.NewRouter()
 	// GetHead answers HEAD on every GET route, for load balancers' health checks.
-	r.Use(s.requestID, s.accessLog, s.recoverer, middleware.GetHead)
+	r.Use(closeAfterChunked, s.requestID, s.accessLog, s.recoverer, middleware.GetHead)
 	r.NotFound(s.notFound)
 	r.MethodNotAllowed(s.methodNotAllowed)
 

@@ -4,6 +4,7 @@ package api
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/logbook/logbook/internal/repo"
@@ -31,6 +32,9 @@ type Config struct {
 	ImportMaxBytes int64
 	// Version is the build's version, reported by GET /healthz.
 	Version string
+	// StreamGrace is how long an export or import may take before its bytes
+	// must keep up a minimum rate; 0 means 30s.
+	StreamGrace time.Duration
 }
 
 // Server holds the handlers' dependencies; it has no globals.
@@ -47,6 +51,7 @@ type Server struct {
 	backupDir      string
 	importMax      int64
 	version        string
+	streamGrace    time.Duration
 }
 
 // New builds the server and its router.
@@ -62,6 +67,10 @@ func New(cfg Config) *Server {
 		backupDir:      cfg.BackupDir,
 		importMax:      cfg.ImportMaxBytes,
 		version:        cfg.Version,
+		streamGrace:    cfg.StreamGrace,
+	}
+	if s.streamGrace <= 0 {
+		s.streamGrace = defaultStreamGrace
 	}
 	s.open = &openMode{allowed: cfg.AllowOpen}
 	if cfg.Store != nil {

@@ -11,9 +11,11 @@ const (
 )
 
 // ValidClientID reports whether s may be used as a client-chosen id:
-// 1–128 characters of [A-Za-z0-9_.:-].
+// 1–128 characters of [A-Za-z0-9_.:-], but not "." or "..": in a URL path those
+// are dot-segments, which clients and proxies that normalise URLs resolve away
+// (/v1/sessions/../messages), so the id would name another route.
 func ValidClientID(s string) bool {
-	if len(s) == 0 || len(s) > 128 {
+	if len(s) == 0 || len(s) > 128 || s == "." || s == ".." {
 		return false
 	}
 	for i := 0; i < len(s); i++ {

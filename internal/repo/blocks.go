@@ -160,9 +160,29 @@ func saveBlock(tx *sql.Tx, tenant string, b *model.Block) error {
 		tenant, b.AgentID, b.Label, b.ID, b.Value, b.Limit, b.Description, b.ReadOnly, b.Version, int64(b.UpdatedAt)); err != nil {
 		return err
 	}
-	_, err := tx.Exec(`INSERT INTO block_history (tenant_id, agent_id, label, version, value, limit_chars, description, read_only, updated_at)
+	if _, err := tx.Exec(`INSERT INTO block_history (tenant_id, agent_id, label, version, value, limit_chars, description, read_only, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		tenant, b.AgentID, b.Label, b.Version, b.Value, b.Limit, b.Description, b.ReadOnly, int64(b.UpdatedAt))
+		tenant, b.AgentID, b.Label, b.Version, b.Value, b.Limit, b.Description, b.ReadOnly, int64(b.UpdatedAt)); err != nil {
+		return err
+	}
+	return pruneBlockHistory(tx, tenant, b)
+}
+
+// A block's history keeps its newest versions, at most blockHistoryVersions of
+// them and at most blockHistoryBytes of text in all (the current version always
+// stays). Every version is stored whole, so without a bound a 1 MB block given N
+// one-character appends would keep N MB.
+const (
+	blockHistoryVersions = 100
+	blockHistoryBytes    = 8 << 20
+)
+
+// pruneBlockHistory drops the versions of b's history past those bounds.
+func pruneBlockHistory(tx *sql.Tx, tenant string, b *model.Block) error {
+	_, err := tx.Exec(`DELETE FROM block_history WHERE tenant_id = ?1 AND agent_id = ?2 AND label = ?3 AND version < MAX(?4 - ?5 + 1,
+		COALESCE((SELECT MIN(version) FROM (SELECT version, SUM(length(CAST(value AS BLOB))) OVER (ORDER BY version DESC) AS total
+			FROM block_history WHERE tenant_id = ?1 AND agent_id = ?2 AND label = ?3) WHERE total <= ?6), ?4))`,
+		tenant, b.AgentID, b.Label, b.Version, blockHistoryVersions, blockHistoryBytes)
 	return err
 }
 
