@@ -4,7 +4,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: run build test check fmt vet lint deps bench gobench crash fuzz sim clean
+.PHONY: run build test check fmt vet lint deps tools bench gobench crash fuzz sim clean
 
 run:
 	$(GO) run ./cmd/server
@@ -15,10 +15,20 @@ build:
 # The whole suite, with the race detector: unit, API (spec-validated), in-process
 # run(), and the short kill -9 crash test. It refuses to pass on unformatted code,
 # vet findings or a go.mod that tidy would change, so CI catches those too.
-test: deps fmt vet
+test: deps fmt vet tools
 	$(GO) test -race -count=1 $(PKGS)
 
 check: lint test
+
+# The README walkthrough test runs the README's commands with bash, curl and jq.
+# CI starts from a clean machine: install what is missing (apt-get, as root).
+tools:
+	@missing=""; for t in curl jq; do command -v $$t >/dev/null 2>&1 || missing="$$missing $$t"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing$$missing for the README walkthrough"; \
+		sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+		$$sudo apt-get update -qq && $$sudo apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
 
 # go.mod and go.sum are what `go mod tidy` makes, and modernc.org/libc is the
 # version modernc.org/sqlite pins: its authors ask for that exact version, since

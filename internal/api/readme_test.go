@@ -1,204 +1,231 @@
 package api_test
 
 import (
-	"encoding/json"
-	"net/url"
+	"bytes"
+	"fmt"
+	"net"
+	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+
+	logbook "github.com/logbook/logbook"
+	"github.com/logbook/logbook/internal/api"
+	"github.com/logbook/logbook/internal/repo"
+	"github.com/rs/zerolog"
 )
 
-// curlCommand is one curl invocation from the README and the status the README
-// says it answers ("# → 201" on the line before it).
-type curlCommand struct {
-	line    int
-	want    int
-	method  string
-	target  string
-	headers []string
-	body    string
-}
-
-// TestReadmeWalkthrough runs every curl command of README.md, in order, against a
-// real server, so that the documentation cannot drift from the API.
+// TestReadmeWalkthrough runs README.md's shell blocks as written, in order, in one
+// bash, the way a newcomer pastes them: real curl and jq against a real server on
+// the database a fresh `make run` uses (data/logbook.db, here under a temporary
+// directory), and `go run ./cmd/server …` for the CLI. Nothing in the text is
+// rewritten: curl finds the server through a curlrc that maps localhost:8080 to
+// the test's port, and `go run ./cmd/server` runs a binary built from this tree
+// (a `go` first on PATH), so the CLI costs no compile per command. Every
+// request's status must be the one on the "# → NNN" line above its curl, and
+// every answer must match openapi.yaml.
 func TestReadmeWalkthrough(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the server and runs bash, curl and jq")
+	}
+	for _, tool := range []string{"bash", "curl", "jq"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("the README walkthrough needs %s (make test installs it): %v", tool, err)
+		}
+	}
 	src, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmds := readmeCommands(t, string(src))
-	if len(cmds) < 10 {
-		t.Fatalf("found %d curl commands in README.md; the walkthrough has more", len(cmds))
+	script, want := readmeScript(t, string(src))
+	if len(want) < 20 {
+		t.Fatalf("found %d annotated curl commands in README.md; the walkthrough has more", len(want))
 	}
-	c := newClient(t)
-	// The README's shell variables, taken from earlier answers as a reader would.
-	vars := map[string]string{}
-	expand := func(s string) string {
-		for name, v := range vars {
-			s = strings.ReplaceAll(s, "$"+name, v)
-		}
-		return s
+
+	dir := t.TempDir()
+	bin := buildServer(t, dir)
+	shim := filepath.Join(dir, "shim")
+	if err := os.MkdirAll(shim, 0o755); err != nil {
+		t.Fatal(err)
 	}
-	for _, cmd := range cmds {
-		target := expand(cmd.target)
-		u, err := url.Parse("http://" + strings.TrimPrefix(target, "http://"))
-		if err != nil || u.Host != "localhost:8080" {
-			t.Fatalf("README.md:%d: curl target %q is not on localhost:8080", cmd.line, cmd.target)
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(shim, "go"), 0o755, fmt.Sprintf(`#!/bin/sh
+# the README's "go run ./cmd/server ARGS", without a compile per command
+if [ "$1" = run ] && [ "$2" = ./cmd/server ]; then shift 2; exec %q "$@"; fi
+exec %q "$@"
+`, bin, goBin))
+
+	work := filepath.Join(dir, "work") // the reader's checkout: data/ is made here
+	if err := os.MkdirAll(filepath.Join(work, "data"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	loadSpec(t)
+	st := mustOpen(t, repo.Config{Path: filepath.Join(work, "data", "logbook.db")})
+	rec := &statusRecorder{t: t}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: rec.wrap(api.New(api.Config{Store: st, Log: zerolog.Nop(), Spec: logbook.OpenAPI, AllowOpen: true,
+		BackupDir: filepath.Join(work, "data", "backups")}))}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	writeFile(t, filepath.Join(dir, ".curlrc"), 0o644, "connect-to = localhost:8080:"+ln.Addr().String()+"\n")
+
+	cmd := exec.Command("bash", "-e", "-o", "pipefail", "-c", script)
+	cmd.Dir = work
+	cmd.Env = []string{"PATH=" + shim + string(os.PathListSeparator) + os.Getenv("PATH"), "HOME=" + dir, "CURL_HOME=" + dir,
+		"GOCACHE=" + goEnv(t, "GOCACHE"), "GOPATH=" + goEnv(t, "GOPATH"), "LANG=C.UTF-8"}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("README.md's commands failed: %v\n%s", err, tailOf(out))
+	}
+	got := rec.statuses()
+	for i, w := range want {
+		if i >= len(got) {
+			t.Fatalf("README.md:%d: no request was made for this curl (only %d requests in all)", w.line, len(got))
 		}
-		var body any
-		headers := make([]string, len(cmd.headers))
-		for i, h := range cmd.headers {
-			headers[i] = expand(h)
-		}
-		if cmd.body != "" {
-			body = cmd.body
-			// curl -d sends a form unless told otherwise, and so must this test.
-			headers = append([]string{"Content-Type", "application/x-www-form-urlencoded"}, headers...)
-		}
-		res := c.do(cmd.method, u.RequestURI(), body, headers...)
-		if res.Status != cmd.want {
-			t.Fatalf("README.md:%d: %s %s answered %d, README says %d: %s", cmd.line, cmd.method, u.RequestURI(), res.Status, cmd.want, res.Body)
-		}
-		var answer struct {
-			NextCursor *string `json:"next_cursor"`
-			Key        string  `json:"key"`
-		}
-		if json.Unmarshal(res.Body, &answer) == nil {
-			if answer.NextCursor != nil {
-				vars["CURSOR"] = url.QueryEscape(*answer.NextCursor)
-			}
-			if answer.Key != "" {
-				vars["LOGBOOK_KEY"] = answer.Key
-			}
+		if got[i].status != w.status {
+			t.Fatalf("README.md:%d: %s answered %d, README says %d", w.line, got[i].request, got[i].status, w.status)
 		}
 	}
-	t.Logf("ran %d curl commands from README.md", len(cmds))
+	if len(got) != len(want) {
+		t.Fatalf("%d requests reached the server, but README.md annotates %d curl commands", len(got), len(want))
+	}
+	t.Logf("ran README.md: %d requests, each as annotated", len(got))
 }
 
-// readmeCommands finds the curl commands in the README's sh blocks.
-func readmeCommands(t *testing.T, src string) []curlCommand {
+// annotation is a "# → NNN" line and the status it promises the next curl.
+type annotation struct {
+	line, status int
+}
+
+var curlWord = regexp.MustCompile(`(^|[\s($|])curl\s`)
+
+// readmeScript joins the README's sh blocks into one script, and lists their
+// status annotations in order. Each curl must have exactly one annotation.
+func readmeScript(t *testing.T, src string) (string, []annotation) {
 	var (
-		out     []curlCommand
+		script  strings.Builder
+		want    []annotation
 		inBlock bool
-		want    int
-		pending strings.Builder
-		start   int
+		pending int // annotations not yet matched with a curl
 	)
 	for i, line := range strings.Split(src, "\n") {
 		trimmed := strings.TrimSpace(line)
-		switch {
-		case strings.HasPrefix(trimmed, "```"):
+		if strings.HasPrefix(trimmed, "```") {
 			inBlock = trimmed == "```sh"
 			continue
-		case !inBlock:
+		}
+		if !inBlock {
 			continue
-		case pending.Len() > 0:
-			pending.WriteString(" " + strings.TrimSuffix(trimmed, `\`))
-		case strings.HasPrefix(trimmed, "# → "):
-			n, err := strconv.Atoi(strings.Fields(strings.TrimPrefix(trimmed, "# → "))[0])
+		}
+		if rest, ok := strings.CutPrefix(trimmed, "# → "); ok {
+			n, err := strconv.Atoi(strings.Fields(rest)[0])
 			if err != nil {
-				t.Fatalf("README.md:%d: bad status comment %q", i+1, trimmed)
+				t.Fatalf("README.md:%d: bad status line %q", i+1, trimmed)
 			}
-			want = n
-			continue
-		case strings.HasPrefix(trimmed, "curl "):
-			start = i + 1
-			pending.WriteString(strings.TrimSuffix(trimmed, `\`))
-		default:
-			continue
+			want = append(want, annotation{line: i + 2, status: n})
+			pending++
 		}
-		if strings.HasSuffix(trimmed, `\`) || !quotesBalanced(pending.String()) {
-			continue
+		if curlWord.MatchString(line) {
+			if pending != 1 {
+				t.Fatalf("README.md:%d: a curl command needs exactly one '# → STATUS' line before it", i+1)
+			}
+			pending = 0
 		}
-		if want == 0 {
-			t.Fatalf("README.md:%d: curl command without a '# → STATUS' line before it", start)
-		}
-		out = append(out, parseCurl(t, start, want, shellWords(t, start, pending.String())))
-		pending.Reset()
-		want = 0
+		script.WriteString(line + "\n")
 	}
-	return out
+	if pending != 0 {
+		t.Fatalf("README.md: a '# → STATUS' line with no curl after it")
+	}
+	return script.String(), want
 }
 
-func quotesBalanced(s string) bool {
-	var quote rune
-	for _, r := range s {
-		switch {
-		case quote == 0 && (r == '\'' || r == '"'):
-			quote = r
-		case r == quote:
-			quote = 0
-		}
-	}
-	return quote == 0
+// statusRecorder checks every answer against the spec and keeps its status.
+type statusRecorder struct {
+	t    *testing.T
+	mu   sync.Mutex
+	seen []seenRequest
 }
 
-// shellWords splits a command line the way sh does for the quoting the README
-// uses: single quotes verbatim, double quotes with $CURSOR left for later.
-func shellWords(t *testing.T, line int, s string) []string {
-	var (
-		words []string
-		cur   strings.Builder
-		quote rune
-		in    bool
-	)
-	for _, r := range s {
-		switch {
-		case quote != 0 && r == quote:
-			quote = 0
-		case quote != 0:
-			cur.WriteRune(r)
-		case r == '\'' || r == '"':
-			quote, in = r, true
-		case r == ' ' || r == '\t':
-			if in {
-				words = append(words, cur.String())
-				cur.Reset()
-				in = false
-			}
-		default:
-			cur.WriteRune(r)
-			in = true
-		}
-	}
-	if quote != 0 {
-		t.Fatalf("README.md:%d: unbalanced quotes", line)
-	}
-	if in {
-		words = append(words, cur.String())
-	}
-	return words
+type seenRequest struct {
+	request string
+	status  int
 }
 
-func parseCurl(t *testing.T, line, want int, words []string) curlCommand {
-	cmd := curlCommand{line: line, want: want, method: "GET"}
-	for i := 1; i < len(words); i++ {
-		next := func() string {
-			i++
-			if i >= len(words) {
-				t.Fatalf("README.md:%d: %s needs a value", line, words[i-1])
-			}
-			return words[i]
-		}
-		switch w := words[i]; w {
-		case "-s", "-i", "-sS":
-		case "-X":
-			cmd.method = next()
-		case "-H":
-			name, value, _ := strings.Cut(next(), ":")
-			cmd.headers = append(cmd.headers, strings.TrimSpace(name), strings.TrimSpace(value))
-		case "-d", "--data":
-			cmd.body = next()
-			if cmd.method == "GET" {
-				cmd.method = "POST"
-			}
-		default:
-			if strings.HasPrefix(w, "-") {
-				t.Fatalf("README.md:%d: curl flag %s is not understood by this test", line, w)
-			}
-			cmd.target = w
-		}
+func (s *statusRecorder) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cw := &captureWriter{ResponseWriter: w, status: http.StatusOK}
+		h.ServeHTTP(cw, r)
+		checkResponse(s.t, r, &response{Status: cw.status, Header: w.Header(), Body: cw.body.Bytes()})
+		s.mu.Lock()
+		s.seen = append(s.seen, seenRequest{request: r.Method + " " + r.URL.RequestURI(), status: cw.status})
+		s.mu.Unlock()
+	})
+}
+
+func (s *statusRecorder) statuses() []seenRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]seenRequest(nil), s.seen...)
+}
+
+type captureWriter struct {
+	http.ResponseWriter
+	status int
+	body   bytes.Buffer
+}
+
+func (c *captureWriter) WriteHeader(status int) {
+	c.status = status
+	c.ResponseWriter.WriteHeader(status)
+}
+
+func (c *captureWriter) Write(p []byte) (int, error) {
+	c.body.Write(p)
+	return c.ResponseWriter.Write(p)
+}
+
+// buildServer builds ./cmd/server into dir.
+func buildServer(t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "server")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/server")
+	cmd.Dir = "../.."
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build the server: %v\n%s", err, out)
 	}
-	return cmd
+	return bin
+}
+
+func goEnv(t *testing.T, name string) string {
+	t.Helper()
+	out, err := exec.Command("go", "env", name).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func writeFile(t *testing.T, path string, mode os.FileMode, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func tailOf(b []byte) []byte {
+	if len(b) > 4000 {
+		return b[len(b)-4000:]
+	}
+	return b
 }
