@@ -27,10 +27,15 @@ func mustJSON(v any) []byte {
 // use the API (one conversation each), and they keep the naive server's
 // per-request transactions from all reading and updating one hot session row.
 func createSessions(ctx context.Context, e *env, base, prefix string, n int) ([]string, error) {
+	return createSessionsAs(ctx, e, base, "", prefix, n)
+}
+
+// createSessionsAs is createSessions for the tenant of API key key.
+func createSessionsAs(ctx context.Context, e *env, base, key, prefix string, n int) ([]string, error) {
 	ids := make([]string, n)
 	for i := range ids {
 		ids[i] = fmt.Sprintf("%s-%02d", prefix, i)
-		if err := post(ctx, e.client, base+"/v1/sessions", mustJSON(map[string]string{"id": ids[i]}), http.StatusCreated); err != nil {
+		if err := postAs(ctx, e.client, base+"/v1/sessions", key, mustJSON(map[string]string{"id": ids[i]}), http.StatusCreated); err != nil {
 			return nil, err
 		}
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -34,12 +35,25 @@ func newClient() *http.Client {
 // post sends body and reads the whole answer (a half-read body would cost the
 // connection its keep-alive). Any status but want is an error.
 func post(ctx context.Context, c *http.Client, url string, body []byte, want int) error {
+	return postAs(ctx, c, url, "", body, want)
+}
+
+// postAs is post with an API key, which says the tenant; with key "" it sends
+// none, as a server in open mode (no key exists) expects.
+func postAs(ctx context.Context, c *http.Client, url, key string, body []byte, want int) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	authorize(req, key)
 	return do(c, req, want, io.Discard)
+}
+
+func authorize(req *http.Request, key string) {
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
 }
 
 func do(c *http.Client, req *http.Request, want int, dst io.Writer) error {
@@ -120,8 +134,13 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 	if len(sorted) == 0 {
 		return 0
 	}
-	i := int(math.Ceil(p/100*float64(len(sorted)))) - 1
-	return sorted[max(0, min(i, len(sorted)-1))]
+	return sorted[nearestRank(len(sorted), p)]
+}
+
+// nearestRank is the index of the p-th percentile among n sorted values (n > 0).
+func nearestRank(n int, p float64) int {
+	i := int(math.Ceil(p/100*float64(n))) - 1
+	return max(0, min(i, n-1))
 }
 
 // stats is one measured run, in the units the report prints.
@@ -188,6 +207,38 @@ func measure(ctx context.Context, pid, clients int, d time.Duration, unit int, o
 		st.OtherCPU = max(0, 100*other.Seconds()/r.elapsed.Seconds())
 	}
 	return st, nil
+}
+
+// cpuWatch is measure's other-CPU figure for a load that measure does not run:
+// start it before the load and read it after.
+type cpuWatch struct {
+	pid        int
+	t0         time.Time
+	s0, c0, m0 time.Duration
+	err        error
+}
+
+func watchCPU(pid int) cpuWatch {
+	w := cpuWatch{pid: pid, t0: time.Now()}
+	var errs [3]error
+	w.s0, errs[0] = cpuTime(pid)
+	w.c0, errs[1] = cpuTime(os.Getpid())
+	w.m0, errs[2] = machineBusy()
+	w.err = errors.Join(errs[:]...)
+	return w
+}
+
+// otherPercent is what everything but the server and this tool used since
+// watchCPU, in % of one core; -1 when unavailable.
+func (w cpuWatch) otherPercent() float64 {
+	s1, serr := cpuTime(w.pid)
+	c1, cerr := cpuTime(os.Getpid())
+	m1, merr := machineBusy()
+	if w.err != nil || serr != nil || cerr != nil || merr != nil {
+		return -1
+	}
+	other := (m1 - w.m0) - (s1 - w.s0) - (c1 - w.c0)
+	return max(0, 100*other.Seconds()/time.Since(w.t0).Seconds())
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -1,6 +1,8 @@
 // Command loadtest measures Logbook's write and read speed on this machine against
 // two baselines run beside it: a naive net/http + database/sql server with one
-// durable transaction per request, and rows inserted straight into SQLite.
+// durable transaction per request, and rows inserted straight into SQLite. Last,
+// it measures how much one tenant's ~1 MB appends slow another tenant's small
+// ones (-fairness=false skips that).
 //
 //	go build -o bin/server ./cmd/server && go run ./cmd/loadtest -server bin/server
 //
@@ -34,6 +36,9 @@ type options struct {
 	batchRounds   int
 	pagingFill    int
 	pagingReps    int
+	fairness      bool
+	only          string // run this section alone
+	fairnessDur   time.Duration
 	jsonPath      string
 	dir           string
 	serverFlags   []string // extra flags for Logbook's server, e.g. --search-index=false
@@ -85,6 +90,9 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.batchRounds, "batch-rounds", 2, "API/direct pairs of batch rounds, run alternately")
 	fs.IntVar(&o.pagingFill, "paging-messages", 50000, "messages in the paging test's session (a multiple of 1000)")
 	fs.IntVar(&o.pagingReps, "paging-reps", 200, "timed reads of each page in the paging test")
+	fs.StringVar(&o.only, "only", "", "run one section alone: appends, batch, paging or fairness")
+	fs.BoolVar(&o.fairness, "fairness", true, "measure a small tenant's appends beside another's 1 MB appends (-fairness=false skips it)")
+	fs.DurationVar(&o.fairnessDur, "fairness-duration", 15*time.Second, "length of each of the fairness test's two phases")
 	fs.StringVar(&o.jsonPath, "json", "", "also write a JSON summary to this file")
 	fs.StringVar(&o.dir, "dir", os.TempDir(), "where the temporary databases go (the fsync cost of its filesystem is part of every figure)")
 	if err := fs.Parse(args); err != nil {
@@ -99,6 +107,10 @@ func parseFlags(args []string) (options, error) {
 		return o, errors.New("-naive-max-conns must not be negative")
 	case o.duration <= 0 || o.rounds < 1 || o.clients < 1 || o.batchClients < 1 || o.batchRounds < 1 || o.pagingReps < 1:
 		return o, errors.New("-duration, -rounds, -clients, -batch-clients, -batch-rounds and -paging-reps must be positive")
+	case o.only != "" && o.only != "appends" && o.only != "batch" && o.only != "paging" && o.only != "fairness":
+		return o, fmt.Errorf("-only must be appends, batch, paging or fairness, not %q", o.only)
+	case o.fairnessDur <= 0:
+		return o, errors.New("-fairness-duration must be positive")
 	case o.pagingFill < 2*batchSize:
 		return o, fmt.Errorf("-paging-messages must be at least %d", 2*batchSize)
 	}
@@ -132,8 +144,21 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	flushDirty()
 	rep := &report{Machine: describeMachine(tmp), Noisy: []string{}}
 	rep.header(stdout, opts)
-	for _, section := range []func(context.Context, *env, *report, io.Writer) error{appendsSection, batchSection, pagingSection} {
-		if err := section(ctx, e, rep, stdout); err != nil {
+	sections := []struct {
+		name string
+		run  func(context.Context, *env, *report, io.Writer) error
+	}{{"appends", appendsSection}, {"batch", batchSection}, {"paging", pagingSection}}
+	if opts.fairness {
+		sections = append(sections, struct {
+			name string
+			run  func(context.Context, *env, *report, io.Writer) error
+		}{"fairness", fairnessSection})
+	}
+	for _, section := range sections {
+		if opts.only != "" && section.name != opts.only {
+			continue
+		}
+		if err := section.run(ctx, e, rep, stdout); err != nil {
 			return err
 		}
 	}
@@ -194,5 +219,14 @@ func pagingSection(ctx context.Context, e *env, rep *report, w io.Writer) error 
 		return err
 	}
 	rep.setPaging(w, p)
+	return nil
+}
+
+func fairnessSection(ctx context.Context, e *env, rep *report, w io.Writer) error {
+	f, err := fairnessRun(ctx, e, fairnessConfig{duration: e.opts.fairnessDur})
+	if err != nil {
+		return err
+	}
+	rep.setFairness(w, f)
 	return nil
 }

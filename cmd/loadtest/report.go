@@ -13,17 +13,20 @@ const (
 	targetAppendRatio = 1.5 // Logbook appends/s ÷ naive appends/s, at least
 	targetBatchRatio  = 0.5 // API batch msgs/s ÷ direct SQLite msgs/s, at least
 	targetPageRatio   = 1.2 // deep page p50 ÷ first page p50, at most
+	// B's append p99 beside A's 1 MB appends ÷ B's p99 alone, at most.
+	targetFairnessRatio = 2.0
 )
 
 type report struct {
 	// Noisy names the rounds during which something else on the machine used more
 	// than noisyOtherCPU: their figures understate what this machine can do.
-	Noisy    []string      `json:"noisy_rounds"`
-	Machine  machine       `json:"machine"`
-	Settings settings      `json:"settings"`
-	Appends  appendsReport `json:"appends"`
-	Batch    batchReport   `json:"batch"`
-	Paging   pagingReport  `json:"paging"`
+	Noisy    []string        `json:"noisy_rounds"`
+	Machine  machine         `json:"machine"`
+	Settings settings        `json:"settings"`
+	Appends  appendsReport   `json:"appends"`
+	Batch    batchReport     `json:"batch"`
+	Paging   pagingReport    `json:"paging"`
+	Fairness *fairnessReport `json:"fairness,omitempty"` // nil with -fairness=false
 }
 
 type settings struct {
@@ -220,11 +223,22 @@ func (r *report) setPaging(w io.Writer, p pagingResult) {
 
 func (r *report) summary(w io.Writer) {
 	fmt.Fprintln(w, "\nsummary")
-	fmt.Fprintf(w, "  appends   logbook/naive      %6.2f  (target >= %.1f)  %s\n", r.Appends.MedianRatio, targetAppendRatio, verdict(r.Appends.Pass))
-	fmt.Fprintf(w, "  batch     api/direct SQLite  %6.2f  (target >= %.1f)  %s\n", r.Batch.MedianRatio, targetBatchRatio, verdict(r.Batch.Pass))
-	fmt.Fprintf(w, "  paging    deep/first page    %6.2f  (target <= %.1f)  %s\n", r.Paging.RatioP50, targetPageRatio, verdict(r.Paging.Pass))
-	lb, nv := medianCPU(r.Appends.Pairs)
-	fmt.Fprintf(w, "  CPU per single append (median of rounds): logbook %s µs, naive %s µs\n", cpuCell(lb), cpuCell(nv))
+	if len(r.Appends.Pairs) > 0 {
+		fmt.Fprintf(w, "  appends   logbook/naive      %6.2f  (target >= %.1f)  %s\n", r.Appends.MedianRatio, targetAppendRatio, verdict(r.Appends.Pass))
+	}
+	if len(r.Batch.Pairs) > 0 {
+		fmt.Fprintf(w, "  batch     api/direct SQLite  %6.2f  (target >= %.1f)  %s\n", r.Batch.MedianRatio, targetBatchRatio, verdict(r.Batch.Pass))
+	}
+	if r.Paging.RatioP50 > 0 {
+		fmt.Fprintf(w, "  paging    deep/first page    %6.2f  (target <= %.1f)  %s\n", r.Paging.RatioP50, targetPageRatio, verdict(r.Paging.Pass))
+	}
+	if f := r.Fairness; f != nil {
+		fmt.Fprintf(w, "  fairness  B p99 with A/alone %6.2f  (target <= %.1f)  %s\n", f.Ratio, targetFairnessRatio, verdict(f.Pass))
+	}
+	if len(r.Appends.Pairs) > 0 {
+		lb, nv := medianCPU(r.Appends.Pairs)
+		fmt.Fprintf(w, "  CPU per single append (median of rounds): logbook %s µs, naive %s µs\n", cpuCell(lb), cpuCell(nv))
+	}
 	if len(r.Noisy) > 0 {
 		fmt.Fprintf(w, "  warning: other work used more than %.0f%% of a core during %d rounds: %s;\n",
 			noisyOtherCPU, len(r.Noisy), strings.Join(r.Noisy, ", "))

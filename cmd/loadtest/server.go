@@ -30,25 +30,40 @@ type server struct {
 	waitErr error
 }
 
+// logbookDB is the database file's name in a Logbook server's directory.
+const logbookDB = "logbook.db"
+
 // startLogbook runs the server binary under test on a fresh database with
 // synchronous=FULL. Its log level is warn: the access log line per request is at
 // info and would otherwise be part of what is measured.
+func startLogbook(ctx context.Context, binary, tmp, name string, flags ...string) (*server, error) {
+	dir, err := os.MkdirTemp(tmp, name+"-")
+	if err != nil {
+		return nil, err
+	}
+	s, err := startLogbookIn(ctx, binary, dir, name, flags...)
+	if err != nil {
+		os.RemoveAll(dir)
+	}
+	return s, err
+}
+
+// startLogbookIn is startLogbook on dir/logbook.db, which the caller may have
+// prepared (schema, API keys) with the binary's own commands. The server owns dir
+// from then on (stop removes it); if it does not start, dir is the caller's to
+// remove.
 //
 // At warn the server does not print its "listening" line, so the tool picks a free
 // port itself and waits for /healthz. Another process could take the port in the
 // moment between; the tool then tries again with another.
-func startLogbook(ctx context.Context, binary, tmp, name string, flags ...string) (*server, error) {
+func startLogbookIn(ctx context.Context, binary, dir, name string, flags ...string) (*server, error) {
 	var last error
 	for attempt := 0; attempt < 3; attempt++ {
 		addr, err := freePort()
 		if err != nil {
 			return nil, err
 		}
-		dir, err := os.MkdirTemp(tmp, name+"-")
-		if err != nil {
-			return nil, err
-		}
-		s, err := start(name, dir, binary, nil, append([]string{"--addr", addr, "--db", filepath.Join(dir, "logbook.db"),
+		s, err := start(name, dir, binary, nil, append([]string{"--addr", addr, "--db", filepath.Join(dir, logbookDB),
 			"--sync", "full", "--log-level", "warn"}, flags...)...)
 		if err != nil {
 			return nil, err
@@ -57,7 +72,7 @@ func startLogbook(ctx context.Context, binary, tmp, name string, flags ...string
 		if last = s.waitHealthy(ctx); last == nil {
 			return s, nil
 		}
-		s.stop()
+		s.halt() // not stop: the next attempt serves the same directory
 		if !strings.Contains(s.out.String(), "address already in use") {
 			break
 		}
@@ -165,10 +180,16 @@ func (s *server) waitHealthy(ctx context.Context) error {
 	return fmt.Errorf("%s not healthy within 15s\n%s", s.name, s.out)
 }
 
-// stop asks the process to shut down (both servers drain and close their
-// database on SIGTERM), kills it if it has not gone within 15s, and removes its
-// database. It is safe to call more than once.
+// stop halts the process and removes its database. It is safe to call more than
+// once.
 func (s *server) stop() {
+	s.halt()
+	os.RemoveAll(s.dir)
+}
+
+// halt asks the process to shut down (both servers drain and close their
+// database on SIGTERM) and kills it if it has not gone within 15s.
+func (s *server) halt() {
 	select {
 	case <-s.done:
 	default:
@@ -180,7 +201,6 @@ func (s *server) stop() {
 			<-s.done
 		}
 	}
-	os.RemoveAll(s.dir)
 }
 
 // exitedEarly reports an unexpected exit, which would make every figure of the
