@@ -58,7 +58,7 @@ func globalFlags(getenv func(string) string) []cli.Flag {
 			DefaultText: "backups beside the database file",
 			Usage:       "`DIR` that POST /v1/admin/backup writes to"},
 		&cli.BoolFlag{Name: "search-index", Value: true, DefaultText: "true", Sources: env("LOGBOOK_SEARCH_INDEX"),
-			Usage: "index messages for conversation search when the writer is idle"},
+			Usage: "index messages for conversation search, beside the writer, into DB-search"},
 	}
 }
 

@@ -101,5 +101,5 @@ func openForTransfer(ctx context.Context, cfg config, create bool) (*repo.Store,
 	if err := requireDatabase(cfg, create); err != nil {
 		return nil, err
 	}
-	return repo.Open(ctx, repo.Config{Path: cfg.DB, Sync: cfg.Sync, Migrate: cfg.Migrate, ReadConns: 1, NoMessageIndex: true})
+	return repo.Open(ctx, repo.Config{Path: cfg.DB, Sync: cfg.Sync, Migrate: cfg.Migrate, ReadConns: 1, NoSearch: true})
 }

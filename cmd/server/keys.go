@@ -133,5 +133,5 @@ func openForKeys(ctx context.Context, cfg config) (*repo.Store, error) {
 	if err := requireDatabase(cfg, false); err != nil {
 		return nil, err
 	}
-	return repo.Open(ctx, repo.Config{Path: cfg.DB, Sync: cfg.Sync, Migrate: cfg.Migrate, ReadConns: 1})
+	return repo.Open(ctx, repo.Config{Path: cfg.DB, Sync: cfg.Sync, Migrate: cfg.Migrate, ReadConns: 1, NoSearch: true})
 }

@@ -65,16 +65,15 @@ type OrphanCounts struct {
 
 // Kinds of IndexDrift.
 const (
-	// IndexAhead: the session says more messages are indexed than it has.
-	IndexAhead = "fts_seq_ahead"
 	// IndexStaleRows: search-index rows whose message is gone.
 	IndexStaleRows = "stale_index_rows"
-	// IndexMissingRows: messages at or below fts_seq that have no index row.
+	// IndexMissingRows: messages the indexer has passed that have no index row.
 	IndexMissingRows = "missing_index_rows"
 )
 
 // IndexDrift is one disagreement between the conversation search index and the
-// messages. FTSSeq and LastSeq are set for IndexAhead, Rows for the other kinds.
+// messages; Rows says how many rows of the session. FTSSeq and LastSeq are always
+// nil: they carried an earlier version's per-session progress.
 type IndexDrift struct {
 	Kind      string `json:"kind"`
 	SessionID string `json:"session_id"`

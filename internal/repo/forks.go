@@ -62,12 +62,10 @@ func (s *Store) ForkSession(ctx context.Context, tenant, parentID string, in mod
 			fork.Metadata = in.Metadata
 		}
 		meta := fork.Metadata.String()
-		// fts_seq starts at the fork point: the shared prefix is indexed under the
-		// sessions that store it, and searches of the fork follow its lineage.
 		_, err = tx.Exec(`INSERT INTO sessions (tenant_id, id, agent_id, title, status, metadata, message_count, last_seq,
-			total_tokens, total_cost, parent_id, forked_at_seq, prefix_shared, fts_seq, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)`,
-			tenant, fork.ID, fork.AgentID, fork.Title, fork.Status, meta, at, at, tokens, cost, parentID, at, at, int64(now), int64(now))
+			total_tokens, total_cost, parent_id, forked_at_seq, prefix_shared, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)`,
+			tenant, fork.ID, fork.AgentID, fork.Title, fork.Status, meta, at, at, tokens, cost, parentID, at, int64(now), int64(now))
 		if isConstraint(err) {
 			return model.Errorf(model.KindConflict, "conflict", "a session with id %q already exists", fork.ID)
 		}

@@ -49,6 +49,12 @@ func indexParts(text string) []string {
 	return parts
 }
 
+// maxPartsOf bounds how many parts a text of n bytes is cut into: every part but
+// the last holds at least indexPartBytes/2.
+func maxPartsOf(n int64) int {
+	return int(min(n/(indexPartBytes/2)+1, maxIndexParts))
+}
+
 // partRowID is the FTS5 rowid of part k of the message numbered gid.
 func partRowID(gid int64, k int) int64 {
 	if k == 0 {
@@ -66,77 +72,6 @@ func indexPartsFrom(ctx context.Context, tx *sql.Tx, tenant, session string, seq
 		if _, err := tx.ExecContext(ctx, `INSERT INTO messages_fts (rowid, content, tenant_id, session_id, seq) VALUES (?, ?, ?, ?, ?)`,
 			partRowID(gid, k), parts[k], tenant, session, seq); err != nil {
 			return err
-		}
-	}
-	return nil
-}
-
-// indexRange indexes every part of a session's messages with seq in (after,
-// upto], copyChunk messages read at a time. Only purge's hand-over of a prefix
-// uses it, inside a write that is bounded by its own batch size.
-func indexRange(ctx context.Context, tx *sql.Tx, tenant, session string, after, upto int64) error {
-	for after < upto {
-		rows, err := tx.QueryContext(ctx, `SELECT seq, gid, content FROM messages WHERE tenant_id = ? AND session_id = ?
-			AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?`, tenant, session, after, upto, copyChunk)
-		if err != nil {
-			return err
-		}
-		type msg struct {
-			seq, gid int64
-			content  string
-		}
-		chunk, err := collect(rows, func(sc scanner) (msg, error) {
-			var m msg
-			return m, sc.Scan(&m.seq, &m.gid, &m.content)
-		})
-		if err != nil || len(chunk) == 0 {
-			return err
-		}
-		for _, m := range chunk {
-			if err := indexPartsFrom(ctx, tx, tenant, session, m.seq, m.gid, indexParts(m.content), 0); err != nil {
-				return err
-			}
-			after = m.seq
-		}
-	}
-	return nil
-}
-
-// unindexMessages removes the index rows of a session's messages with seq in
-// (after, upto]: part 0 by gid, and the further parts of long messages by the
-// rowids their text gives.
-func unindexMessages(ctx context.Context, tx *sql.Tx, tenant, session string, after, upto int64) error {
-	if _, err := tx.ExecContext(ctx, `DELETE FROM messages_fts WHERE rowid IN
-		(SELECT gid FROM messages WHERE tenant_id = ? AND session_id = ? AND seq > ? AND seq <= ?)`,
-		tenant, session, after, upto); err != nil {
-		return err
-	}
-	rows, err := tx.QueryContext(ctx, `SELECT gid, content FROM messages WHERE tenant_id = ? AND session_id = ?
-		AND seq > ? AND seq <= ? AND length(CAST(content AS BLOB)) > ?`, tenant, session, after, upto, indexPartBytes)
-	if err != nil {
-		return err
-	}
-	type long struct {
-		gid   int64
-		parts int
-	}
-	list, err := collect(rows, func(sc scanner) (long, error) {
-		var (
-			l       long
-			content string
-		)
-		err := sc.Scan(&l.gid, &content)
-		l.parts = len(indexParts(content))
-		return l, err
-	})
-	if err != nil {
-		return err
-	}
-	for _, l := range list {
-		for k := 1; k < l.parts; k++ {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM messages_fts WHERE rowid = ?`, partRowID(l.gid, k)); err != nil {
-				return err
-			}
 		}
 	}
 	return nil

@@ -14,7 +14,7 @@ func FuzzFTSQuery(f *testing.F) {
 	}
 	s := mustOpen(f)
 	ctx := context.Background()
-	if _, err := s.wdb.ExecContext(ctx, `INSERT INTO messages_fts (content, tenant_id, session_id, seq) VALUES ('some text to find', 't', 's', 1)`); err != nil {
+	if _, err := s.idb.ExecContext(ctx, `INSERT INTO messages_fts (content, tenant_id, session_id, seq) VALUES ('some text to find', 't', 's', 1)`); err != nil {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, q string) {
@@ -22,7 +22,7 @@ func FuzzFTSQuery(f *testing.F) {
 		if expr == "" {
 			return
 		}
-		rows, err := s.rdb.QueryContext(ctx, `SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?`, expr)
+		rows, err := s.rdb.QueryContext(ctx, `SELECT rowid FROM idx.messages_fts WHERE messages_fts MATCH ?`, expr)
 		if err != nil {
 			t.Fatalf("query %q → %q: %v", q, expr, err)
 		}

@@ -360,7 +360,7 @@ func (s *Store) importTx(ctx context.Context, tx *sql.Tx, tenant string, sp *spo
 	// Another process (the CLI) may have numbered messages since this store
 	// opened; start above whatever the file holds.
 	var maxGID int64
-	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(gid), 0) FROM messages`).Scan(&maxGID); err != nil {
+	if err := tx.StmtContext(ctx, s.st.maxGID).QueryRowContext(ctx).Scan(&maxGID); err != nil {
 		return model.Session{}, err
 	}
 	s.gid = max(s.gid, maxGID)
@@ -466,8 +466,7 @@ func (s *Store) importTx(ctx context.Context, tx *sql.Tx, tenant string, sp *spo
 	return getSession(ctx, tx, tenant, ses.ID)
 }
 
-// insertImportedSession writes the session row as the export states it. fts_seq
-// 0: the idle-time indexer indexes the imported messages.
+// insertImportedSession writes the session row as the export states it.
 func insertImportedSession(ctx context.Context, tx *sql.Tx, tenant string, ses model.Session) error {
 	var closedAt *int64
 	if ses.ClosedAt != nil {
@@ -475,9 +474,9 @@ func insertImportedSession(ctx context.Context, tx *sql.Tx, tenant string, ses m
 		closedAt = &c
 	}
 	_, err := tx.ExecContext(ctx, `INSERT INTO sessions (tenant_id, id, agent_id, title, status, metadata, message_count,
-		last_seq, total_tokens, total_cost, parent_id, forked_at_seq, prefix_shared, fts_seq,
+		last_seq, total_tokens, total_cost, parent_id, forked_at_seq, prefix_shared,
 		created_at, updated_at, closed_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, ?, ?, ?)`,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)`,
 		tenant, ses.ID, ses.AgentID, ses.Title, ses.Status, ses.Metadata.String(), ses.MessageCount, ses.LastSeq,
 		ses.TotalTokens, ses.TotalCost, ses.ParentID, ses.ForkedAtSeq,
 		int64(ses.CreatedAt), int64(ses.UpdatedAt), closedAt)

@@ -6,117 +6,170 @@ import (
 	"time"
 )
 
-// Conversation search is kept off the append path: an FTS5 insert costs more CPU
-// than the append itself. The writer indexes only when no write has arrived for
-// indexIdle, one short step at a time, so that a write arriving meanwhile waits
-// for one step at most. A step is bounded by the text it indexes and by time,
-// not by a count of messages: a step of 256 messages of 1 MB each used to hold
-// every tenant's writes for seconds. Under sustained load the index falls behind
-// (searches report by how much) and catches up in the next lull.
+// The indexer makes messages searchable. It runs beside the writer, never in it:
+// it reads new messages through the read pool, in gid order, and writes their
+// index rows into the index file (searchindex.go) through a connection of its
+// own, so no tenant's write ever waits for tokenizing or FTS5's merges. A step is
+// bounded by the text it indexes and by time, and the indexer rests as long as
+// each step took, so that it takes at most about half of one core from the
+// requests it shares the machine with. It wakes when the writer commits (and
+// once a second, for messages another process wrote).
 const (
-	defaultIndexIdle = 50 * time.Millisecond
-	indexStepBytes   = 32 << 10             // text indexed by one step (~1 ms of FTS5 work here)
-	indexStepTime    = 2 * time.Millisecond // and a step stops after this, whatever it has done
+	indexStepBytes = 512 << 10             // text indexed by one step
+	indexStepTime  = 25 * time.Millisecond // and a step stops after this
+	indexBatch     = 32                    // messages read at a time
+	indexPoll      = time.Second
 )
 
-// indexIdleWork runs index steps while the queue stays empty. It reports whether
-// messages may still be waiting (also after an error: the next lull retries).
-func (s *Store) indexIdleWork() bool {
-	for len(s.queue) == 0 {
-		more, err := s.indexStep(context.Background())
-		if err != nil || !more {
-			return err != nil
+// runIndexer indexes until stop is closed.
+func (s *Store) runIndexer(st indexState) {
+	defer close(s.indexerDone)
+	ctx := context.Background()
+	for {
+		select {
+		case <-s.stopIndexer:
+			return
+		case <-s.indexWake:
+		case <-time.After(indexPoll):
+		}
+		for {
+			start := time.Now()
+			more, err := s.indexStep(ctx, &st)
+			if err != nil || !more {
+				break // an error is retried at the next wake-up
+			}
+			select {
+			case <-s.stopIndexer:
+				return
+			case <-time.After(time.Since(start)):
+			}
 		}
 	}
-	return true
 }
 
-// behind is a session whose messages are not all indexed: messages up to seq
-// indexed are, and so are the first part parts of message indexed + 1.
-type behind struct {
-	tenant, id      string
-	indexed, latest int64
-	part            int
-}
-
-// indexStep indexes the next parts of the sessions that are behind, in one
-// transaction, until it has indexed indexStepBytes of text or spent
-// indexStepTime, and says whether any remain.
-func (s *Store) indexStep(ctx context.Context) (more bool, err error) {
+// indexStep applies queued deletions, then indexes the next parts of the next
+// messages, in one transaction of the index file, and says whether any remain.
+// st is advanced only when the transaction commits.
+func (s *Store) indexStep(ctx context.Context, st *indexState) (more bool, err error) {
 	start := time.Now()
-	tx, err := s.wdb.BeginTx(ctx, nil)
+	next := *st
+	tx, err := s.idb.BeginTx(ctx, nil)
 	if err != nil {
-		return true, err
+		return false, err
 	}
 	defer func() {
 		if err != nil {
 			_ = tx.Rollback()
 		}
 	}()
-	rows, err := tx.QueryContext(ctx, `SELECT tenant_id, id, fts_seq, fts_part, last_seq FROM sessions
-		WHERE last_seq > fts_seq LIMIT 16`)
-	if err != nil {
-		return true, err
+	if more, err = s.applyDeletes(ctx, tx, &next); err != nil {
+		return false, err
 	}
-	todo, err := collect(rows, func(sc scanner) (behind, error) {
-		var b behind
-		return b, sc.Scan(&b.tenant, &b.id, &b.indexed, &b.part, &b.latest)
+	rows, err := s.rdb.QueryContext(ctx, `SELECT gid, tenant_id, session_id, seq FROM messages INDEXED BY messages_by_gid
+		WHERE gid >= ? ORDER BY gid LIMIT ?`, next.nextGID, indexBatch)
+	if err != nil {
+		return false, err
+	}
+	type msg struct {
+		gid             int64
+		tenant, session string
+		seq             int64
+	}
+	batch, err := collect(rows, func(sc scanner) (msg, error) {
+		var m msg
+		return m, sc.Scan(&m.gid, &m.tenant, &m.session, &m.seq)
 	})
 	if err != nil {
-		return true, err
+		return false, err
 	}
-	budget, done := indexStepBytes, 0
-	for _, b := range todo {
-		if budget <= 0 || time.Since(start) > indexStepTime {
+	// The budget is checked only once a part is indexed: a step that spent its
+	// time before its first part (reading a large message on a busy machine)
+	// would otherwise never make progress.
+	budget, done, progressed := indexStepBytes, 0, false
+	for _, m := range batch {
+		if progressed && (budget <= 0 || time.Since(start) > indexStepTime) {
 			more = true
 			break
 		}
-		finished, n, err := s.indexSession(ctx, tx, b, &budget, start)
-		if err != nil {
-			return true, err
+		part := 0
+		if m.gid == next.nextGID {
+			part = next.nextPart // the rest of a message an earlier step began
 		}
-		done += n
-		more = more || !finished
+		parts, err := s.partsOf(ctx, m.gid, m.tenant, m.session, m.seq)
+		if err != nil {
+			return false, err
+		}
+		upto := part
+		for upto < len(parts) && (!progressed || (budget > 0 && time.Since(start) <= indexStepTime)) {
+			budget -= len(parts[upto]) + 64 // a row costs something even when empty
+			upto++
+			progressed = true
+		}
+		if err := indexPartsFrom(ctx, tx, m.tenant, m.session, m.seq, m.gid, parts[:upto], part); err != nil {
+			return false, err
+		}
+		if upto < len(parts) {
+			next.nextGID, next.nextPart, more = m.gid, upto, true
+			break
+		}
+		next.nextGID, next.nextPart = m.gid+1, 0
+		done++
 	}
-	more = more || len(todo) == 16
+	more = more || len(batch) == indexBatch
+	if _, err := tx.ExecContext(ctx, `UPDATE index_state SET next_gid = ?, next_part = ?, deletes_upto = ? WHERE id = 1`,
+		next.nextGID, next.nextPart, next.deletesUpto); err != nil {
+		return false, err
+	}
 	if err := tx.Commit(); err != nil {
-		return true, err
+		return false, err
 	}
+	*st = next
+	s.deletesApplied.Store(next.deletesUpto)
 	s.stats.indexed.Add(int64(done))
 	return more, nil
 }
 
-// indexSession indexes one session's next parts within the step's budget, saves
-// how far it got, and says whether it reached the session's last message and how
-// many messages it finished.
-func (s *Store) indexSession(ctx context.Context, tx *sql.Tx, b behind, budget *int, start time.Time) (finished bool, n int, err error) {
-	seq, part := b.indexed+1, b.part
-	for seq <= b.latest && *budget > 0 && time.Since(start) <= indexStepTime {
-		var (
-			gid     int64
-			content string
-		)
-		err := tx.QueryRowContext(ctx, `SELECT gid, content FROM messages WHERE tenant_id = ? AND session_id = ? AND seq = ?`,
-			b.tenant, b.id, seq).Scan(&gid, &content)
-		if err != nil {
-			return false, n, err
-		}
-		parts := indexParts(content)
-		upto := part
-		for upto < len(parts) && (upto == part || (*budget > 0 && time.Since(start) <= indexStepTime)) {
-			*budget -= len(parts[upto]) + 64 // a row costs something even when empty
-			upto++
-		}
-		if err := indexPartsFrom(ctx, tx, b.tenant, b.id, seq, gid, parts[:upto], part); err != nil {
-			return false, n, err
-		}
-		if upto < len(parts) {
-			part = upto
-			break
-		}
-		seq, part, n = seq+1, 0, n+1
+// applyDeletes removes the index rows of messages deleted since the last step,
+// as the main file's index_deletes lists them, and says whether more wait.
+func (s *Store) applyDeletes(ctx context.Context, tx *sql.Tx, st *indexState) (more bool, err error) {
+	rows, err := s.rdb.QueryContext(ctx, `SELECT id, gid, bytes FROM index_deletes WHERE id > ? ORDER BY id LIMIT 256`, st.deletesUpto)
+	if err != nil {
+		return false, err
 	}
-	_, err = tx.ExecContext(ctx, `UPDATE sessions SET fts_seq = ?, fts_part = ? WHERE tenant_id = ? AND id = ?`,
-		seq-1, part, b.tenant, b.id)
-	return seq > b.latest, n, err
+	type del struct{ id, gid, bytes int64 }
+	list, err := collect(rows, func(sc scanner) (del, error) {
+		var d del
+		return d, sc.Scan(&d.id, &d.gid, &d.bytes)
+	})
+	if err != nil {
+		return false, err
+	}
+	for _, d := range list {
+		if d.gid <= st.nextGID { // a message the index never reached has no rows
+			for k := 0; k <= maxPartsOf(d.bytes); k++ {
+				if _, err := tx.ExecContext(ctx, `DELETE FROM messages_fts WHERE rowid = ?`, partRowID(d.gid, k)); err != nil {
+					return false, err
+				}
+			}
+		}
+		st.deletesUpto = d.id
+	}
+	return len(list) == 256, nil
+}
+
+// partsOf is the index parts of one message's text. The last message's parts
+// are kept: a long message is indexed over many steps, and reading and cutting
+// a megabyte again for each would cost more than indexing its next part.
+func (s *Store) partsOf(ctx context.Context, gid int64, tenant, session string, seq int64) ([]string, error) {
+	if s.lastParts.gid == gid && s.lastParts.parts != nil {
+		return s.lastParts.parts, nil
+	}
+	var content string
+	if err := s.rdb.QueryRowContext(ctx, `SELECT content FROM messages WHERE tenant_id = ? AND session_id = ? AND seq = ?`,
+		tenant, session, seq).Scan(&content); err != nil {
+		return nil, err
+	}
+	parts := indexParts(content)
+	s.lastParts.gid, s.lastParts.parts = gid, parts
+	return parts, nil
 }

@@ -41,6 +41,12 @@ func (s *Store) CheckIntegrity(ctx context.Context, tenant string, repairCounter
 		return rep, mapErr(err)
 	}
 	defer tx.Rollback()
+	// The index file's snapshot first: the messages read after it are at least
+	// as new, so index rows can only be ahead of what their deletion queue says.
+	var progress int64
+	if err := tx.QueryRowContext(ctx, `SELECT next_gid FROM idx.index_state WHERE id = 1`).Scan(&progress); err != nil {
+		return rep, mapErr(err)
+	}
 	drift, err := counterDrift(ctx, tx, tenant)
 	if err != nil {
 		return rep, mapErr(err)
@@ -185,8 +191,7 @@ func compareCounters(id string, stored, actual counters) sessionDrift {
 
 // repairCountersTx sets every drifting counter of the tenant to what the messages
 // say, inside the writer, and returns what it changed. updated_at is kept: a
-// repair is not a change a client made. fts_seq is kept at or below last_seq, so
-// that messages appended at the repaired seqs are indexed.
+// repair is not a change a client made.
 func repairCountersTx(ctx context.Context, tx *sql.Tx, tenant string) ([]model.CounterDrift, error) {
 	drift, err := counterDrift(ctx, tx, tenant)
 	if err != nil {
@@ -195,9 +200,9 @@ func repairCountersTx(ctx context.Context, tx *sql.Tx, tenant string) ([]model.C
 	fixed := []model.CounterDrift{}
 	for _, d := range drift {
 		a := d.actual
-		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET message_count = ?, last_seq = ?, total_tokens = ?, total_cost = ?,
-			fts_seq = MIN(fts_seq, ?) WHERE tenant_id = ? AND id = ?`,
-			a.count, a.lastSeq, a.tokens, a.cost, a.lastSeq, tenant, d.id); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET message_count = ?, last_seq = ?, total_tokens = ?, total_cost = ?
+			WHERE tenant_id = ? AND id = ?`,
+			a.count, a.lastSeq, a.tokens, a.cost, tenant, d.id); err != nil {
 			return nil, err
 		}
 		fixed = append(fixed, d.fields...)
@@ -222,37 +227,27 @@ func orphans(ctx context.Context, q querier, tenant string) (model.OrphanCounts,
 	return o, err
 }
 
-// indexDrift compares the tenant's conversation index with its messages: sessions
-// that claim more indexed messages than they have, index rows whose message is
-// gone (or is another message now), and messages at or below their session's
-// fts_seq that have no index row.
+// indexDrift compares the tenant's conversation index with its messages: index
+// rows whose message is gone (or is another message now), unless the indexer
+// has yet to apply that message's deletion, and messages the index has passed
+// (a gid below its progress) that have no index row. q must read the index file
+// before the main one in its transaction (see CheckIntegrity), so that the
+// messages it sees are never older than the index it compares them with.
 func indexDrift(ctx context.Context, q querier, tenant string) ([]model.IndexDrift, error) {
 	out := []model.IndexDrift{}
-	rows, err := q.QueryContext(ctx, `SELECT id, fts_seq, last_seq FROM sessions
-		WHERE tenant_id = ? AND fts_seq > last_seq ORDER BY id`, tenant)
-	if err != nil {
-		return nil, err
-	}
-	ahead, err := collect(rows, func(sc scanner) (model.IndexDrift, error) {
-		d := model.IndexDrift{Kind: model.IndexAhead, FTSSeq: new(int64), LastSeq: new(int64)}
-		return d, sc.Scan(&d.SessionID, d.FTSSeq, d.LastSeq)
-	})
-	if err != nil {
-		return nil, err
-	}
-	out = append(out, ahead...)
 
 	for _, c := range []struct {
 		kind, query string
 	}{
-		{model.IndexStaleRows, `SELECT f.session_id, COUNT(*) FROM messages_fts f WHERE f.tenant_id = ?
+		{model.IndexStaleRows, `SELECT f.session_id, COUNT(*) FROM idx.messages_fts f WHERE f.tenant_id = ?
 			AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.gid = ` + gidOfRowIDSQL + ` AND m.tenant_id = f.tenant_id
 				AND m.session_id = f.session_id AND m.seq = f.seq)
+			AND NOT EXISTS (SELECT 1 FROM index_deletes d WHERE d.gid = ` + gidOfRowIDSQL + `
+				AND d.id > (SELECT deletes_upto FROM idx.index_state WHERE id = 1))
 			GROUP BY f.session_id ORDER BY f.session_id`},
 		{model.IndexMissingRows, `SELECT m.session_id, COUNT(*) FROM messages m
-			JOIN sessions s ON s.tenant_id = m.tenant_id AND s.id = m.session_id
-			WHERE m.tenant_id = ? AND m.seq <= s.fts_seq
-			AND NOT EXISTS (SELECT 1 FROM messages_fts f WHERE f.rowid = m.gid)
+			WHERE m.tenant_id = ? AND m.gid < (SELECT next_gid FROM idx.index_state WHERE id = 1)
+			AND NOT EXISTS (SELECT 1 FROM idx.messages_fts f WHERE f.rowid = m.gid)
 			GROUP BY m.session_id ORDER BY m.session_id`},
 	} {
 		rows, err := q.QueryContext(ctx, c.query, tenant)

@@ -181,8 +181,8 @@ func (s *Store) purgeSessionTx(ctx context.Context, tx *sql.Tx, tenant, id strin
 			return 0, 0, err
 		}
 	}
-	// The index first: its rows are found through the messages' gids.
-	if err := unindexMessages(ctx, tx, tenant, id, 0, math.MaxInt64); err != nil {
+	// The indexer removes their index rows, found through the messages' gids.
+	if err := s.noteDeletedMessages(ctx, tx, tenant, id, 0, math.MaxInt64); err != nil {
 		return 0, 0, err
 	}
 	if msgs, err = execCount(ctx, tx, `DELETE FROM messages WHERE tenant_id = ? AND session_id = ?`, tenant, id); err != nil {
@@ -233,20 +233,12 @@ func (s *Store) detachFork(ctx context.Context, tx *sql.Tx, tenant, fork string)
 	if err != nil {
 		return err
 	}
-	var prefix int64 // the highest copied seq
+	// The copies get new gids, so the indexer indexes them as new messages.
 	for _, g := range segs {
 		if g.owner == fork {
 			continue
 		}
 		if err := s.copySegment(ctx, tx, tenant, fork, g); err != nil {
-			return err
-		}
-		prefix = max(prefix, g.hi)
-	}
-	if prefix > 0 {
-		// fts_seq never starts below the fork point, so the indexer would never
-		// reach these rows: index them now.
-		if err := indexRange(ctx, tx, tenant, fork, 0, prefix); err != nil {
 			return err
 		}
 	}

@@ -93,6 +93,7 @@ func TestPurgeSessionRemovesEveryRow(t *testing.T) {
 	if err := s.PurgeSession(ctx, "t", "gone"); err != nil {
 		t.Fatal(err)
 	}
+	waitIndexed(t, s, "t") // the indexer removes the index rows, beside the writer
 	for table, n := range purgeRowsOf(t, s, "t", "gone") {
 		if n != 0 {
 			t.Errorf("%s still holds %d rows of the purged session", table, n)

@@ -23,8 +23,11 @@ func (s *Store) SearchMessages(ctx context.Context, tenant string, in model.Mess
 			return out, err
 		}
 	}
-	if err := s.rdb.QueryRowContext(ctx, `SELECT COALESCE(SUM(last_seq - fts_seq), 0) FROM sessions
-		WHERE tenant_id = ? AND last_seq > fts_seq`, tenant).Scan(&out.IndexLag); err != nil {
+	if s.idb == nil {
+		return out, model.Errorf(model.KindUnavailable, "storage_unavailable", "this store was opened without its search index")
+	}
+	var err error
+	if out.IndexLag, err = indexLag(ctx, s.rdb, tenant); err != nil {
 		return out, mapErr(err)
 	}
 	out.Data = []model.MessageHit{}
@@ -75,7 +78,7 @@ func (s *Store) SearchMessages(ctx context.Context, tenant string, in model.Mess
 		where, args = append(where, "m.created_at <= ?"), append(args, int64(*in.Before))
 	}
 	rows, err := s.rdb.QueryContext(ctx, `WITH hits AS MATERIALIZED (
-			SELECT session_id, seq, bm25(messages_fts) AS rank FROM messages_fts WHERE `+strings.Join(ftsWhere, " AND ")+`)
+			SELECT session_id, seq, bm25(messages_fts) AS rank FROM idx.messages_fts WHERE `+strings.Join(ftsWhere, " AND ")+`)
 		SELECT m.session_id, m.id, m.seq, m.role, m.created_at, m.content, MIN(h.rank) AS best
 		FROM hits h
 		JOIN messages m ON m.tenant_id = ? AND m.session_id = h.session_id AND m.seq = h.seq`+join+`

@@ -27,7 +27,9 @@ func prepareWriterStatements(ctx context.Context, db *sql.DB) (writerStatements,
 		sql string
 	}{
 		{&st.savepoint, `SAVEPOINT w`},
-		{&st.maxGID, `SELECT COALESCE(MAX(gid), 0) FROM messages`},
+		// the highest gid ever handed out: the newest messages may have been purged
+		{&st.maxGID, `SELECT MAX(COALESCE((SELECT MAX(gid) FROM messages), 0),
+			COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'gid_high_water'), 0))`},
 		{&st.release, `RELEASE w`},
 		{&st.rollbackTo, `ROLLBACK TO w`},
 		{&st.selectRequestKey, `SELECT request_hash, seqs FROM request_keys WHERE tenant_id = ? AND session_id = ? AND key = ?`},

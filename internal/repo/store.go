@@ -5,6 +5,7 @@ package repo
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"net/url"
@@ -13,7 +14,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"time"
+	"sync/atomic"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver (pure Go, no cgo)
 )
@@ -28,19 +29,34 @@ type Config struct {
 	MaxBatch int
 	// Faults injects failures at named points; tests only. Nil in production.
 	Faults *Faults
-	// IndexIdle is how long the writer must be idle before it indexes messages for
-	// search; 0 means 50ms.
-	IndexIdle time.Duration
 	// NoMessageIndex turns conversation indexing off (search then finds only what
 	// was indexed before); for deployments that do not search, and benchmarks.
 	NoMessageIndex bool
+	// NoSearch leaves the search index file alone: no indexer, and no search.
+	// For the CLI, which works on a file that a server may be indexing.
+	NoSearch bool
 }
 
 // Store is the storage handle. Its methods are safe for concurrent use.
 type Store struct {
 	wdb     *sql.DB // exactly one connection, used only by the writer goroutine
-	rdb     *sql.DB // read-only pool
+	rdb     *sql.DB // read-only pool (with the search index attached as idx)
+	cdb     *sql.DB // one connection for WAL checkpoints (checkpointer.go)
 	readDSN string  // how rdb's connections are opened, for one-off readers
+	path    string
+
+	stopCheckpoints chan struct{}
+	checkpointsDone chan struct{}
+
+	idb            *sql.DB       // the search index file, used only by the indexer (nil with NoSearch)
+	indexWake      chan struct{} // the writer's "new messages" to the indexer
+	stopIndexer    chan struct{} // nil when no indexer runs
+	indexerDone    chan struct{}
+	deletesApplied atomic.Int64 // index_deletes rows the indexer has applied
+	lastParts      struct {     // the indexer's alone (partsOf)
+		gid   int64
+		parts []string
+	}
 
 	queue      chan *writeOp
 	mu         sync.RWMutex // guards closed against sends on a closed queue
@@ -50,9 +66,6 @@ type Store struct {
 	stats      writerStats
 	st         writerStatements // used only by the writer goroutine
 	faults     *Faults
-
-	indexIdle time.Duration
-	noIndex   bool
 
 	gid int64 // the last message gid handed out; the writer's alone
 
@@ -71,8 +84,9 @@ func (s *Store) nextGID() int64 {
 const mmapSize = 256 << 20
 
 // Open opens (creating if needed) the database at cfg.Path, checks that it is in WAL
-// mode, applies migrations when cfg.Migrate is set and starts the writer.
-func Open(ctx context.Context, cfg Config) (*Store, error) {
+// mode, applies migrations when cfg.Migrate is set and starts the writer, the
+// checkpointer and (unless told not to) the indexer.
+func Open(ctx context.Context, cfg Config) (s *Store, err error) {
 	if cfg.Path == "" {
 		return nil, errors.New("repo: empty database path")
 	}
@@ -90,7 +104,22 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("repo: sync must be full or normal, not %q", cfg.Sync)
 	}
 
-	wdb, err := sql.Open("sqlite", dsn(cfg.Path, false, sync))
+	var opened []*sql.DB
+	defer func() {
+		if err != nil {
+			for _, db := range opened {
+				db.Close()
+			}
+		}
+	}()
+	open := func(db *sql.DB, err error) (*sql.DB, error) {
+		if db != nil {
+			opened = append(opened, db)
+		}
+		return db, err
+	}
+
+	wdb, err := open(sql.Open("sqlite", dsn(cfg.Path, false, sync)+"&_pragma=wal_autocheckpoint(0)"))
 	if err != nil {
 		return nil, fmt.Errorf("repo: open writer: %w", err)
 	}
@@ -98,33 +127,48 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	wdb.SetMaxIdleConns(1)
 	wdb.SetConnMaxLifetime(0)
 	wdb.SetConnMaxIdleTime(0)
-
 	if err := checkWAL(ctx, wdb); err != nil {
-		wdb.Close()
 		return nil, err
 	}
 	if cfg.Migrate {
 		if err := MigrateUp(ctx, wdb); err != nil {
-			wdb.Close()
 			return nil, err
 		}
 	}
-
 	st, err := prepareWriterStatements(ctx, wdb)
 	if err != nil {
-		wdb.Close()
 		return nil, err
 	}
 	var lastGID int64
-	if err := wdb.QueryRowContext(ctx, `SELECT COALESCE(MAX(gid), 0) FROM messages`).Scan(&lastGID); err != nil {
-		wdb.Close()
+	if err := st.maxGID.QueryRowContext(ctx).Scan(&lastGID); err != nil {
 		return nil, fmt.Errorf("repo: read the last message number: %w", err)
 	}
+	var index indexState
+	var idb *sql.DB
+	if !cfg.NoSearch {
+		if idb, index, err = openSearchIndex(ctx, cfg.Path, wdb); err != nil {
+			return nil, err
+		}
+		opened = append(opened, idb)
+	}
+
+	cdb, err := open(sql.Open("sqlite", dsn(cfg.Path, false, sync)))
+	if err != nil {
+		return nil, fmt.Errorf("repo: open checkpointer: %w", err)
+	}
+	cdb.SetMaxOpenConns(1)
 
 	readDSN := dsn(cfg.Path, true, sync)
-	rdb, err := sql.Open("sqlite", readDSN)
+	var rdb *sql.DB
+	if cfg.NoSearch {
+		rdb, err = open(sql.Open("sqlite", readDSN))
+	} else {
+		var conn driver.Connector
+		if conn, err = newReadConnector(readDSN, searchIndexPath(cfg.Path)); err == nil {
+			rdb, err = open(sql.OpenDB(conn), nil)
+		}
+	}
 	if err != nil {
-		wdb.Close()
 		return nil, fmt.Errorf("repo: open readers: %w", err)
 	}
 	n := cfg.ReadConns
@@ -135,32 +179,36 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	rdb.SetMaxIdleConns(n)
 	rdb.SetConnMaxIdleTime(0)
 	if err := rdb.PingContext(ctx); err != nil {
-		wdb.Close()
-		rdb.Close()
 		return nil, fmt.Errorf("repo: ping readers: %w", err)
 	}
 
-	s := &Store{
-		wdb:        wdb,
-		rdb:        rdb,
-		readDSN:    readDSN,
-		queue:      make(chan *writeOp, 4096),
-		writerDone: make(chan struct{}),
-		maxBatch:   cfg.MaxBatch,
-		st:         st,
-		faults:     cfg.Faults,
-
-		indexIdle: cfg.IndexIdle,
-		noIndex:   cfg.NoMessageIndex,
-		gid:       lastGID,
-	}
-	if s.indexIdle <= 0 {
-		s.indexIdle = defaultIndexIdle
+	s = &Store{
+		wdb:             wdb,
+		rdb:             rdb,
+		cdb:             cdb,
+		idb:             idb,
+		readDSN:         readDSN,
+		path:            cfg.Path,
+		stopCheckpoints: make(chan struct{}),
+		checkpointsDone: make(chan struct{}),
+		indexWake:       make(chan struct{}, 1),
+		queue:           make(chan *writeOp, 4096),
+		writerDone:      make(chan struct{}),
+		maxBatch:        cfg.MaxBatch,
+		st:              st,
+		faults:          cfg.Faults,
+		gid:             lastGID,
 	}
 	if s.maxBatch <= 0 {
 		s.maxBatch = 1000
 	}
+	s.deletesApplied.Store(index.deletesUpto)
 	go s.runWriter()
+	go runCheckpointer(s.cdb, s.stopCheckpoints, s.checkpointsDone)
+	if idb != nil && !cfg.NoMessageIndex {
+		s.stopIndexer, s.indexerDone = make(chan struct{}), make(chan struct{})
+		go s.runIndexer(index)
+	}
 	return s, nil
 }
 
@@ -216,27 +264,42 @@ func (s *Store) Close() error {
 	close(s.queue)
 	s.mu.Unlock()
 	<-s.writerDone
+	close(s.stopCheckpoints)
+	<-s.checkpointsDone
+	if s.stopIndexer != nil {
+		close(s.stopIndexer)
+		<-s.indexerDone
+	}
 
 	var errs []error
 	if _, err := s.wdb.Exec("PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
 		errs = append(errs, fmt.Errorf("repo: checkpoint: %w", err))
 	}
-	errs = append(errs, s.rdb.Close(), s.wdb.Close())
+	errs = append(errs, s.rdb.Close(), s.cdb.Close(), s.wdb.Close())
+	if s.idb != nil {
+		errs = append(errs, s.idb.Close())
+	}
 	return errors.Join(errs...)
 }
 
-// IntegrityCheck runs PRAGMA integrity_check and returns its findings ("ok" when
-// the file is sound).
+// IntegrityCheck runs PRAGMA integrity_check on the database file and on its
+// search index file and returns the findings ("ok" when both are sound).
 //
 // It runs on a connection of its own, opened for it and closed after: a pooled
 // read connection keeps FTS5's cached picture of the search index from its last
-// read, PRAGMA integrity_check does not refresh that picture, and once the writer
-// has merged index segments the check would read a segment that is gone and
-// report corruption that is not there.
+// read, PRAGMA integrity_check does not refresh that picture, and once the
+// indexer has merged index segments the check would read a segment that is gone
+// and report corruption that is not there.
 func (s *Store) IntegrityCheck(ctx context.Context) (string, error) {
-	db, err := sql.Open("sqlite", s.readDSN)
-	if err != nil {
-		return "", mapErr(err)
+	var db *sql.DB
+	if s.idb == nil {
+		db = sql.OpenDB(mustConnector(s.readDSN))
+	} else {
+		conn, err := newReadConnector(s.readDSN, searchIndexPath(s.path))
+		if err != nil {
+			return "", mapErr(err)
+		}
+		db = sql.OpenDB(conn)
 	}
 	defer db.Close()
 	rows, err := db.QueryContext(ctx, "PRAGMA integrity_check")

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"sync/atomic"
-	"time"
 
 	"github.com/logbook/logbook/internal/model"
 )
@@ -67,22 +66,8 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 func (s *Store) runWriter() {
 	defer close(s.writerDone)
 	batch := make([]*writeOp, 0, s.maxBatch)
-	unindexed := !s.noIndex // messages from before this start may still wait for the index
 	for {
-		var (
-			op *writeOp
-			ok bool
-		)
-		if unindexed {
-			select {
-			case op, ok = <-s.queue:
-			case <-time.After(s.indexIdle):
-				unindexed = s.indexIdleWork()
-				continue
-			}
-		} else {
-			op, ok = <-s.queue
-		}
+		op, ok := <-s.queue
 		if !ok {
 			return
 		}
@@ -100,7 +85,10 @@ func (s *Store) runWriter() {
 			}
 		}
 		s.commit(batch)
-		unindexed = !s.noIndex
+		select { // new messages, perhaps: the indexer looks
+		case s.indexWake <- struct{}{}:
+		default:
+		}
 	}
 }
 
