@@ -21,7 +21,7 @@ func TestIntegrityCheckWhileIndexing(t *testing.T) {
 	ctx := context.Background()
 	purgeSession(t, s, "a")
 	rng := rand.New(rand.NewSource(1))
-	for round := 0; round < 5; round++ {
+	for round := 0; round < 3; round++ {
 		words := make([]string, 20)
 		for i := range words {
 			var b strings.Builder
@@ -31,7 +31,7 @@ func TestIntegrityCheckWhileIndexing(t *testing.T) {
 			words[i] = b.String()
 		}
 		purgeAppend(t, s, "a", words...)
-		for k := 0; k < 12; k++ {
+		for k := 0; k < 8; k++ {
 			time.Sleep(20 * time.Millisecond)
 			rep, err := s.CheckIntegrity(ctx, "t", false)
 			if err != nil {
