@@ -10,15 +10,19 @@ import (
 // it reads new messages through the read pool, in gid order, and writes their
 // index rows into the index file (searchindex.go) through a connection of its
 // own, so no tenant's write ever waits for tokenizing or FTS5's merges. A step is
-// bounded by the text it indexes and by time, and the indexer rests as long as
-// each step took, so that it takes at most about half of one core from the
-// requests it shares the machine with. It wakes when the writer commits (and
-// once a second, for messages another process wrote).
+// bounded by the text it indexes and by time. The indexer prefers lulls: it
+// steps freely once the writer has committed nothing for indexIdle, and
+// otherwise at most once every indexBusyEvery, so that under sustained writes it
+// takes a small share of the CPU that requests need (and falls behind, saying so
+// in index_lag), while in a lull it catches up on one core. It wakes when the
+// writer commits (and once a second, for messages another process wrote).
 const (
 	indexStepBytes = 512 << 10             // text indexed by one step
 	indexStepTime  = 25 * time.Millisecond // and a step stops after this
 	indexBatch     = 32                    // messages read at a time
 	indexPoll      = time.Second
+	indexIdle      = 50 * time.Millisecond
+	indexBusyEvery = 250 * time.Millisecond
 )
 
 // runIndexer indexes until stop is closed.
@@ -32,19 +36,40 @@ func (s *Store) runIndexer(st indexState) {
 		case <-s.indexWake:
 		case <-time.After(indexPoll):
 		}
+		var last time.Time
 		for {
-			start := time.Now()
+			if wait := s.untilIndexTurn(last); wait > 0 {
+				select {
+				case <-s.stopIndexer:
+					return
+				case <-time.After(wait):
+				}
+				continue
+			}
 			more, err := s.indexStep(ctx, &st)
+			last = time.Now()
 			if err != nil || !more {
 				break // an error is retried at the next wake-up
 			}
 			select {
 			case <-s.stopIndexer:
 				return
-			case <-time.After(time.Since(start)):
+			default:
 			}
 		}
 	}
+}
+
+// untilIndexTurn is how long the indexer should wait before its next step: not
+// at all once the writer has been idle for indexIdle; else until indexBusyEvery
+// after its last step, or until the writer would have been idle that long,
+// whichever comes first.
+func (s *Store) untilIndexTurn(lastStep time.Time) time.Duration {
+	idleFor := time.Since(time.Unix(0, s.lastCommit.Load()))
+	if idleFor >= indexIdle {
+		return 0
+	}
+	return min(indexIdle-idleFor, indexBusyEvery-time.Since(lastStep))
 }
 
 // indexStep applies queued deletions, then indexes the next parts of the next

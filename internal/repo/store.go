@@ -53,6 +53,7 @@ type Store struct {
 	stopIndexer    chan struct{} // nil when no indexer runs
 	indexerDone    chan struct{}
 	deletesApplied atomic.Int64 // index_deletes rows the indexer has applied
+	lastCommit     atomic.Int64 // when the writer last committed (Unix ns), for the indexer
 	lastParts      struct {     // the indexer's alone (partsOf)
 		gid   int64
 		parts []string

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/logbook/logbook/internal/model"
 )
@@ -85,6 +86,7 @@ func (s *Store) runWriter() {
 			}
 		}
 		s.commit(batch)
+		s.lastCommit.Store(time.Now().UnixNano())
 		select { // new messages, perhaps: the indexer looks
 		case s.indexWake <- struct{}{}:
 		default:
