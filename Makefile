@@ -4,7 +4,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: run build test check fmt vet lint deps tools bench gobench crash fuzz sim clean
+.PHONY: run build test check fmt vet lint deps tools bench profile gobench crash fuzz sim clean
 
 run:
 	$(GO) run ./cmd/server
@@ -54,6 +54,15 @@ lint:
 # first against deep pages. Figures go to docs/benchmarks.md.
 bench: build
 	$(GO) run ./cmd/loadtest -server bin/server
+
+# CPU profiles of the server under the load tool's appends, batches and pages,
+# written to profiles/ (go tool pprof -http=: profiles/appends.pprof to browse).
+profile: build
+	@mkdir -p profiles
+	$(GO) run ./cmd/loadtest -server bin/server -only appends -rounds 1 -server-flag=--cpu-profile=$(CURDIR)/profiles/appends.pprof
+	$(GO) run ./cmd/loadtest -server bin/server -only batch -batch-rounds 1 -server-flag=--cpu-profile=$(CURDIR)/profiles/batch.pprof
+	$(GO) run ./cmd/loadtest -server bin/server -only paging -server-flag=--cpu-profile=$(CURDIR)/profiles/paging.pprof
+	@for p in appends batch paging; do echo "== $$p"; $(GO) tool pprof -top -nodecount=25 bin/server profiles/$$p.pprof 2>/dev/null | tail -n +6; done
 
 # Go micro-benchmarks of the store (append paths, page reads, table layout).
 gobench:

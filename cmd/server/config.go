@@ -22,6 +22,7 @@ type config struct {
 	SearchIndex    bool   // index messages for conversation search in idle time
 	CheckpointKeep int    // checkpoints kept per session
 	BackupDir      string // where POST /v1/admin/backup writes
+	CPUProfile     string // write a CPU profile of the run here
 }
 
 // globalFlags are the server's flags. They sit on the root command and, being
@@ -59,6 +60,8 @@ func globalFlags(getenv func(string) string) []cli.Flag {
 			Usage:       "`DIR` that POST /v1/admin/backup writes to"},
 		&cli.BoolFlag{Name: "search-index", Value: true, DefaultText: "true", Sources: env("LOGBOOK_SEARCH_INDEX"),
 			Usage: "index messages for conversation search, beside the writer, into DB-search"},
+		&cli.StringFlag{Name: "cpu-profile", Sources: env("LOGBOOK_CPU_PROFILE"), TakesFile: true,
+			Usage: "write a CPU profile of the whole run to `FILE` (go tool pprof FILE); make profile uses it"},
 	}
 }
 
@@ -79,6 +82,7 @@ func configFrom(cmd *cli.Command) (config, error) {
 		CheckpointKeep: cmd.Int("checkpoint-keep"),
 		BackupDir:      cmd.String("backup-dir"),
 		SearchIndex:    cmd.Bool("search-index"),
+		CPUProfile:     cmd.String("cpu-profile"),
 	}
 	if c.DB == "" {
 		return c, fmt.Errorf("db must name a file")

@@ -44,6 +44,13 @@ func serve(ctx context.Context, cfg config, stdout io.Writer) error {
 	}
 	log := zerolog.New(stdout).Level(level).With().Timestamp().Logger()
 	v := buildVersion()
+	if cfg.CPUProfile != "" {
+		stop, err := startCPUProfile(cfg.CPUProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 
 	store, err := repo.Open(ctx, repo.Config{Path: cfg.DB, Sync: cfg.Sync, Migrate: cfg.Migrate, NoMessageIndex: !cfg.SearchIndex})
 	if err != nil {

@@ -30,6 +30,7 @@ func simFaultRules() []repo.FaultRule {
 		{Point: repo.PointCommit, Kind: repo.FaultCrashAfterCommit, Rate: 0.03},
 		{Point: repo.PointSessionWrite, Kind: repo.FaultError, Rate: 0.03},
 		{Point: repo.PointMessageWrite, Kind: repo.FaultError, Rate: 0.03},
+		{Point: repo.PointAppendFlush, Kind: repo.FaultError, Rate: 0.02},
 		{Point: repo.PointMessageRead, Kind: repo.FaultError, Rate: 0.03},
 		{Point: repo.PointBlockRead, Kind: repo.FaultError, Rate: 0.03},
 		{Point: repo.PointBlockWrite, Kind: repo.FaultError, Rate: 0.03},

@@ -43,7 +43,7 @@ func (s *Store) CreateAgent(ctx context.Context, tenant string, in model.CreateA
 		a.AgentType = model.DefaultAgentType
 	}
 	normalizeAgent(&a)
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		return insertAgent(tx, tenant, a)
 	})
 	return a, err
@@ -132,7 +132,7 @@ func collect[T any](rows *sql.Rows, scan func(scanner) (T, error)) ([]T, error) 
 // UpdateAgent replaces the fields present in in; metadata merges (RFC 7396).
 func (s *Store) UpdateAgent(ctx context.Context, tenant, id string, in model.UpdateAgent) (model.Agent, error) {
 	var a model.Agent
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
 		if a, err = getAgent(ctx, tx, tenant, id); err != nil {
 			return err
@@ -173,7 +173,7 @@ func (s *Store) UpdateAgent(ctx context.Context, tenant, id string, in model.Upd
 // DeleteAgent removes an agent with its blocks, their history and its passages, in
 // one transaction. Sessions keep their agent_id: they are history, not memory.
 func (s *Store) DeleteAgent(ctx context.Context, tenant, id string) error {
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		for _, q := range []string{
 			`DELETE FROM block_history WHERE tenant_id = ? AND agent_id = ?`,
 			`DELETE FROM blocks WHERE tenant_id = ? AND agent_id = ?`,

@@ -63,7 +63,7 @@ const AnyVersion int64 = 0
 // PutBlock creates or replaces a block. With ifMatch set, the block must exist at
 // that version (KindPrecondition otherwise). created says which it was.
 func (s *Store) PutBlock(ctx context.Context, tenant, agentID, label string, in model.PutBlock, ifMatch *int64) (b model.Block, created bool, err error) {
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if err := s.faults.check(PointBlockWrite); err != nil {
 			return err
 		}
@@ -119,7 +119,7 @@ func (s *Store) ReplaceBlock(ctx context.Context, tenant, agentID, label, old, n
 func (s *Store) editBlock(ctx context.Context, tenant, agentID, label string, by BlockEdit, create bool,
 	edit func(*model.Block) error) (model.Block, error) {
 	var b model.Block
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if err := s.faults.check(PointBlockWrite); err != nil {
 			return err
 		}
@@ -188,7 +188,7 @@ func pruneBlockHistory(tx *sql.Tx, tenant string, b *model.Block) error {
 
 // DeleteBlock removes a block and its history. Errors: KindNotFound.
 func (s *Store) DeleteBlock(ctx context.Context, tenant, agentID, label string) error {
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if err := s.faults.check(PointBlockWrite); err != nil {
 			return err
 		}

@@ -78,7 +78,7 @@ func (s *Store) PutCheckpoint(ctx context.Context, tenant, sessionID string, in 
 	}
 	c := model.Checkpoint{ID: newID(model.PrefixCheckpoint), SessionID: sessionID, Iteration: in.Iteration,
 		State: state, CreatedAt: model.Now()}
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if err := s.crashPoint(PointCheckpointWrite); err != nil {
 			return err
 		}

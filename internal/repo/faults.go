@@ -19,6 +19,7 @@ const (
 	PointCommit          FaultPoint = "commit"           // at a group's COMMIT
 	PointSessionWrite    FaultPoint = "session_write"    // inside a session create/update/close
 	PointMessageWrite    FaultPoint = "message_write"    // inside an append
+	PointAppendFlush     FaultPoint = "append_flush"     // when a group's staged appends are written
 	PointMessageRead     FaultPoint = "message_read"     // before a message read
 	PointBlockRead       FaultPoint = "block_read"       // before a core memory block read
 	PointBlockWrite      FaultPoint = "block_write"      // inside a block write
@@ -47,6 +48,7 @@ type FaultRule struct {
 	Kind    FaultKind
 	Rate    float64
 	Latency time.Duration // for FaultLatency
+	Times   int           // fire at most this many times; 0: no limit
 }
 
 // FaultEvent is one fault that fired.
@@ -110,11 +112,17 @@ func (f *Faults) fire(p FaultPoint) FaultKind {
 		kind  FaultKind
 		sleep time.Duration
 	)
-	for _, r := range f.rules[p] {
+	for i := range f.rules[p] {
+		r := &f.rules[p][i]
 		// One draw per rule, always, so that the PRNG's sequence depends only on the
 		// sequence of points reached, never on which rules fired.
-		if f.rng.Float64() >= r.Rate || kind != "" {
+		if f.rng.Float64() >= r.Rate || kind != "" || r.Times < 0 {
 			continue
+		}
+		if r.Times > 0 {
+			if r.Times--; r.Times == 0 {
+				r.Times = -1 // spent
+			}
 		}
 		f.hits++
 		f.events = append(f.events, FaultEvent{Seq: f.hits, Point: p, Kind: r.Kind})

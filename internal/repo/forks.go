@@ -16,7 +16,7 @@ import (
 // validation_failed (at_seq beyond the parent), conflict (id taken).
 func (s *Store) ForkSession(ctx context.Context, tenant, parentID string, in model.ForkSession) (model.Session, error) {
 	var fork model.Session
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if err := s.faults.check(PointSessionWrite); err != nil {
 			return err
 		}

@@ -49,7 +49,7 @@ func (s *Store) ImportSession(ctx context.Context, tenant string, r io.Reader, o
 		return model.Session{}, err
 	}
 	var out model.Session
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
 		out, err = s.importTx(ctx, tx, tenant, sp, opts)
 		return err

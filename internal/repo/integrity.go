@@ -22,7 +22,8 @@ func (s *Store) CheckIntegrity(ctx context.Context, tenant string, repairCounter
 	rep := model.IntegrityReport{CounterDrift: []model.CounterDrift{}, IndexDrift: []model.IndexDrift{},
 		Repaired: []model.CounterDrift{}}
 	if repairCounters {
-		err := s.write(ctx, func(tx *sql.Tx) error {
+		err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+			s.sessions.reset() // counters change under the writer's record
 			fixed, err := repairCountersTx(ctx, tx, tenant)
 			rep.Repaired = fixed
 			return err

@@ -40,7 +40,7 @@ func (s *Store) CreateAPIKey(ctx context.Context, tenant string, in model.Create
 		APIKey: model.APIKey{ID: keyIDPrefix + idHex, Tenant: tenant, Name: in.Name, Scope: in.Scope, CreatedAt: model.Now()},
 		Key:    text,
 	}
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		_, err := tx.Exec(`INSERT INTO api_keys (id, tenant_id, name, scope, key_hash, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
 			k.ID, tenant, k.Name, k.Scope, hashKey(text), int64(k.CreatedAt))
 		return err
@@ -108,7 +108,7 @@ func (s *Store) ListAPIKeys(ctx context.Context, tenant string, p PageRequest) (
 // a revoked key changes nothing. Errors: KindNotFound.
 func (s *Store) RevokeAPIKey(ctx context.Context, tenant, id string) (model.APIKey, error) {
 	var k model.APIKey
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		row := tx.QueryRowContext(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE id = ? AND (? = '' OR tenant_id = ?)`, id, tenant, tenant)
 		var err error
 		if k, err = scanKey(row); err == sql.ErrNoRows {

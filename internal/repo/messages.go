@@ -1,7 +1,6 @@
 package repo
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"database/sql"
@@ -54,18 +53,14 @@ func (s *Store) AppendMessages(ctx context.Context, tenant, sessionID string, re
 		rows[i] = r
 	}
 
-	var reqHash []byte
+	op := &appendOp{tenant: tenant, session: sessionID, req: req, rows: rows, now: now}
 	if req.RequestKey != "" {
-		reqHash = hashRequest(req)
+		op.reqHash = hashRequest(req)
 	}
-
-	var res model.AppendResult
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		var err error
-		res, err = s.appendTx(ctx, tx, tenant, sessionID, req, reqHash, rows, now)
-		return err
-	})
-	return res, err
+	if err := s.submit(ctx, &writeOp{app: op}); err != nil {
+		return model.AppendResult{}, err
+	}
+	return op.result, nil
 }
 
 func prepareRow(sessionID string, now model.Time, in model.NewMessage) (newRow, error) {
@@ -105,123 +100,6 @@ func hashRequest(req model.AppendRequest) []byte {
 	b, _ := json.Marshal(req.Messages)
 	h.Write(b)
 	return h.Sum(nil)
-}
-
-func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, tenant, sessionID string, req model.AppendRequest,
-	reqHash []byte, rows []newRow, now model.Time) (model.AppendResult, error) {
-	if err := s.faults.check(PointMessageWrite); err != nil {
-		return model.AppendResult{}, err
-	}
-	// Idempotency look-ups come before the status check: a retry of something that
-	// was stored must get its answer even after the session closed.
-	if req.RequestKey != "" {
-		var (
-			hash []byte
-			seqs string
-		)
-		err := tx.StmtContext(ctx, s.st.selectRequestKey).QueryRowContext(ctx, tenant, sessionID, req.RequestKey).Scan(&hash, &seqs)
-		switch {
-		case err == nil:
-			if !bytes.Equal(hash, reqHash) {
-				return model.AppendResult{}, idempotencyConflict("Idempotency-Key", req.RequestKey)
-			}
-			msgs, err := messagesBySeqs(ctx, tx, tenant, sessionID, seqs)
-			return model.AppendResult{Messages: msgs, Replayed: true}, err
-		case err != sql.ErrNoRows:
-			return model.AppendResult{}, err
-		}
-	}
-
-	out := make([]model.Message, len(rows))
-	fresh := make([]int, 0, len(rows)) // indexes of rows not stored before
-	for i, r := range rows {
-		if r.key == nil {
-			fresh = append(fresh, i)
-			continue
-		}
-		var hash []byte
-		m, err := scanMessage(tx.StmtContext(ctx, s.st.selectMessageByKey).QueryRowContext(ctx, tenant, sessionID, *r.key), &hash)
-		switch {
-		case err == sql.ErrNoRows:
-			fresh = append(fresh, i)
-		case err != nil:
-			return model.AppendResult{}, err
-		case !bytes.Equal(hash, r.hash):
-			field := "idempotency_key"
-			if len(rows) > 1 {
-				field = fmt.Sprintf("messages[%d].idempotency_key", i)
-			}
-			return model.AppendResult{}, idempotencyConflict(field, *r.key)
-		default:
-			out[i] = m
-		}
-	}
-
-	var (
-		status         model.Status
-		lastSeq, cumTk int64
-		cumCost        float64
-	)
-	err := tx.StmtContext(ctx, s.st.selectSessionState).QueryRowContext(ctx, tenant, sessionID).
-		Scan(&status, &lastSeq, counterInt{&cumTk}, counterFloat{&cumCost})
-	if err == sql.ErrNoRows {
-		return model.AppendResult{}, model.NotFound("session", sessionID)
-	}
-	if err != nil {
-		return model.AppendResult{}, err
-	}
-
-	if len(fresh) > 0 {
-		if status.Closed() {
-			return model.AppendResult{}, &model.Error{Kind: model.KindConflict, Code: "session_closed",
-				Msg: fmt.Sprintf("session %q is %s; reopen it (PATCH status active) to append", sessionID, status)}
-		}
-		insert := tx.StmtContext(ctx, s.st.insertMessage)
-		var tokens int64
-		var cost float64
-		for _, i := range fresh {
-			r := &rows[i]
-			lastSeq++
-			r.msg.Seq = lastSeq
-			m := &r.msg
-			cumTk, cumCost = cumTk+m.Tokens, cumCost+m.Cost
-			prefix := ""
-			if req.Batch {
-				prefix = "messages[" + itoa(int64(i)) + "]."
-			}
-			if err := checkTotals(cumTk, cumCost, prefix); err != nil {
-				return model.AppendResult{}, err
-			}
-			if _, err := insert.ExecContext(ctx, tenant, sessionID, m.Seq, m.ID, m.Role, m.Content, m.Name, r.toolCalls,
-				m.ToolCallID, m.AgentID, m.Model, m.Tokens, m.Cost, r.metadata, int64(m.CreatedAt), r.key, r.hash,
-				s.nextGID(), cumTk, cumCost); err != nil {
-				if isConstraint(err) && r.key != nil { // two messages of this batch share a key
-					return model.AppendResult{}, idempotencyConflict(fmt.Sprintf("messages[%d].idempotency_key", i), *r.key)
-				}
-				return model.AppendResult{}, err
-			}
-			tokens += m.Tokens
-			cost += m.Cost
-			out[i] = *m
-		}
-		if _, err := tx.StmtContext(ctx, s.st.updateSessionCounters).ExecContext(ctx,
-			len(fresh), lastSeq, tokens, cost, int64(now), tenant, sessionID); err != nil {
-			return model.AppendResult{}, err
-		}
-	}
-
-	if req.RequestKey != "" {
-		seqs := make([]int64, len(out))
-		for i, m := range out {
-			seqs[i] = m.Seq
-		}
-		b, _ := json.Marshal(seqs)
-		if _, err := tx.StmtContext(ctx, s.st.insertRequestKey).ExecContext(ctx,
-			tenant, sessionID, req.RequestKey, reqHash, string(b), int64(now)); err != nil {
-			return model.AppendResult{}, err
-		}
-	}
-	return model.AppendResult{Messages: out, Replayed: len(fresh) == 0}, nil
 }
 
 func idempotencyConflict(field, key string) *model.Error {

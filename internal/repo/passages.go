@@ -39,7 +39,7 @@ func (s *Store) CreatePassage(ctx context.Context, tenant, agentID string, in mo
 		p.Metadata = model.Object("{}")
 	}
 	meta := p.Metadata.String()
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if err := s.faults.check(PointArchivalWrite); err != nil {
 			return err
 		}
@@ -100,7 +100,7 @@ func (s *Store) ListPassages(ctx context.Context, tenant, agentID string, pr Pag
 
 // DeletePassage removes a passage from memory and from the search index.
 func (s *Store) DeletePassage(ctx context.Context, tenant, agentID, id string) error {
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if err := s.faults.check(PointArchivalWrite); err != nil {
 			return err
 		}

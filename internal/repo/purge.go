@@ -34,7 +34,7 @@ const (
 //
 // Errors: KindNotFound.
 func (s *Store) PurgeSession(ctx context.Context, tenant, id string) error {
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		_, _, err := s.purgeSessionTx(ctx, tx, tenant, id)
 		return err
 	})
@@ -80,7 +80,7 @@ func (s *Store) PurgeSessions(ctx context.Context, tenant string, in model.Purge
 			batch model.PurgeResult
 			last  *purgeCursor
 		)
-		err := s.write(ctx, func(tx *sql.Tx) error {
+		err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 			batch, last = model.PurgeResult{}, nil
 			picked, err := purgeCandidates(ctx, tx, tenant, in.Status, cutoff, after)
 			if err != nil {
@@ -164,6 +164,7 @@ func purgeCandidates(ctx context.Context, tx *sql.Tx, tenant string, status mode
 // sharing forks have taken their prefixes over, and returns how many messages and
 // checkpoints it stored.
 func (s *Store) purgeSessionTx(ctx context.Context, tx *sql.Tx, tenant, id string) (msgs, ckps int64, err error) {
+	s.sessions.forget(tenant, id)
 	var one int
 	err = tx.QueryRowContext(ctx, `SELECT 1 FROM sessions WHERE tenant_id = ? AND id = ?`, tenant, id).Scan(&one)
 	if err == sql.ErrNoRows {

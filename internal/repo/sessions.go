@@ -31,7 +31,7 @@ func (s *Store) CreateSession(ctx context.Context, tenant string, in model.Creat
 		ses.Metadata = model.Object("{}")
 	}
 	meta := ses.Metadata.String()
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if err := s.faults.check(PointSessionWrite); err != nil {
 			return err
 		}
@@ -165,7 +165,7 @@ func (s *Store) ListSessions(ctx context.Context, tenant string, f model.Session
 // A refused status change is KindConflict (invalid_transition).
 func (s *Store) UpdateSession(ctx context.Context, tenant, id string, in model.UpdateSession) (model.Session, error) {
 	var out model.Session
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if err := s.faults.check(PointSessionWrite); err != nil {
 			return err
 		}
@@ -193,6 +193,7 @@ func (s *Store) UpdateSession(ctx context.Context, tenant, id string, in model.U
 			changed = true
 		}
 		if changed {
+			s.sessions.forget(tenant, id) // its status may change: the writer's record must not outlive it
 			if err := saveSession(tx, tenant, prev, &ses); err != nil {
 				return err
 			}
@@ -216,7 +217,7 @@ func mergeMetadata(stored model.Object, patch model.Optional[model.Object]) (mod
 // that is already completed or archived is returned unchanged.
 func (s *Store) CloseSession(ctx context.Context, tenant, id string) (model.Session, error) {
 	var out model.Session
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if err := s.faults.check(PointSessionWrite); err != nil {
 			return err
 		}
@@ -227,6 +228,7 @@ func (s *Store) CloseSession(ctx context.Context, tenant, id string) (model.Sess
 		if !ses.Status.Closed() {
 			prev := ses.Status
 			setStatus(&ses, model.StatusCompleted)
+			s.sessions.forget(tenant, id) // its status may change: the writer's record must not outlive it
 			if err := saveSession(tx, tenant, prev, &ses); err != nil {
 				return err
 			}

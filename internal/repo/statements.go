@@ -11,13 +11,15 @@ import (
 type writerStatements struct {
 	savepoint, release, rollbackTo *sql.Stmt // wrap every write in the group
 	maxGID                         *sql.Stmt
+	dataVersion                    *sql.Stmt
 
-	selectRequestKey      *sql.Stmt
-	selectMessageByKey    *sql.Stmt
-	selectSessionState    *sql.Stmt
-	insertMessage         *sql.Stmt
-	updateSessionCounters *sql.Stmt
-	insertRequestKey      *sql.Stmt
+	selectRequestKey              *sql.Stmt
+	selectMessageByKey            *sql.Stmt
+	selectSessionState            *sql.Stmt
+	insertMessage                 *sql.Stmt
+	updateSessionCounters         *sql.Stmt
+	updateSessionCountersActivate *sql.Stmt
+	insertRequestKey              *sql.Stmt
 }
 
 func prepareWriterStatements(ctx context.Context, db *sql.DB) (writerStatements, error) {
@@ -31,19 +33,22 @@ func prepareWriterStatements(ctx context.Context, db *sql.DB) (writerStatements,
 		{&st.maxGID, `SELECT MAX(COALESCE((SELECT MAX(gid) FROM messages), 0),
 			COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'gid_high_water'), 0))`},
 		{&st.release, `RELEASE w`},
+		{&st.dataVersion, `PRAGMA data_version`},
 		{&st.rollbackTo, `ROLLBACK TO w`},
 		{&st.selectRequestKey, `SELECT request_hash, seqs FROM request_keys WHERE tenant_id = ? AND session_id = ? AND key = ?`},
 		{&st.selectMessageByKey, `SELECT ` + messageColumns + `, request_hash FROM messages
 			WHERE tenant_id = ? AND session_id = ? AND idempotency_key = ?`},
-		{&st.selectSessionState, `SELECT status, last_seq, total_tokens, total_cost FROM sessions WHERE tenant_id = ? AND id = ?`},
+		{&st.selectSessionState, `SELECT status, last_seq, message_count, total_tokens, total_cost FROM sessions WHERE tenant_id = ? AND id = ?`},
 		{&st.insertMessage, `INSERT INTO messages (tenant_id, session_id, seq, id, role, content, name, tool_calls,
 			tool_call_id, agent_id, model, tokens, cost, metadata, created_at, idempotency_key, request_hash,
 			gid, cum_tokens, cum_cost)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
-		{&st.updateSessionCounters, `UPDATE sessions SET message_count = message_count + ?, last_seq = ?,
-			total_tokens = total_tokens + ?, total_cost = total_cost + ?,
-			status = CASE status WHEN 'created' THEN 'active' ELSE status END, updated_at = ?
-			WHERE tenant_id = ? AND id = ?`},
+		// Two forms: status only in the one that changes it, since an UPDATE that
+		// names a column rewrites the index entries that hold it.
+		{&st.updateSessionCounters, `UPDATE sessions SET message_count = ?, last_seq = ?, total_tokens = ?, total_cost = ?,
+			updated_at = ? WHERE tenant_id = ? AND id = ?`},
+		{&st.updateSessionCountersActivate, `UPDATE sessions SET message_count = ?, last_seq = ?, total_tokens = ?, total_cost = ?,
+			updated_at = ?, status = 'active' WHERE tenant_id = ? AND id = ? AND status = 'created'`},
 		{&st.insertRequestKey, `INSERT INTO request_keys (tenant_id, session_id, key, request_hash, seqs, created_at)
 			VALUES (?, ?, ?, ?, ?, ?)`},
 	} {

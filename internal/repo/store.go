@@ -68,7 +68,9 @@ type Store struct {
 	st         writerStatements // used only by the writer goroutine
 	faults     *Faults
 
-	gid int64 // the last message gid handed out; the writer's alone
+	gid         int64        // the last message gid handed out; the writer's alone
+	sessions    sessionCache // the writer's record of sessions it appends to
+	dataVersion int64        // the writer's last PRAGMA data_version
 
 	pendingCrash FaultKind // a crash injected inside a write, applied at the group's commit
 }
@@ -120,7 +122,9 @@ func Open(ctx context.Context, cfg Config) (s *Store, err error) {
 		return db, err
 	}
 
-	wdb, err := open(sql.Open("sqlite", dsn(cfg.Path, false, sync)+"&_pragma=wal_autocheckpoint(0)"))
+	// The writer's own pragmas: checkpoints run beside it (checkpointer.go), and
+	// statement journals stay in memory instead of spilling to a temp file.
+	wdb, err := open(sql.Open("sqlite", dsn(cfg.Path, false, sync)+"&_pragma=wal_autocheckpoint(0)&_pragma=temp_store(MEMORY)"))
 	if err != nil {
 		return nil, fmt.Errorf("repo: open writer: %w", err)
 	}
@@ -199,6 +203,7 @@ func Open(ctx context.Context, cfg Config) (s *Store, err error) {
 		st:              st,
 		faults:          cfg.Faults,
 		gid:             lastGID,
+		sessions:        sessionCache{m: map[sessionKey]*sessionState{}},
 	}
 	if s.maxBatch <= 0 {
 		s.maxBatch = 1000

@@ -70,7 +70,7 @@ func blockWriter(t *testing.T, s *Store) (release func(), done <-chan error) {
 	started, unblock := make(chan struct{}), make(chan struct{})
 	errc := make(chan error, 1)
 	go func() {
-		errc <- s.write(context.Background(), func(*sql.Tx) error {
+		errc <- s.write(context.Background(), func(context.Context, *sql.Tx) error {
 			close(started)
 			<-unblock
 			return nil
@@ -147,7 +147,7 @@ func TestFailedWriteLeavesNoTrace(t *testing.T) {
 	s := mustOpen(t)
 	ctx := context.Background()
 	boom := errors.New("boom")
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if _, err := tx.Exec(`INSERT INTO sessions (tenant_id, id, status, created_at, updated_at) VALUES ('t', 'ghost', 'created', 1, 1)`); err != nil {
 			return err
 		}
@@ -188,7 +188,7 @@ func TestQueuedWriteOutcomeOutlivesContext(t *testing.T) {
 
 func TestWritePanicIsAnError(t *testing.T) {
 	s := mustOpen(t)
-	err := s.write(context.Background(), func(*sql.Tx) error { panic("bug") })
+	err := s.write(context.Background(), func(context.Context, *sql.Tx) error { panic("bug") })
 	if model.AsError(err).Kind != model.KindInternal {
 		t.Fatalf("err = %v, want internal", err)
 	}
