@@ -5,6 +5,14 @@ import (
 	"net/http"
 )
 
+// writeBody writes JSON that was encoded by hand (model.AppendMessageJSON and
+// friends), with the newline every answer ends with.
+func (s *Server) writeBody(w http.ResponseWriter, status int, b []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
 // writeJSON writes v as a JSON body with the given status.
 func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")

@@ -1,12 +1,13 @@
 package api
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
 	"strings"
 
-	"context"
-	"errors"
 	"github.com/go-chi/chi/v5"
-	"net/http"
 
 	"github.com/logbook/logbook/internal/model"
 )
@@ -26,6 +27,8 @@ type problem struct {
 	LatestIteration any `json:"latest_iteration,omitempty"`
 	// ID names the damaged object of a corrupted problem.
 	ID any `json:"id,omitempty"`
+	// Line is, in an NDJSON stream's answer, the line of the body that failed.
+	Line *int `json:"line,omitempty"`
 }
 
 // statusOf is the one table from error kind to HTTP status.
@@ -76,6 +79,16 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	ev.Str("request_id", requestIDOf(r)).Str("code", e.Code).Err(err).Msg("request failed")
 
+	p := problemOf(r, e, status)
+	w.Header().Set("Content-Type", "application/problem+json")
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "1")
+	}
+	s.encode(w, r, status, p)
+}
+
+// problemOf is the problem+json body of an error: only what is safe to show.
+func problemOf(r *http.Request, e *model.Error, status int) problem {
 	p := problem{
 		Type:     "urn:logbook:problem:" + e.Code,
 		Title:    http.StatusText(status),
@@ -95,11 +108,13 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 			p.ID = e.Extra["id"]
 		}
 	}
-	w.Header().Set("Content-Type", "application/problem+json")
-	if status == http.StatusServiceUnavailable {
-		w.Header().Set("Retry-After", "1")
-	}
-	s.encode(w, r, status, p)
+	return p
+}
+
+// appendProblemJSON appends p as one line of JSON (no newline).
+func appendProblemJSON(b []byte, p problem) []byte {
+	j, _ := json.Marshal(p) // plain fields: cannot fail
+	return append(b, j...)
 }
 
 func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {

@@ -9,13 +9,13 @@ import (
 	"github.com/logbook/logbook/internal/model"
 )
 
-type messageList struct {
-	Data []model.Message `json:"data"`
-}
-
 // appendMessages takes one message, or {"messages": [...]} for an all-or-nothing
 // batch. A replay of an idempotent request answers 200 with what was stored.
 func (s *Server) appendMessages(w http.ResponseWriter, r *http.Request) {
+	if isNDJSON(r) {
+		s.appendStream(w, r)
+		return
+	}
 	req, err := s.decodeAppend(w, r)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -32,10 +32,11 @@ func (s *Server) appendMessages(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Idempotent-Replayed", "true")
 	}
 	if req.Batch {
-		s.writeJSON(w, r, status, messageList{res.Messages})
+		b := model.AppendMessagesJSON(append(make([]byte, 0, 512*len(res.Messages)), `{"data":`...), res.Messages)
+		s.writeBody(w, status, append(b, '}'))
 		return
 	}
-	s.writeJSON(w, r, status, res.Messages[0])
+	s.writeBody(w, status, model.AppendMessageJSON(make([]byte, 0, 1024), &res.Messages[0]))
 }
 
 // appendBody is either one message or {"messages": [...]}; one strict pass
@@ -97,7 +98,7 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.writeJSON(w, r, http.StatusOK, page)
+	s.writeBody(w, http.StatusOK, model.AppendMessagePageJSON(make([]byte, 0, 512*len(page.Data)+64), &page))
 }
 
 func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) {
@@ -106,5 +107,5 @@ func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.writeJSON(w, r, http.StatusOK, m)
+	s.writeBody(w, http.StatusOK, model.AppendMessageJSON(make([]byte, 0, 1024), &m))
 }

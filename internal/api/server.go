@@ -52,6 +52,7 @@ type Server struct {
 	importMax      int64
 	version        string
 	streamGrace    time.Duration
+	ids            *requestIDs
 }
 
 // New builds the server and its router.
@@ -68,6 +69,7 @@ func New(cfg Config) *Server {
 		importMax:      cfg.ImportMaxBytes,
 		version:        cfg.Version,
 		streamGrace:    cfg.StreamGrace,
+		ids:            newRequestIDs(),
 	}
 	if s.streamGrace <= 0 {
 		s.streamGrace = defaultStreamGrace

@@ -79,8 +79,8 @@ type AppendBatch struct {
 	Messages []NewMessage `json:"messages" validate:"required,min=1,max=1000,dive"`
 }
 
-// Validate catches what tags cannot: two messages of one batch sharing a key.
-func (b AppendBatch) Validate() error {
+// checkKeys catches what tags cannot: two messages of one batch sharing a key.
+func (b *AppendBatch) checkKeys() error {
 	seen := make(map[string]int, len(b.Messages))
 	var fields []FieldError
 	for i, m := range b.Messages {

@@ -17,6 +17,9 @@ type validatable interface{ Validate() error }
 // Check runs an input's struct-tag rules, then its own Validate, if any. The API
 // and import call it alike, so a value refused on one path is refused on both.
 func Check(v any) error {
+	if c, ok := v.(selfChecked); ok {
+		return c.(validatable).Validate()
+	}
 	if err := structValidator().Struct(v); err != nil {
 		return validationError(err)
 	}

@@ -11,6 +11,9 @@ import (
 	"github.com/logbook/logbook/internal/model"
 )
 
+var errStreamStopped = &model.Error{Kind: model.KindConflict, Code: "stream_stopped",
+	Msg: "an earlier message of this stream failed: this one and every later one were not appended; resend from the first that failed"}
+
 // appendOp is one append request on its way through the writer.
 type appendOp struct {
 	tenant, session string
@@ -18,6 +21,7 @@ type appendOp struct {
 	reqHash         []byte
 	rows            []newRow
 	now             model.Time
+	stream          *AppendStream // nil outside a stream
 
 	result model.AppendResult // set when the writer staged it
 }
@@ -117,7 +121,13 @@ func (s *Store) stageAppend(ctx context.Context, tx *sql.Tx, g *group, a *append
 		if r := recover(); r != nil {
 			err = model.Internal(fmt.Errorf("panic in append: %v", r))
 		}
+		if err != nil && a.stream != nil {
+			a.stream.failed = true
+		}
 	}()
+	if a.stream != nil && a.stream.failed {
+		return errStreamStopped
+	}
 	if err := s.faults.check(PointMessageWrite); err != nil {
 		return err
 	}

@@ -31,18 +31,38 @@ func lineage(ctx context.Context, q querier, tenant, sessionID string) ([]segmen
 	return segs, err
 }
 
+// lineageSQL walks up a chain of forks for as long as each session shares its
+// parent's prefix.
+const lineageSQL = `WITH RECURSIVE chain(id, parent_id, forked_at_seq, shared, depth) AS (
+		SELECT id, parent_id, forked_at_seq, prefix_shared, 0 FROM sessions WHERE tenant_id = ?1 AND id = ?2
+		UNION ALL
+		SELECT s.id, s.parent_id, s.forked_at_seq, s.prefix_shared, c.depth + 1
+		FROM chain c JOIN sessions s ON s.tenant_id = ?1 AND s.id = c.parent_id
+		WHERE c.shared = 1 AND c.depth < 1000000)
+	SELECT id, parent_id, forked_at_seq, shared FROM chain ORDER BY depth`
+
+// readLineage is lineage on the read pool, through its prepared statement.
+func (s *Store) readLineage(ctx context.Context, tenant, sessionID string) ([]segment, error) {
+	rows, err := s.rst.lineage.QueryContext(ctx, tenant, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	segs, _, err := segmentsOf(rows, sessionID)
+	return segs, err
+}
+
 // lineageWalk is lineage, also saying how many sessions the walk read.
 func lineageWalk(ctx context.Context, q querier, tenant, sessionID string) ([]segment, int, error) {
-	rows, err := q.QueryContext(ctx, `WITH RECURSIVE chain(id, parent_id, forked_at_seq, shared, depth) AS (
-			SELECT id, parent_id, forked_at_seq, prefix_shared, 0 FROM sessions WHERE tenant_id = ?1 AND id = ?2
-			UNION ALL
-			SELECT s.id, s.parent_id, s.forked_at_seq, s.prefix_shared, c.depth + 1
-			FROM chain c JOIN sessions s ON s.tenant_id = ?1 AND s.id = c.parent_id
-			WHERE c.shared = 1 AND c.depth < 1000000)
-		SELECT id, parent_id, forked_at_seq, shared FROM chain ORDER BY depth`, tenant, sessionID)
+	rows, err := q.QueryContext(ctx, lineageSQL, tenant, sessionID)
 	if err != nil {
 		return nil, 0, err
 	}
+	return segmentsOf(rows, sessionID)
+}
+
+// segmentsOf reads the walk's rows, nearest session first, into segments in
+// ascending seq order.
+func segmentsOf(rows *sql.Rows, sessionID string) ([]segment, int, error) {
 	defer rows.Close()
 	var (
 		segs []segment

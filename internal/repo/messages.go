@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 
 	"github.com/logbook/logbook/internal/model"
 )
@@ -43,24 +42,49 @@ func HashMessage(m model.NewMessage) []byte {
 // written. A key reused with different content is KindConflict
 // (idempotency_conflict). Errors: KindNotFound, KindConflict (session_closed).
 func (s *Store) AppendMessages(ctx context.Context, tenant, sessionID string, req model.AppendRequest) (model.AppendResult, error) {
+	wait, err := s.QueueAppend(ctx, tenant, sessionID, req, nil)
+	if err != nil {
+		return model.AppendResult{}, err
+	}
+	return wait()
+}
+
+// AppendStream ties together the appends of one stream (an NDJSON body): once
+// one of them fails, every later one is refused (stream_stopped), so that a
+// stream never leaves a hole in a session's history, only a tail to resend.
+type AppendStream struct {
+	failed bool // the writer's alone
+}
+
+// QueueAppend queues an append and returns at once with a wait that gives its
+// outcome once committed. Appends queued one after another, from one goroutine,
+// are written in that order: a stream of messages (NDJSON) keeps its order
+// without waiting for each commit before queueing the next. stream may be nil.
+func (s *Store) QueueAppend(ctx context.Context, tenant, sessionID string, req model.AppendRequest,
+	stream *AppendStream) (wait func() (model.AppendResult, error), err error) {
 	now := model.Now()
 	rows := make([]newRow, len(req.Messages))
 	for i, in := range req.Messages {
 		r, err := prepareRow(sessionID, now, in)
 		if err != nil {
-			return model.AppendResult{}, err
+			return nil, err
 		}
 		rows[i] = r
 	}
-
-	op := &appendOp{tenant: tenant, session: sessionID, req: req, rows: rows, now: now}
+	op := &appendOp{tenant: tenant, session: sessionID, req: req, rows: rows, now: now, stream: stream}
 	if req.RequestKey != "" {
 		op.reqHash = hashRequest(req)
 	}
-	if err := s.submit(ctx, &writeOp{app: op}); err != nil {
-		return model.AppendResult{}, err
+	w := &writeOp{app: op}
+	if err := s.enqueue(ctx, w); err != nil {
+		return nil, err
 	}
-	return op.result, nil
+	return func() (model.AppendResult, error) {
+		if err := <-w.done; err != nil {
+			return model.AppendResult{}, err
+		}
+		return op.result, nil
+	}, nil
 }
 
 func prepareRow(sessionID string, now model.Time, in model.NewMessage) (newRow, error) {
@@ -178,7 +202,7 @@ func (s *Store) GetMessage(ctx context.Context, tenant, sessionID, id string) (m
 	if m.SessionID == sessionID {
 		return m, nil
 	}
-	segs, err := lineage(ctx, s.rdb, tenant, sessionID)
+	segs, err := s.readLineage(ctx, tenant, sessionID)
 	if err != nil {
 		return model.Message{}, mapErr(err)
 	}
@@ -215,7 +239,7 @@ func (s *Store) ListMessages(ctx context.Context, tenant, sessionID string, f mo
 			lo = max(lo, cur.N)
 		}
 	}
-	segs, err := lineage(ctx, s.rdb, tenant, sessionID)
+	segs, err := s.readLineage(ctx, tenant, sessionID)
 	if err != nil {
 		return model.Page[model.Message]{}, mapErr(err)
 	}
@@ -249,17 +273,12 @@ func (s *Store) scanSegment(ctx context.Context, tenant string, g segment, lo, h
 	if lo >= hi-1 {
 		return nil, nil
 	}
-	where := []string{"tenant_id = ?", "session_id = ?", "seq > ?", "seq < ?"}
+	stmt := s.rst.page[pageVariant(f)]
 	args := []any{tenant, g.owner, lo, hi}
 	if f.Role != "" {
-		where, args = append(where, "role = ?"), append(args, f.Role)
+		args = append(args, f.Role)
 	}
-	order := "ASC"
-	if f.Desc {
-		order = "DESC"
-	}
-	rows, err := s.rdb.QueryContext(ctx, `SELECT `+messageColumns+` FROM messages WHERE `+
-		strings.Join(where, " AND ")+` ORDER BY seq `+order+` LIMIT ?`, append(args, n)...)
+	rows, err := stmt.QueryContext(ctx, append(args, n)...)
 	if err != nil {
 		return nil, mapErr(err)
 	}

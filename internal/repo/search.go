@@ -45,7 +45,7 @@ func (s *Store) SearchMessages(ctx context.Context, tenant string, in model.Mess
 		// session that stores part of it, passed as one JSON list rather than as
 		// an OR per segment, which SQLite's expression depth limit would refuse for
 		// a deep chain of forks.
-		segs, err := lineage(ctx, s.rdb, tenant, in.SessionID)
+		segs, err := s.readLineage(ctx, tenant, in.SessionID)
 		if err != nil {
 			return out, mapErr(err)
 		}

@@ -66,6 +66,7 @@ type Store struct {
 	maxBatch   int
 	stats      writerStats
 	st         writerStatements // used only by the writer goroutine
+	rst        readStatements   // prepared on the read pool
 	faults     *Faults
 
 	gid         int64        // the last message gid handed out; the writer's alone
@@ -186,6 +187,10 @@ func Open(ctx context.Context, cfg Config) (s *Store, err error) {
 	if err := rdb.PingContext(ctx); err != nil {
 		return nil, fmt.Errorf("repo: ping readers: %w", err)
 	}
+	rst, err := prepareReadStatements(ctx, rdb)
+	if err != nil {
+		return nil, err
+	}
 
 	s = &Store{
 		wdb:             wdb,
@@ -201,6 +206,7 @@ func Open(ctx context.Context, cfg Config) (s *Store, err error) {
 		writerDone:      make(chan struct{}),
 		maxBatch:        cfg.MaxBatch,
 		st:              st,
+		rst:             rst,
 		faults:          cfg.Faults,
 		gid:             lastGID,
 		sessions:        sessionCache{m: map[sessionKey]*sessionState{}},

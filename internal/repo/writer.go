@@ -54,20 +54,26 @@ func (s *Store) write(ctx context.Context, fn func(ctx context.Context, tx *sql.
 }
 
 func (s *Store) submit(ctx context.Context, op *writeOp) error {
+	if err := s.enqueue(ctx, op); err != nil {
+		return err
+	}
+	return <-op.done
+}
+
+// enqueue hands op to the writer; op.done receives its outcome.
+func (s *Store) enqueue(ctx context.Context, op *writeOp) error {
 	op.done = make(chan error, 1)
 	s.mu.RLock()
+	defer s.mu.RUnlock()
 	if s.closed {
-		s.mu.RUnlock()
 		return errClosed
 	}
 	select {
 	case s.queue <- op:
-		s.mu.RUnlock()
+		return nil
 	case <-ctx.Done():
-		s.mu.RUnlock()
 		return ctx.Err()
 	}
-	return <-op.done
 }
 
 // runWriter is the single writer: it takes whatever is queued (up to maxBatch) and
@@ -142,6 +148,9 @@ func (s *Store) commit(batch []*writeOp) {
 	for i, op := range batch {
 		if results[i] == nil { // a write refused for its own reason keeps that reason
 			results[i] = err
+		}
+		if op.app != nil && op.app.stream != nil {
+			op.app.stream.failed = true
 		}
 		op.done <- results[i]
 	}

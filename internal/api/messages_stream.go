@@ -1,0 +1,171 @@
+package api
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/logbook/logbook/internal/model"
+	"github.com/logbook/logbook/internal/repo"
+)
+
+// streamInFlight bounds how many lines of a stream are queued and not yet
+// answered: enough to keep the writer's groups full, few enough that a client
+// that stops reading answers stops its own stream, not the server.
+const streamInFlight = 64
+
+// appendStream appends the messages of an NDJSON body (Content-Type
+// application/x-ndjson), one message per line, in the order of the lines, and
+// answers each line as it commits, on one connection: a runtime that writes many
+// messages pays for HTTP once. Each answer line is the stored message, or a
+// problem naming the line; once a line fails, every later line is refused
+// (stream_stopped) and the answer ends, so a stream never leaves a hole in the
+// session's history, only a tail to send again. Per-message idempotency_key
+// makes that resend safe.
+func (s *Server) appendStream(w http.ResponseWriter, r *http.Request) {
+	tenant, session := tenantOf(r), chi.URLParam(r, "id")
+	if r.Header.Get("Idempotency-Key") != "" {
+		s.writeError(w, r, model.Invalid(model.FieldError{Field: "Idempotency-Key",
+			Message: "names one request; in a stream, give each line its own idempotency_key"}))
+		return
+	}
+	rc := http.NewResponseController(w)
+	_ = rc.EnableFullDuplex() // answers go out while the body is still coming in
+	body := &deadlineReader{r: http.MaxBytesReader(w, r.Body, s.importMax), rc: rc, start: time.Now(), grace: s.streamGrace}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	// A stream that stops at a failed line leaves the rest of its body unread,
+	// and the status was sent before anyone knew: the connection cannot carry
+	// another request, so every stream's answer says so up front.
+	w.Header().Set("Connection", "close")
+	w.WriteHeader(http.StatusOK)
+
+	type answer struct {
+		line int
+		wait func() (model.AppendResult, error)
+		err  error // a line refused before it was queued
+	}
+	answers := make(chan answer, streamInFlight)
+	stream := &repo.AppendStream{}
+	go func() {
+		defer close(answers)
+		br := bufio.NewReaderSize(body, 64<<10)
+		for line := 1; ; line++ {
+			raw, err := readStreamLine(br, s.maxBody)
+			if len(bytes.TrimSpace(raw)) == 0 && err == nil {
+				line--
+				continue // blank lines between messages are allowed
+			}
+			if err == io.EOF && len(bytes.TrimSpace(raw)) == 0 {
+				return
+			}
+			if err != nil && err != io.EOF {
+				answers <- answer{line: line, err: streamReadError(err, s.maxBody)}
+				return
+			}
+			var m model.NewMessage
+			if derr := unmarshalStrict(raw, &m); derr != nil {
+				answers <- answer{line: line, err: derr}
+				return
+			}
+			if verr := m.Validate(); verr != nil {
+				answers <- answer{line: line, err: verr}
+				return
+			}
+			wait, qerr := s.store.QueueAppend(r.Context(), tenant, session, model.AppendRequest{Messages: []model.NewMessage{m}}, stream)
+			if qerr != nil {
+				answers <- answer{line: line, err: qerr}
+				return
+			}
+			answers <- answer{line: line, wait: wait}
+			if err == io.EOF {
+				return
+			}
+		}
+	}()
+
+	out := bufio.NewWriterSize(w, 16<<10)
+	var buf []byte
+	failed := false
+	for a := range answers {
+		err := a.err
+		var res model.AppendResult
+		if err == nil {
+			res, err = a.wait()
+		}
+		buf = buf[:0]
+		switch {
+		case failed:
+			continue // drain: what was queued after the failure was refused
+		case err != nil:
+			failed = true
+			buf = s.problemLine(buf, r, a.line, err)
+		default:
+			buf = model.AppendMessageJSON(buf, &res.Messages[0])
+		}
+		buf = append(buf, '\n')
+		if _, werr := out.Write(buf); werr != nil {
+			failed = true
+			continue
+		}
+		if len(answers) == 0 { // answer promptly, but in as few writes as the lines allow
+			_ = out.Flush()
+			_ = rc.Flush()
+		}
+	}
+	_ = out.Flush()
+}
+
+// readStreamLine reads one line of at most limit bytes.
+func readStreamLine(br *bufio.Reader, limit int64) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if int64(len(line)+len(chunk)) > limit {
+			return nil, errLineTooLong
+		}
+		line = append(line, chunk...)
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		return line, err
+	}
+}
+
+var errLineTooLong = errors.New("line too long")
+
+func streamReadError(err error, limit int64) error {
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.Is(err, errLineTooLong):
+		return model.Errorf(model.KindTooLarge, "payload_too_large", "a line is longer than the limit of %d bytes", limit)
+	case errors.As(err, &tooBig):
+		return model.Errorf(model.KindTooLarge, "payload_too_large", "the stream exceeds the limit of %d bytes", tooBig.Limit)
+	}
+	return model.Errorf(model.KindBadRequest, "malformed_json", "could not read the stream")
+}
+
+// problemLine is a problem+json body on one line, naming the stream's line.
+func (s *Server) problemLine(buf []byte, r *http.Request, line int, err error) []byte {
+	e := model.AsError(err)
+	status := statusOf(e.Kind)
+	if e.Kind == model.KindInternal {
+		s.log.Error().Str("request_id", requestIDOf(r)).Err(err).Msg("stream line failed")
+	}
+	p := problemOf(r, e, status)
+	p.Detail = fmt.Sprintf("line %d: %s", line, p.Detail)
+	line64 := line
+	p.Line = &line64
+	return appendProblemJSON(buf, p)
+}
+
+// isNDJSON reports a body sent as application/x-ndjson.
+func isNDJSON(r *http.Request) bool {
+	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	return mt == "application/x-ndjson"
+}
