@@ -50,10 +50,12 @@ vet:
 lint:
 	$(GO) tool staticcheck $(PKGS)
 
-# The load tool: Logbook against a naive server, batches against direct SQLite,
-# first against deep pages. Figures go to docs/benchmarks.md.
+# The load tool: Logbook against a naive server and PocketBase (built from
+# source by scripts/pocketbase.sh), batches against direct SQLite, pages, and one
+# tenant's big messages beside another's. Figures go to docs/benchmarks.md.
 bench: build
-	$(GO) run ./cmd/loadtest -server bin/server
+	bash scripts/pocketbase.sh bin/pocketbase
+	$(GO) run ./cmd/loadtest -server bin/server -pocketbase bin/pocketbase
 
 # CPU profiles of the server under the load tool's appends, batches and pages,
 # written to profiles/ (go tool pprof -http=: profiles/appends.pprof to browse).

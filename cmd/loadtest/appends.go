@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 )
 
@@ -50,10 +52,15 @@ func appendRound(ctx context.Context, e *env, kind string, round int) (stats, er
 		srv *server
 		err error
 	)
-	if kind == "logbook" {
+	switch kind {
+	case "logbook":
 		srv, err = startLogbook(ctx, e.serverBin, e.tmp, name, e.opts.serverFlags...)
-	} else {
+	case "naive":
 		srv, err = startNaive(ctx, e.self, e.tmp, name, e.opts.naiveMaxConns)
+	case "pocketbase":
+		srv, err = startPocketBase(ctx, e, name)
+	default:
+		err = fmt.Errorf("no server kind %q", kind)
 	}
 	if err != nil {
 		return stats{}, err
@@ -62,16 +69,21 @@ func appendRound(ctx context.Context, e *env, kind string, round int) (stats, er
 	// Connections to a stopped server are of no further use.
 	defer e.client.CloseIdleConnections()
 
-	urls, bodies, err := appendTargets(ctx, e, srv, name, e.opts.clients, func(i int) []byte { return mustJSON(messageJSON(i)) })
-	if err != nil {
-		return stats{}, err
-	}
-	op := func(ctx context.Context, i int) error {
-		return post(ctx, e.client, urls[i], bodies[i], http.StatusCreated)
+	var op func(ctx context.Context, i int) error
+	if kind == "pocketbase" {
+		op = pbAppendOp(e, srv, name)
+	} else {
+		urls, bodies, err := appendTargets(ctx, e, srv, name, e.opts.clients, func(i int) []byte { return mustJSON(messageJSON(i)) })
+		if err != nil {
+			return stats{}, err
+		}
+		op = func(ctx context.Context, i int) error {
+			return post(ctx, e.client, urls[i], bodies[i], http.StatusCreated)
+		}
 	}
 	// One untimed append per client opens its connection and takes each session
 	// from created to active, so the round measures the steady state.
-	for i := range urls {
+	for i := range e.opts.clients {
 		if err := op(ctx, i); err != nil {
 			return stats{}, fmt.Errorf("%s warm-up: %w", name, err)
 		}
@@ -84,6 +96,35 @@ func appendRound(ctx context.Context, e *env, kind string, round int) (stats, er
 		return stats{}, fmt.Errorf("%s: %w", name, err)
 	}
 	return st, nil
+}
+
+// pbAppendOp creates one record per call in client i's own session, numbering
+// the session's records as Logbook would. PocketBase has no sessions to create
+// first: a session is a value of the record's session field. Client i is only
+// ever called from one goroutine, so its counter needs no lock.
+func pbAppendOp(e *env, srv *server, name string) func(ctx context.Context, i int) error {
+	records := pbRecordsURL("http://" + srv.addr)
+	seqs := make([]int, e.opts.clients)
+	bodies := make([][]byte, e.opts.clients)
+	for i := range bodies {
+		bodies[i] = mustJSON(pbRecordJSON(fmt.Sprintf("%s-%02d", name, i), 0, i))
+	}
+	return func(ctx context.Context, i int) error {
+		seqs[i]++
+		return post(ctx, e.client, records, withSeq(bodies[i], seqs[i]), http.StatusOK)
+	}
+}
+
+// withSeq is record, a JSON object whose seq is 0, with seq set instead: only
+// the number changes from one create to the next, and splicing it in keeps the
+// load tool's CPU per request (it shares the machine) close to what it spends
+// on Logbook's prepared bodies.
+func withSeq(record []byte, seq int) []byte {
+	i := bytes.Index(record, []byte(`"seq":0`))
+	out := make([]byte, 0, len(record)+20)
+	out = append(out, record[:i+len(`"seq":`)]...)
+	out = strconv.AppendInt(out, int64(seq), 10)
+	return append(out, record[i+len(`"seq":0`):]...)
 }
 
 // appendTargets makes one session per client on srv and returns, for each client,

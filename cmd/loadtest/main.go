@@ -1,15 +1,19 @@
 // Command loadtest measures Logbook's write and read speed on this machine against
 // two baselines run beside it: a naive net/http + database/sql server with one
-// durable transaction per request, and rows inserted straight into SQLite. Last,
-// it measures how much one tenant's ~1 MB appends slow another tenant's small
-// ones (-fairness=false skips that).
+// durable transaction per request, and rows inserted straight into SQLite. With
+// -pocketbase it also measures PocketBase's single record creates and 100-record
+// pages beside Logbook's appends and pages. Last, it measures how much one
+// tenant's ~1 MB appends slow another tenant's small ones (-fairness=false skips
+// that).
 //
 //	go build -o bin/server ./cmd/server && go run ./cmd/loadtest -server bin/server
+//	bash scripts/pocketbase.sh bin/pocketbase   # PocketBase from source, for -pocketbase bin/pocketbase
 //
-// Every server runs as its own process on a fresh temporary database, with
-// synchronous=FULL, on 127.0.0.1 only; all of them are stopped and their files
-// removed when the tool ends, also on error or Ctrl-C. docs/benchmarks.md explains
-// the figures.
+// Every server runs as its own process on a fresh temporary database, on
+// 127.0.0.1 only; Logbook and the naive server with synchronous=FULL, PocketBase
+// with its own SQLite settings. All of them are stopped and their files removed
+// when the tool ends, also on error or Ctrl-C. docs/benchmarks.md explains the
+// figures.
 package main
 
 import (
@@ -36,6 +40,9 @@ type options struct {
 	batchRounds   int
 	pagingFill    int
 	pagingReps    int
+	pagingClients int // concurrent clients of the page-read rounds
+	pagingRounds  int
+	pocketbase    string // PocketBase's binary, built by scripts/pocketbase.sh; "" skips it
 	fairness      bool
 	only          string // run this section alone
 	fairnessDur   time.Duration
@@ -49,6 +56,7 @@ type env struct {
 	opts      options
 	serverBin string // Logbook's server binary
 	self      string // this tool's binary, re-executed as the naive server
+	pbBin     string // PocketBase's binary; "" without -pocketbase
 	tmp       string
 	client    *http.Client
 }
@@ -90,6 +98,9 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.batchRounds, "batch-rounds", 2, "API/direct pairs of batch rounds, run alternately")
 	fs.IntVar(&o.pagingFill, "paging-messages", 50000, "messages in the paging test's session (a multiple of 1000)")
 	fs.IntVar(&o.pagingReps, "paging-reps", 200, "timed reads of each page in the paging test")
+	fs.IntVar(&o.pagingClients, "paging-clients", 8, "concurrent clients in the paging test's page-read rounds")
+	fs.IntVar(&o.pagingRounds, "paging-rounds", 3, "page-read rounds (logbook/pocketbase pairs with -pocketbase)")
+	fs.StringVar(&o.pocketbase, "pocketbase", "", "also compare with PocketBase, this binary (build it with: bash scripts/pocketbase.sh)")
 	fs.StringVar(&o.only, "only", "", "run one section alone: appends, batch, paging or fairness")
 	fs.BoolVar(&o.fairness, "fairness", true, "measure a small tenant's appends beside another's 1 MB appends (-fairness=false skips it)")
 	fs.DurationVar(&o.fairnessDur, "fairness-duration", 15*time.Second, "length of each of the fairness test's two phases")
@@ -105,8 +116,9 @@ func parseFlags(args []string) (options, error) {
 		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
 	case o.naiveMaxConns < 0:
 		return o, errors.New("-naive-max-conns must not be negative")
-	case o.duration <= 0 || o.rounds < 1 || o.clients < 1 || o.batchClients < 1 || o.batchRounds < 1 || o.pagingReps < 1:
-		return o, errors.New("-duration, -rounds, -clients, -batch-clients, -batch-rounds and -paging-reps must be positive")
+	case o.duration <= 0 || o.rounds < 1 || o.clients < 1 || o.batchClients < 1 || o.batchRounds < 1 || o.pagingReps < 1 ||
+		o.pagingClients < 1 || o.pagingRounds < 1:
+		return o, errors.New("-duration, -rounds, -clients, -batch-clients, -batch-rounds, -paging-reps, -paging-clients and -paging-rounds must be positive")
 	case o.only != "" && o.only != "appends" && o.only != "batch" && o.only != "paging" && o.only != "fairness":
 		return o, fmt.Errorf("-only must be appends, batch, paging or fairness, not %q", o.only)
 	case o.fairnessDur <= 0:
@@ -133,16 +145,29 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	var pbBin string
+	if opts.pocketbase != "" {
+		if pbBin, err = filepath.Abs(opts.pocketbase); err != nil {
+			return err
+		}
+		if fi, err := os.Stat(pbBin); err != nil || fi.IsDir() {
+			return fmt.Errorf("-pocketbase %s: not a file (build it with: bash scripts/pocketbase.sh %[1]s)", opts.pocketbase)
+		}
+	}
 	tmp, err := os.MkdirTemp(opts.dir, "logbook-loadtest-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	e := &env{opts: opts, serverBin: bin, self: self, tmp: tmp, client: newClient()}
+	e := &env{opts: opts, serverBin: bin, self: self, pbBin: pbBin, tmp: tmp, client: newClient()}
 	defer e.client.CloseIdleConnections()
 
 	flushDirty()
 	rep := &report{Machine: describeMachine(tmp), Noisy: []string{}}
+	if pbBin != "" {
+		rep.PocketBase = &pocketbaseInfo{Binary: pbBin, Version: pbVersion(pbBin), BuiltBy: "scripts/pocketbase.sh",
+			SQLite: pbSQLite, Logs: pbLogs}
+	}
 	rep.header(stdout, opts)
 	sections := []struct {
 		name string
@@ -172,9 +197,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	return nil
 }
 
-// appendsSection alternates Logbook and naive rounds, so that a drift in the
-// machine (another tenant of the host, the disk's write cache) hits both alike
-// and the per-pair ratio cancels it.
+// appendsSection alternates Logbook and naive rounds (and PocketBase's, with
+// -pocketbase), so that a drift in the machine (another tenant of the host, the
+// disk's write cache) hits them alike and the per-round ratios cancel it.
 func appendsSection(ctx context.Context, e *env, rep *report, w io.Writer) error {
 	rep.appendsHeader(w, e.opts)
 	for i := 1; i <= e.opts.rounds; i++ {
@@ -188,6 +213,14 @@ func appendsSection(ctx context.Context, e *env, rep *report, w io.Writer) error
 			return err
 		}
 		rep.row(w, i, "naive", p.Naive)
+		if e.pbBin != "" {
+			st, err := appendRound(ctx, e, "pocketbase", i)
+			if err != nil {
+				return err
+			}
+			p.PocketBase = &st
+			rep.row(w, i, "pocketbase", st)
+		}
 		rep.addAppendPair(w, p)
 	}
 	rep.appendsFooter(w)
@@ -213,13 +246,21 @@ func batchSection(ctx context.Context, e *env, rep *report, w io.Writer) error {
 	return nil
 }
 
+// pagingSection times the first and a deep page with one client, then pages/s
+// and server CPU per page with several, on one filled session.
 func pagingSection(ctx context.Context, e *env, rep *report, w io.Writer) error {
-	p, err := pagingRun(ctx, e)
+	srv, msgs, p, err := startPaging(ctx, e)
 	if err != nil {
 		return err
 	}
+	defer srv.stop()
+	// Connections to a stopped server are of no further use.
+	defer e.client.CloseIdleConnections()
+	if err := pageLatencies(ctx, e, srv, msgs, &p); err != nil {
+		return err
+	}
 	rep.setPaging(w, p)
-	return nil
+	return pageReadsSection(ctx, e, rep, w, srv, msgs, p.Messages)
 }
 
 func fairnessSection(ctx context.Context, e *env, rep *report, w io.Writer) error {

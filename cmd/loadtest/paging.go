@@ -29,40 +29,50 @@ type pagingResult struct {
 
 const pageSize = 100
 
-// pagingRun fills one session through the API and then times GET …/messages at
-// after_seq=0 and at after_seq=fill-100, alternating which goes first so that
-// neither always runs on a cache the other just warmed.
-func pagingRun(ctx context.Context, e *env) (pagingResult, error) {
+// startPaging starts Logbook's server for the paging section and fills one
+// session through the API; it returns the server, idle again, and that session's
+// messages URL.
+func startPaging(ctx context.Context, e *env) (*server, string, pagingResult, error) {
 	srv, err := startLogbook(ctx, e.serverBin, e.tmp, "paging", e.opts.serverFlags...)
 	if err != nil {
-		return pagingResult{}, err
+		return nil, "", pagingResult{}, err
 	}
-	defer srv.stop()
-	// Connections to a stopped server are of no further use.
-	defer e.client.CloseIdleConnections()
 	base := "http://" + srv.addr
-	ids, err := createSessions(ctx, e, base, "deep", 1)
+	fill := e.opts.pagingFill / batchSize * batchSize
+	res := pagingResult{Messages: fill, Reps: e.opts.pagingReps, DeepAfter: fill - pageSize}
+	ids, err := createSessions(ctx, e, base, pagingSession, 1)
 	if err != nil {
-		return pagingResult{}, err
+		srv.stop()
+		return nil, "", res, err
 	}
 	msgs := base + "/v1/sessions/" + ids[0] + "/messages"
 
-	fill := e.opts.pagingFill / batchSize * batchSize
-	res := pagingResult{Messages: fill, Reps: e.opts.pagingReps, DeepAfter: fill - pageSize}
 	t0 := time.Now()
 	body := batchBody(0)
 	for n := 0; n < fill; n += batchSize {
 		if err := post(ctx, e.client, msgs, body, http.StatusCreated); err != nil {
-			return res, fmt.Errorf("paging fill: %w", err)
+			srv.stop()
+			return nil, "", res, fmt.Errorf("paging fill: %w", err)
 		}
 	}
 	res.FillSecs = time.Since(t0).Seconds()
 	t0 = time.Now()
 	if err := waitSettled(ctx, srv.pid, 60*time.Second); err != nil {
-		return res, err
+		srv.stop()
+		return nil, "", res, err
 	}
 	res.SettleSecs = time.Since(t0).Seconds()
+	return srv, msgs, res, nil
+}
 
+// pagingSession is the prefix of the paging session's id; PocketBase's records
+// carry the same id in their session field.
+const pagingSession = "deep"
+
+// pageLatencies times GET …/messages at after_seq=0 and at after_seq=fill-100 on
+// the session startPaging filled, alternating which goes first so that neither
+// always runs on a cache the other just warmed.
+func pageLatencies(ctx context.Context, e *env, srv *server, msgs string, res *pagingResult) error {
 	first := fmt.Sprintf("%s?after_seq=0&limit=%d", msgs, pageSize)
 	deep := fmt.Sprintf("%s?after_seq=%d&limit=%d", msgs, res.DeepAfter, pageSize)
 	var firstLat, deepLat []time.Duration
@@ -78,7 +88,7 @@ func pagingRun(ctx context.Context, e *env) (pagingResult, error) {
 		for _, o := range order {
 			d, err := getPage(ctx, e, o.url, o.want)
 			if err != nil {
-				return res, err
+				return err
 			}
 			if i >= 0 {
 				*o.lat = append(*o.lat, d)
@@ -86,14 +96,14 @@ func pagingRun(ctx context.Context, e *env) (pagingResult, error) {
 		}
 	}
 	if err := srv.exitedEarly(); err != nil {
-		return res, err
+		return err
 	}
 	slices.Sort(firstLat)
 	slices.Sort(deepLat)
 	res.FirstP50Ms, res.FirstP99Ms = ms(percentile(firstLat, 50)), ms(percentile(firstLat, 99))
 	res.DeepP50Ms, res.DeepP99Ms = ms(percentile(deepLat, 50)), ms(percentile(deepLat, 99))
 	res.RatioP50 = res.DeepP50Ms / res.FirstP50Ms
-	return res, nil
+	return nil
 }
 
 // getPage times one page read, whole body included, then checks outside the timed
@@ -109,21 +119,33 @@ func getPage(ctx context.Context, e *env, url string, firstSeq int64) (time.Dura
 		return 0, err
 	}
 	d := time.Since(t0)
-	var page struct {
-		Data []struct {
-			Seq int64 `json:"seq"`
-		} `json:"data"`
-	}
-	if err := json.Unmarshal(buf.Bytes(), &page); err != nil {
+	if err := checkPage(buf.Bytes(), firstSeq); err != nil {
 		return 0, fmt.Errorf("GET %s: %w", url, err)
 	}
-	if len(page.Data) != pageSize {
-		return 0, fmt.Errorf("GET %s: %d messages, want %d", url, len(page.Data), pageSize)
-	}
-	if page.Data[0].Seq != firstSeq {
-		return 0, fmt.Errorf("GET %s: page starts at seq %d, want %d", url, page.Data[0].Seq, firstSeq)
-	}
 	return d, nil
+}
+
+// checkPage checks that a page, Logbook's ("data") or PocketBase's ("items"),
+// is full and starts at firstSeq.
+func checkPage(body []byte, firstSeq int64) error {
+	type seq struct {
+		Seq int64 `json:"seq"`
+	}
+	var page struct {
+		Data  []seq `json:"data"`
+		Items []seq `json:"items"`
+	}
+	if err := json.Unmarshal(body, &page); err != nil {
+		return err
+	}
+	got := append(page.Data, page.Items...)
+	if len(got) != pageSize {
+		return fmt.Errorf("%d messages, want %d", len(got), pageSize)
+	}
+	if got[0].Seq != firstSeq {
+		return fmt.Errorf("page starts at seq %d, want %d", got[0].Seq, firstSeq)
+	}
+	return nil
 }
 
 // waitSettled waits until the process pid has used under 5% of a core for two

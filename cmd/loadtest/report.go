@@ -15,6 +15,12 @@ const (
 	targetPageRatio   = 1.2 // deep page p50 ÷ first page p50, at most
 	// B's append p99 beside A's 1 MB appends ÷ B's p99 alone, at most.
 	targetFairnessRatio = 2.0
+	// With -pocketbase: Logbook ÷ PocketBase, single appends/s and pages/s of
+	// 100 messages from concurrent clients, at least.
+	targetPBAppendRatio = 4.0
+	targetPBPageRatio   = 5.0
+	// Logbook's server CPU per 100-message page under concurrent reads, at most.
+	targetPageCPU = 350.0 // µs
 )
 
 type report struct {
@@ -27,6 +33,16 @@ type report struct {
 	Batch    batchReport     `json:"batch"`
 	Paging   pagingReport    `json:"paging"`
 	Fairness *fairnessReport `json:"fairness,omitempty"` // nil with -fairness=false
+	// PocketBase is the third baseline; nil without -pocketbase.
+	PocketBase *pocketbaseInfo `json:"pocketbase,omitempty"`
+}
+
+type pocketbaseInfo struct {
+	Binary  string `json:"binary"`
+	Version string `json:"version"`
+	BuiltBy string `json:"built_by"`
+	SQLite  string `json:"sqlite"`
+	Logs    string `json:"logs"`
 }
 
 type settings struct {
@@ -43,6 +59,10 @@ type appendPair struct {
 	Logbook stats   `json:"logbook"`
 	Naive   stats   `json:"naive"`
 	Ratio   float64 `json:"ratio"`
+	// PocketBase ran in the same round with -pocketbase; PBRatio is
+	// Logbook's appends/s ÷ PocketBase's.
+	PocketBase *stats  `json:"pocketbase,omitempty"`
+	PBRatio    float64 `json:"ratio_pocketbase,omitempty"`
 }
 
 type appendsReport struct {
@@ -55,6 +75,24 @@ type appendsReport struct {
 	CleanRatio *float64 `json:"median_ratio_clean_pairs"`
 	Target     float64  `json:"target_min"`
 	Pass       bool     `json:"pass"`
+	// PocketBase is logbook/pocketbase, with -pocketbase.
+	PocketBase *versusReport `json:"pocketbase,omitempty"`
+}
+
+// versusReport is the median of per-round ratios Logbook ÷ a baseline, the
+// median over the rounds where neither side was noisy, and the verdict.
+type versusReport struct {
+	MedianRatio float64  `json:"median_ratio"`
+	CleanPairs  int      `json:"clean_pairs"`
+	CleanRatio  *float64 `json:"median_ratio_clean_pairs"`
+	Target      float64  `json:"target_min"`
+	Pass        bool     `json:"pass"`
+}
+
+func versus(ratios, clean []float64, target float64) *versusReport {
+	m := median(ratios)
+	return &versusReport{MedianRatio: m, CleanPairs: len(clean), CleanRatio: medianOrNil(clean), Target: target,
+		Pass: len(ratios) > 0 && m >= target}
 }
 
 type batchPair struct {
@@ -79,6 +117,8 @@ type pagingReport struct {
 	pagingResult
 	Target float64 `json:"target_max"`
 	Pass   bool    `json:"pass"`
+	// Reads is the concurrent page reads that follow on the same session.
+	Reads *pageReadsReport `json:"reads,omitempty"`
 }
 
 func (r *report) header(w io.Writer, o options) {
@@ -91,6 +131,20 @@ func (r *report) header(w io.Writer, o options) {
 	fmt.Fprintf(w, "CPU = utime+stime from /proc/<pid>/stat (%d Hz ticks) before and after each timed round; the load\n", clockTick)
 	fmt.Fprintln(w, "generator shares the machine: its CPU is shown as cli CPU, and other CPU (% of one core) is what")
 	fmt.Fprintln(w, "everything else used meanwhile (other processes, interrupts, hypervisor steal); CPU % is of one core")
+	if pb := r.PocketBase; pb != nil {
+		fmt.Fprintf(w, "pocketbase = PocketBase %s (examples/base), built from source by %s: %s\n", pb.Version, pb.BuiltBy, pb.Binary)
+		fmt.Fprintf(w, "  its SQLite as it sets it, unchanged: %s;\n", pb.SQLite)
+		fmt.Fprintln(w, "  in WAL mode synchronous=NORMAL fsyncs checkpoints, not commits, where Logbook and naive run FULL;")
+		fmt.Fprintf(w, "  served with --dev=false; %s\n", pb.Logs)
+	}
+}
+
+// nameWidth fits the server column to the longest name it will hold.
+func (r *report) nameWidth() int {
+	if r.PocketBase != nil {
+		return len("pocketbase")
+	}
+	return 8
 }
 
 func (r *report) appendsHeader(w io.Writer, o options) {
@@ -102,8 +156,12 @@ func (r *report) appendsHeader(w io.Writer, o options) {
 		pool = fmt.Sprintf("%d open, %[1]d idle", o.naiveMaxConns)
 	}
 	fmt.Fprintf(w, "naive = net/http + database/sql, BEGIN IMMEDIATE … COMMIT per request, pool: %s\n", pool)
-	fmt.Fprintf(w, "%-5s %-8s %10s %8s %8s %14s %8s %14s %9s %6s\n",
-		"round", "server", "appends/s", "p50 ms", "p99 ms", "srv CPU µs/op", "srv CPU", "cli CPU µs/op", "other CPU", "errors")
+	if r.PocketBase != nil {
+		r.Appends.PocketBase = &versusReport{Target: targetPBAppendRatio}
+		fmt.Fprintf(w, "pocketbase = POST /api/collections/%s/records, one record per request in the client's own session value\n", pbCollection)
+	}
+	fmt.Fprintf(w, "%-5s %-*s %10s %8s %8s %14s %8s %14s %9s %6s\n",
+		"round", r.nameWidth(), "server", "appends/s", "p50 ms", "p99 ms", "srv CPU µs/op", "srv CPU", "cli CPU µs/op", "other CPU", "errors")
 }
 
 // noisyOtherCPU is the share of one core that other work may take during a
@@ -134,11 +192,17 @@ func medianOrNil(xs []float64) *float64 {
 }
 
 func (r *report) row(w io.Writer, round int, name string, s stats) {
+	r.rowOf(w, "", round, name, s)
+}
+
+// rowOf is row for a section whose server names another section also uses:
+// section tells their rounds apart in the warning about noisy rounds.
+func (r *report) rowOf(w io.Writer, section string, round int, name string, s stats) {
 	if noisy(s) {
-		r.Noisy = append(r.Noisy, fmt.Sprintf("%s r%d (%.0f%%)", name, round, s.OtherCPU))
+		r.Noisy = append(r.Noisy, fmt.Sprintf("%s%s r%d (%.0f%%)", section, name, round, s.OtherCPU))
 	}
-	fmt.Fprintf(w, "%-5d %-8s %10.0f %8.2f %8.2f %14s %8s %14s %9s %6d\n",
-		round, name, s.PerSecond, s.P50Ms, s.P99Ms, cpuCell(s.ServerCPU), pctCell(s.ServerCPU, s.CPUPercent),
+	fmt.Fprintf(w, "%-5d %-*s %10.0f %8.2f %8.2f %14s %8s %14s %9s %6d\n",
+		round, r.nameWidth(), name, s.PerSecond, s.P50Ms, s.P99Ms, cpuCell(s.ServerCPU), pctCell(s.ServerCPU, s.CPUPercent),
 		cpuCell(s.ClientCPU), pctCell(s.OtherCPU, s.OtherCPU), s.Errors)
 }
 
@@ -170,6 +234,29 @@ func (r *report) addAppendPair(w io.Writer, p appendPair) {
 	r.Appends.MedianRatio, r.Appends.CleanPairs, r.Appends.CleanRatio = median(ratios), len(clean), medianOrNil(clean)
 	r.Appends.Pass = r.Appends.MedianRatio >= targetAppendRatio
 	fmt.Fprintf(w, "      logbook/naive = %.2f\n", p.Ratio)
+	if p.PocketBase != nil {
+		r.addAppendPBRatio(w)
+	}
+}
+
+// addAppendPBRatio recomputes logbook/pocketbase over the pairs so far, once
+// the latest pair, with its PocketBase round, is in.
+func (r *report) addAppendPBRatio(w io.Writer) {
+	pairs := r.Appends.Pairs
+	last := &pairs[len(pairs)-1]
+	last.PBRatio = last.Logbook.PerSecond / last.PocketBase.PerSecond
+	var ratios, clean []float64
+	for _, p := range pairs {
+		if p.PocketBase == nil {
+			continue
+		}
+		ratios = append(ratios, p.PBRatio)
+		if !noisy(p.Logbook) && !noisy(*p.PocketBase) {
+			clean = append(clean, p.PBRatio)
+		}
+	}
+	r.Appends.PocketBase = versus(ratios, clean, targetPBAppendRatio)
+	fmt.Fprintf(w, "      logbook/pocketbase = %.2f\n", last.PBRatio)
 }
 
 func (r *report) appendsFooter(w io.Writer) {
@@ -177,14 +264,19 @@ func (r *report) appendsFooter(w io.Writer) {
 	fmt.Fprintf(w, "(c) median of %d per-pair ratios logbook/naive: %.2f   target >= %.1f: %s\n",
 		len(a.Pairs), a.MedianRatio, a.Target, verdict(a.Pass))
 	cleanLine(w, a.CleanRatio, a.CleanPairs, len(a.Pairs))
+	if pb := a.PocketBase; pb != nil {
+		fmt.Fprintf(w, "(c) median of %d per-round ratios logbook/pocketbase: %.2f   target >= %.1f: %s\n",
+			len(a.Pairs), pb.MedianRatio, pb.Target, verdict(pb.Pass))
+		cleanLine(w, pb.CleanRatio, pb.CleanPairs, len(a.Pairs))
+	}
 }
 
 func (r *report) batchHeader(w io.Writer, o options) {
 	r.Batch = batchReport{Clients: o.batchClients, BatchSize: batchSize, Target: targetBatchRatio}
 	fmt.Fprintf(w, "\n(d) 1000-message batches, %s per round: api = %d clients POSTing batches to Logbook, one session each;\n", o.duration, o.batchClients)
 	fmt.Fprintln(w, "direct = this process inserting the same rows into Logbook's schema, 1000 per transaction (CPU: its own)")
-	fmt.Fprintf(w, "%-5s %-8s %10s %8s %8s %14s %8s %14s %9s %6s\n",
-		"round", "path", "msgs/s", "p50 ms", "p99 ms", "CPU µs/msg", "CPU", "cli CPU µs/msg", "other CPU", "errors")
+	fmt.Fprintf(w, "%-5s %-*s %10s %8s %8s %14s %8s %14s %9s %6s\n",
+		"round", r.nameWidth(), "path", "msgs/s", "p50 ms", "p99 ms", "CPU µs/msg", "CPU", "cli CPU µs/msg", "other CPU", "errors")
 }
 
 func (r *report) addBatchPair(w io.Writer, p batchPair) {
@@ -226,18 +318,26 @@ func (r *report) summary(w io.Writer) {
 	if len(r.Appends.Pairs) > 0 {
 		fmt.Fprintf(w, "  appends   logbook/naive      %6.2f  (target >= %.1f)  %s\n", r.Appends.MedianRatio, targetAppendRatio, verdict(r.Appends.Pass))
 	}
+	if pb := r.Appends.PocketBase; pb != nil && len(r.Appends.Pairs) > 0 {
+		fmt.Fprintf(w, "  appends   logbook/pocketbase %6.2f  (target >= %.1f)  %s\n", pb.MedianRatio, pb.Target, verdict(pb.Pass))
+	}
 	if len(r.Batch.Pairs) > 0 {
 		fmt.Fprintf(w, "  batch     api/direct SQLite  %6.2f  (target >= %.1f)  %s\n", r.Batch.MedianRatio, targetBatchRatio, verdict(r.Batch.Pass))
 	}
 	if r.Paging.RatioP50 > 0 {
 		fmt.Fprintf(w, "  paging    deep/first page    %6.2f  (target <= %.1f)  %s\n", r.Paging.RatioP50, targetPageRatio, verdict(r.Paging.Pass))
 	}
+	r.pageReadsSummary(w)
 	if f := r.Fairness; f != nil {
 		fmt.Fprintf(w, "  fairness  B p99 with A/alone %6.2f  (target <= %.1f)  %s\n", f.Ratio, targetFairnessRatio, verdict(f.Pass))
 	}
 	if len(r.Appends.Pairs) > 0 {
-		lb, nv := medianCPU(r.Appends.Pairs)
-		fmt.Fprintf(w, "  CPU per single append (median of rounds): logbook %s µs, naive %s µs\n", cpuCell(lb), cpuCell(nv))
+		lb, nv, pb := medianCPU(r.Appends.Pairs)
+		fmt.Fprintf(w, "  CPU per single append (median of rounds): logbook %s µs, naive %s µs", cpuCell(lb), cpuCell(nv))
+		if pb != nil {
+			fmt.Fprintf(w, ", pocketbase %s µs", cpuCell(*pb))
+		}
+		fmt.Fprintln(w)
 	}
 	if len(r.Noisy) > 0 {
 		fmt.Fprintf(w, "  warning: other work used more than %.0f%% of a core during %d rounds: %s;\n",
@@ -246,13 +346,18 @@ func (r *report) summary(w io.Writer) {
 	}
 }
 
-func medianCPU(pairs []appendPair) (logbook, naive float64) {
-	var a, b []float64
+// medianCPU is each server's median CPU per append; pocketbase is nil when it
+// did not run.
+func medianCPU(pairs []appendPair) (logbook, naive float64, pocketbase *float64) {
+	var a, b, c []float64
 	for _, p := range pairs {
 		a = append(a, p.Logbook.ServerCPU)
 		b = append(b, p.Naive.ServerCPU)
+		if p.PocketBase != nil {
+			c = append(c, p.PocketBase.ServerCPU)
+		}
 	}
-	return median(a), median(b)
+	return median(a), median(b), medianOrNil(c)
 }
 
 func verdict(pass bool) string {

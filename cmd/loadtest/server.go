@@ -21,8 +21,11 @@ import (
 type server struct {
 	name string
 	addr string // host:port on 127.0.0.1
-	pid  int
-	dir  string // holds the database; removed by stop
+	// health is the path that answers 200 once the server serves; "" is
+	// Logbook's /healthz.
+	health string
+	pid    int
+	dir    string // holds the database; removed by stop
 
 	cmd     *exec.Cmd
 	out     *tail
@@ -159,6 +162,10 @@ func start(name, dir, binary string, onLine func(string), args ...string) (*serv
 func (s *server) waitHealthy(ctx context.Context) error {
 	c := &http.Client{Timeout: time.Second, Transport: &http.Transport{Proxy: nil}}
 	defer c.CloseIdleConnections()
+	health := s.health
+	if health == "" {
+		health = "/healthz"
+	}
 	deadline := time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) {
 		select {
@@ -168,7 +175,7 @@ func (s *server) waitHealthy(ctx context.Context) error {
 			return ctx.Err()
 		default:
 		}
-		if resp, err := c.Get("http://" + s.addr + "/healthz"); err == nil {
+		if resp, err := c.Get("http://" + s.addr + health); err == nil {
 			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
