@@ -121,6 +121,15 @@ func appendJSONFloat(b []byte, f float64) []byte {
 
 const hexDigits = "0123456789abcdef"
 
+// plainByte holds the ASCII bytes a JSON string carries as they are: not
+// control characters, quotes, backslashes, or the HTML-sensitive < > &.
+var plainByte = func() (t [utf8.RuneSelf]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
+
 // appendJSONString quotes s as encoding/json does with HTML escaping on: <, >
 // and & become \u003c, \u003e and \u0026, U+2028 and U+2029 are escaped, and
 // invalid UTF-8 becomes U+FFFD.
@@ -129,7 +138,7 @@ func appendJSONString(b []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+			if plainByte[c] {
 				i++
 				continue
 			}

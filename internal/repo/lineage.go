@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
+	"sync/atomic"
 
 	"github.com/logbook/logbook/internal/model"
 )
@@ -41,14 +43,59 @@ const lineageSQL = `WITH RECURSIVE chain(id, parent_id, forked_at_seq, shared, d
 		WHERE c.shared = 1 AND c.depth < 1000000)
 	SELECT id, parent_id, forked_at_seq, shared FROM chain ORDER BY depth`
 
-// readLineage is lineage on the read pool, through its prepared statement.
+// readLineage is lineage on the read pool, through its prepared statement, and
+// remembered: a session's lineage changes only when a purge hands a fork its
+// prefix, which moves lineageEpoch on.
 func (s *Store) readLineage(ctx context.Context, tenant, sessionID string) ([]segment, error) {
+	epoch := s.lineages.epoch.Load() // before the read: a later change makes this entry stale
+	if segs, ok := s.lineages.get(tenant, sessionID, epoch); ok {
+		return segs, nil
+	}
 	rows, err := s.rst.lineage.QueryContext(ctx, tenant, sessionID)
 	if err != nil {
 		return nil, err
 	}
 	segs, _, err := segmentsOf(rows, sessionID)
+	if err == nil {
+		s.lineages.put(tenant, sessionID, epoch, segs)
+	}
 	return segs, err
+}
+
+// lineageCache remembers sessions' lineages for reads. epoch moves on after any
+// commit that may change a lineage (a purge, or another process's write), so an
+// entry read before it is never used after it.
+type lineageCache struct {
+	epoch atomic.Int64
+	mu    sync.RWMutex
+	m     map[sessionKey]cachedLineage
+}
+
+type cachedLineage struct {
+	epoch int64
+	segs  []segment
+}
+
+// maxCachedLineages bounds the cache; past it, it starts again empty.
+const maxCachedLineages = 16384
+
+func (c *lineageCache) get(tenant, id string, epoch int64) ([]segment, bool) {
+	c.mu.RLock()
+	e, ok := c.m[sessionKey{tenant, id}]
+	c.mu.RUnlock()
+	if !ok || e.epoch != epoch {
+		return nil, false
+	}
+	return e.segs, true
+}
+
+func (c *lineageCache) put(tenant, id string, epoch int64, segs []segment) {
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= maxCachedLineages {
+		c.m = map[sessionKey]cachedLineage{}
+	}
+	c.m[sessionKey{tenant, id}] = cachedLineage{epoch: epoch, segs: segs}
+	c.mu.Unlock()
 }
 
 // lineageWalk is lineage, also saying how many sessions the walk read.

@@ -165,25 +165,37 @@ func messagesBySeqs(ctx context.Context, q querier, tenant, sessionID, seqsJSON 
 	return out, nil
 }
 
-// scanMessage reads messageColumns, then any extra columns into extra.
+// scanMessage reads messageColumns, then any extra columns into extra. Every
+// destination is a plain string, int64 or sql.NullString: database/sql converts
+// to those directly, where a named type (Role, Time) or a *string costs it a
+// trip through reflection, per column of every row of every page.
 func scanMessage(sc scanner, extra ...any) (model.Message, error) {
 	var (
-		m         model.Message
-		toolCalls sql.NullString
-		meta      string
+		m                                       model.Message
+		role, meta                              string
+		name, toolCalls, toolCallID, agent, mdl sql.NullString
+		created                                 int64
 	)
-	dest := append([]any{&m.SessionID, &m.Seq, &m.ID, &m.Role, &m.Content, &m.Name, &toolCalls, &m.ToolCallID,
-		&m.AgentID, &m.Model, counterInt{&m.Tokens}, counterFloat{&m.Cost}, &meta, &m.CreatedAt}, extra...)
+	dest := append([]any{&m.SessionID, &m.Seq, &m.ID, &role, &m.Content, &name, &toolCalls, &toolCallID,
+		&agent, &mdl, counterInt{&m.Tokens}, counterFloat{&m.Cost}, &meta, &created}, extra...)
 	if err := sc.Scan(dest...); err != nil {
 		return m, err
 	}
+	m.Role, m.CreatedAt, m.Metadata = model.Role(role), model.Time(created), model.Object(meta)
+	m.Name, m.ToolCallID, m.AgentID, m.Model = optString(name), optString(toolCallID), optString(agent), optString(mdl)
 	if toolCalls.Valid {
 		if err := json.Unmarshal([]byte(toolCalls.String), &m.ToolCalls); err != nil {
 			return m, fmt.Errorf("message %s tool_calls: %w", m.ID, err)
 		}
 	}
-	m.Metadata = model.Object(meta)
 	return m, nil
+}
+
+func optString(s sql.NullString) *string {
+	if !s.Valid {
+		return nil
+	}
+	return &s.String
 }
 
 // GetMessage returns one message of a session (a fork's inherited ones
@@ -222,6 +234,9 @@ func (s *Store) ListMessages(ctx context.Context, tenant, sessionID string, f mo
 	if err := s.faults.check(PointMessageRead); err != nil {
 		return model.Page[model.Message]{}, err
 	}
+	// A page is at most 201 rows: not worth stopping, and a cancellable context
+	// makes the driver arm a watch on every step of every row.
+	ctx = context.WithoutCancel(ctx)
 	q := fingerprint("messages", sessionID, f)
 	cur, hasCur, err := decodeCursor(p.Cursor, q)
 	if err != nil {
@@ -244,6 +259,7 @@ func (s *Store) ListMessages(ctx context.Context, tenant, sessionID string, f mo
 		return model.Page[model.Message]{}, mapErr(err)
 	}
 	if f.Desc {
+		segs = slices.Clone(segs) // the cached lineage is shared: reverse a copy
 		slices.Reverse(segs)
 	}
 	limit := p.limit()

@@ -165,6 +165,7 @@ func purgeCandidates(ctx context.Context, tx *sql.Tx, tenant string, status mode
 // checkpoints it stored.
 func (s *Store) purgeSessionTx(ctx context.Context, tx *sql.Tx, tenant, id string) (msgs, ckps int64, err error) {
 	s.sessions.forget(tenant, id)
+	s.lineageMoved = true // its forks will store their prefixes themselves
 	var one int
 	err = tx.QueryRowContext(ctx, `SELECT 1 FROM sessions WHERE tenant_id = ? AND id = ?`, tenant, id).Scan(&one)
 	if err == sql.ErrNoRows {

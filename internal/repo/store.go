@@ -69,9 +69,11 @@ type Store struct {
 	rst        readStatements   // prepared on the read pool
 	faults     *Faults
 
-	gid         int64        // the last message gid handed out; the writer's alone
-	sessions    sessionCache // the writer's record of sessions it appends to
-	dataVersion int64        // the writer's last PRAGMA data_version
+	gid          int64        // the last message gid handed out; the writer's alone
+	sessions     sessionCache // the writer's record of sessions it appends to
+	dataVersion  int64        // the writer's last PRAGMA data_version
+	lineages     lineageCache // sessions' lineages, for reads
+	lineageMoved bool         // this group may change a lineage: move lineages.epoch after it
 
 	pendingCrash FaultKind // a crash injected inside a write, applied at the group's commit
 }

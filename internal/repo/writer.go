@@ -127,6 +127,10 @@ var writerCtx = context.Background()
 // only the write at fault fails.
 func (s *Store) commit(batch []*writeOp) {
 	results, err := s.runGroup(batch)
+	if s.lineageMoved { // after the commit, so no read can cache what it replaced
+		s.lineages.epoch.Add(1)
+		s.lineageMoved = false
+	}
 	var flushErr flushError
 	switch {
 	case err == nil:
@@ -268,6 +272,7 @@ func (s *Store) noticeOtherWriters(ctx context.Context, tx *sql.Tx) error {
 	}
 	s.dataVersion = v
 	s.sessions.reset()
+	s.lineageMoved = true
 	var maxGID int64
 	if err := tx.StmtContext(ctx, s.st.maxGID).QueryRowContext(ctx).Scan(&maxGID); err != nil {
 		return err
