@@ -57,14 +57,15 @@ bench: build
 	bash scripts/pocketbase.sh bin/pocketbase
 	$(GO) run ./cmd/loadtest -server bin/server -pocketbase bin/pocketbase
 
-# CPU profiles of the server under the load tool's appends, batches and pages,
+# CPU profiles of the server under the load tool's appends, streams, batches and pages,
 # written to profiles/ (go tool pprof -http=: profiles/appends.pprof to browse).
 profile: build
 	@mkdir -p profiles
 	$(GO) run ./cmd/loadtest -server bin/server -only appends -rounds 1 -server-flag=--cpu-profile=$(CURDIR)/profiles/appends.pprof
+	$(GO) run ./cmd/loadtest -server bin/server -only stream -stream-rounds 1 -server-flag=--cpu-profile=$(CURDIR)/profiles/stream.pprof
 	$(GO) run ./cmd/loadtest -server bin/server -only batch -batch-rounds 1 -server-flag=--cpu-profile=$(CURDIR)/profiles/batch.pprof
 	$(GO) run ./cmd/loadtest -server bin/server -only paging -server-flag=--cpu-profile=$(CURDIR)/profiles/paging.pprof
-	@for p in appends batch paging; do echo "== $$p"; $(GO) tool pprof -top -nodecount=25 bin/server profiles/$$p.pprof 2>/dev/null | tail -n +6; done
+	@for p in appends stream batch paging; do echo "== $$p"; $(GO) tool pprof -top -nodecount=25 bin/server profiles/$$p.pprof 2>/dev/null | tail -n +6; done
 
 # Go micro-benchmarks of the store (append paths, page reads, table layout).
 gobench:

@@ -26,9 +26,14 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 )
+
+// sectionNames are the sections, in the order they run.
+var sectionNames = []string{"appends", "stream", "batch", "paging", "fairness"}
 
 type options struct {
 	server        string
@@ -42,6 +47,7 @@ type options struct {
 	pagingReps    int
 	pagingClients int // concurrent clients of the page-read rounds
 	pagingRounds  int
+	streamRounds  int
 	pocketbase    string // PocketBase's binary, built by scripts/pocketbase.sh; "" skips it
 	fairness      bool
 	only          string // run this section alone
@@ -100,8 +106,9 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.pagingReps, "paging-reps", 200, "timed reads of each page in the paging test")
 	fs.IntVar(&o.pagingClients, "paging-clients", 8, "concurrent clients in the paging test's page-read rounds")
 	fs.IntVar(&o.pagingRounds, "paging-rounds", 3, "page-read rounds (logbook/pocketbase pairs with -pocketbase)")
+	fs.IntVar(&o.streamRounds, "stream-rounds", 2, "rounds of NDJSON streaming appends (with -clients streams)")
 	fs.StringVar(&o.pocketbase, "pocketbase", "", "also compare with PocketBase, this binary (build it with: bash scripts/pocketbase.sh)")
-	fs.StringVar(&o.only, "only", "", "run one section alone: appends, batch, paging or fairness")
+	fs.StringVar(&o.only, "only", "", "run one section alone: "+strings.Join(sectionNames, ", "))
 	fs.BoolVar(&o.fairness, "fairness", true, "measure a small tenant's appends beside another's 1 MB appends (-fairness=false skips it)")
 	fs.DurationVar(&o.fairnessDur, "fairness-duration", 15*time.Second, "length of each of the fairness test's two phases")
 	fs.StringVar(&o.jsonPath, "json", "", "also write a JSON summary to this file")
@@ -117,10 +124,10 @@ func parseFlags(args []string) (options, error) {
 	case o.naiveMaxConns < 0:
 		return o, errors.New("-naive-max-conns must not be negative")
 	case o.duration <= 0 || o.rounds < 1 || o.clients < 1 || o.batchClients < 1 || o.batchRounds < 1 || o.pagingReps < 1 ||
-		o.pagingClients < 1 || o.pagingRounds < 1:
-		return o, errors.New("-duration, -rounds, -clients, -batch-clients, -batch-rounds, -paging-reps, -paging-clients and -paging-rounds must be positive")
-	case o.only != "" && o.only != "appends" && o.only != "batch" && o.only != "paging" && o.only != "fairness":
-		return o, fmt.Errorf("-only must be appends, batch, paging or fairness, not %q", o.only)
+		o.pagingClients < 1 || o.pagingRounds < 1 || o.streamRounds < 1:
+		return o, errors.New("-duration, -rounds, -clients, -batch-clients, -batch-rounds, -paging-reps, -paging-clients, -paging-rounds and -stream-rounds must be positive")
+	case o.only != "" && !slices.Contains(sectionNames, o.only):
+		return o, fmt.Errorf("-only must be one of %s, not %q", strings.Join(sectionNames, ", "), o.only)
 	case o.fairnessDur <= 0:
 		return o, errors.New("-fairness-duration must be positive")
 	case o.pagingFill < 2*batchSize:
@@ -172,7 +179,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	sections := []struct {
 		name string
 		run  func(context.Context, *env, *report, io.Writer) error
-	}{{"appends", appendsSection}, {"batch", batchSection}, {"paging", pagingSection}}
+	}{{"appends", appendsSection}, {"stream", streamSection}, {"batch", batchSection}, {"paging", pagingSection}}
 	if opts.fairness {
 		sections = append(sections, struct {
 			name string

@@ -10,9 +10,13 @@ import (
 
 // Targets the figures are read against (docs/benchmarks.md).
 const (
-	targetAppendRatio = 1.5 // Logbook appends/s ÷ naive appends/s, at least
-	targetBatchRatio  = 0.5 // API batch msgs/s ÷ direct SQLite msgs/s, at least
-	targetPageRatio   = 1.2 // deep page p50 ÷ first page p50, at most
+	targetAppendRatio = 3.0 // Logbook appends/s ÷ naive appends/s, at least
+	targetBatchRatio  = 0.9 // API batch msgs/s ÷ direct SQLite msgs/s, at least
+	// Logbook's server CPU per single append and its p99, medians over the
+	// rounds, at most.
+	targetAppendCPU = 60.0 // µs
+	targetAppendP99 = 10.0 // ms
+	targetPageRatio = 1.2  // deep page p50 ÷ first page p50, at most
 	// B's append p99 beside A's 1 MB appends ÷ B's p99 alone, at most.
 	targetFairnessRatio = 2.0
 	// With -pocketbase: Logbook ÷ PocketBase, single appends/s and pages/s of
@@ -32,6 +36,7 @@ type report struct {
 	Appends  appendsReport   `json:"appends"`
 	Batch    batchReport     `json:"batch"`
 	Paging   pagingReport    `json:"paging"`
+	Stream   *streamReport   `json:"stream,omitempty"`   // nil when the stream section did not run
 	Fairness *fairnessReport `json:"fairness,omitempty"` // nil with -fairness=false
 	// PocketBase is the third baseline; nil without -pocketbase.
 	PocketBase *pocketbaseInfo `json:"pocketbase,omitempty"`
@@ -77,6 +82,12 @@ type appendsReport struct {
 	Pass       bool     `json:"pass"`
 	// PocketBase is logbook/pocketbase, with -pocketbase.
 	PocketBase *versusReport `json:"pocketbase,omitempty"`
+	// CPU and P99Ms are Logbook's server CPU per append (µs) and p99, medians
+	// over the rounds, against targetAppendCPU and targetAppendP99.
+	CPU     float64 `json:"logbook_server_cpu_us_per_append"`
+	CPUPass bool    `json:"cpu_pass"`
+	P99Ms   float64 `json:"logbook_p99_ms"`
+	P99Pass bool    `json:"p99_pass"`
 }
 
 // versusReport is the median of per-round ratios Logbook ÷ a baseline, the
@@ -233,6 +244,12 @@ func (r *report) addAppendPair(w io.Writer, p appendPair) {
 	}
 	r.Appends.MedianRatio, r.Appends.CleanPairs, r.Appends.CleanRatio = median(ratios), len(clean), medianOrNil(clean)
 	r.Appends.Pass = r.Appends.MedianRatio >= targetAppendRatio
+	var cpu, p99 []float64
+	for _, p := range r.Appends.Pairs {
+		cpu, p99 = append(cpu, p.Logbook.ServerCPU), append(p99, p.Logbook.P99Ms)
+	}
+	r.Appends.CPU, r.Appends.P99Ms = median(cpu), median(p99)
+	r.Appends.CPUPass, r.Appends.P99Pass = cpuWithin(r.Appends.CPU, targetAppendCPU), r.Appends.P99Ms <= targetAppendP99
 	fmt.Fprintf(w, "      logbook/naive = %.2f\n", p.Ratio)
 	if p.PocketBase != nil {
 		r.addAppendPBRatio(w)
@@ -328,11 +345,21 @@ func (r *report) summary(w io.Writer) {
 		fmt.Fprintf(w, "  paging    deep/first page    %6.2f  (target <= %.1f)  %s\n", r.Paging.RatioP50, targetPageRatio, verdict(r.Paging.Pass))
 	}
 	r.pageReadsSummary(w)
+	if st := r.Stream; st != nil {
+		fmt.Fprintf(w, "  stream    CPU µs per message %6.1f", st.MedianCPU)
+		if st.VsSingle != nil {
+			fmt.Fprintf(w, "  (%.2f of a single append's)", *st.VsSingle)
+		}
+		fmt.Fprintln(w)
+	}
 	if f := r.Fairness; f != nil {
 		fmt.Fprintf(w, "  fairness  B p99 with A/alone %6.2f  (target <= %.1f)  %s\n", f.Ratio, targetFairnessRatio, verdict(f.Pass))
 	}
 	if len(r.Appends.Pairs) > 0 {
-		lb, nv, pb := medianCPU(r.Appends.Pairs)
+		a := r.Appends
+		fmt.Fprintf(w, "  appends   CPU µs per append  %6s  (target <= %.0f)  %s\n", cpuCell(a.CPU), targetAppendCPU, verdict(a.CPUPass))
+		fmt.Fprintf(w, "  appends   p99 ms             %6.2f  (target <= %.0f)  %s\n", a.P99Ms, targetAppendP99, verdict(a.P99Pass))
+		lb, nv, pb := medianCPU(a.Pairs)
 		fmt.Fprintf(w, "  CPU per single append (median of rounds): logbook %s µs, naive %s µs", cpuCell(lb), cpuCell(nv))
 		if pb != nil {
 			fmt.Fprintf(w, ", pocketbase %s µs", cpuCell(*pb))

@@ -409,3 +409,36 @@ func TestRunReadsOnlyItsGetenv(t *testing.T) {
 		t.Errorf("config from an empty getenv: %+v, %v", cfg, err)
 	}
 }
+
+// The collector's setting is GOGC's syntax under a flag of its own, with GOGC as
+// its variable, and a default that is not Go's.
+func TestGCPercent(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  []string
+		args []string
+		want int
+		err  string
+	}{
+		{name: "default", want: 400},
+		{name: "GOGC", env: []string{"GOGC", "100"}, want: 100},
+		{name: "GOGC off", env: []string{"GOGC", "off"}, want: -1},
+		{name: "flag wins", env: []string{"GOGC", "100"}, args: []string{"--gc-percent", "50"}, want: 50},
+		{name: "not a number", args: []string{"--gc-percent", "lots"}, err: "gc-percent"},
+		{name: "negative", env: []string{"GOGC", "-5"}, err: "gc-percent"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, _, err := parseConfig("server", tc.args, envOf(tc.env...), io.Discard)
+			switch {
+			case tc.err != "":
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err = %v, want one naming %s", err, tc.err)
+				}
+			case err != nil:
+				t.Fatal(err)
+			case cfg.GCPercent != tc.want:
+				t.Errorf("GCPercent = %d, want %d", cfg.GCPercent, tc.want)
+			}
+		})
+	}
+}

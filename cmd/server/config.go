@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v3"
@@ -23,6 +24,7 @@ type config struct {
 	CheckpointKeep int    // checkpoints kept per session
 	BackupDir      string // where POST /v1/admin/backup writes
 	CPUProfile     string // write a CPU profile of the run here
+	GCPercent      int    // the collector's target heap growth, in %; -1: off
 }
 
 // globalFlags are the server's flags. They sit on the root command and, being
@@ -62,6 +64,11 @@ func globalFlags(getenv func(string) string) []cli.Flag {
 			Usage: "index messages for conversation search, beside the writer, into DB-search"},
 		&cli.StringFlag{Name: "cpu-profile", Sources: env("LOGBOOK_CPU_PROFILE"), TakesFile: true,
 			Usage: "write a CPU profile of the whole run to `FILE` (go tool pprof FILE); make profile uses it"},
+		// Go's own GOGC is this flag's variable, so that an operator who knows it
+		// gets what it says, and the server a default chosen by measurement:
+		// docs/benchmarks.md shows pages at ~0.7 of the CPU with 400 over Go's 100.
+		&cli.StringFlag{Name: "gc-percent", Value: "400", Sources: env("GOGC"),
+			Usage: "heap growth, in %, that starts a garbage collection (as GOGC; off disables it)"},
 	}
 }
 
@@ -102,10 +109,27 @@ func configFrom(cmd *cli.Command) (config, error) {
 	if c.BackupDir == "" {
 		c.BackupDir = filepath.Join(filepath.Dir(c.DB), "backups")
 	}
+	gc, err := parseGCPercent(cmd.String("gc-percent"))
+	if err != nil {
+		return c, err
+	}
+	c.GCPercent = gc
 	if c.Sync != "full" && c.Sync != "normal" {
 		return c, fmt.Errorf("sync must be full or normal, not %q", c.Sync)
 	}
 	return c, nil
+}
+
+// parseGCPercent reads GOGC's syntax: a non-negative integer, or off.
+func parseGCPercent(v string) (int, error) {
+	if strings.EqualFold(v, "off") {
+		return -1, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("gc-percent must be a non-negative integer or off, not %q", v)
+	}
+	return n, nil
 }
 
 // envVar is a flag's environment twin, read through run's getenv instead of

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime/debug"
 	"time"
 
 	logbook "github.com/logbook/logbook"
@@ -44,6 +45,7 @@ func serve(ctx context.Context, cfg config, stdout io.Writer) error {
 	}
 	log := zerolog.New(stdout).Level(level).With().Timestamp().Logger()
 	v := buildVersion()
+	debug.SetGCPercent(cfg.GCPercent)
 	if cfg.CPUProfile != "" {
 		stop, err := startCPUProfile(cfg.CPUProfile)
 		if err != nil {

@@ -35,6 +35,13 @@ func (s *Server) appendStream(w http.ResponseWriter, r *http.Request) {
 			Message: "names one request; in a stream, give each line its own idempotency_key"}))
 		return
 	}
+	// The status goes out before any line is read, so a stream to no session at
+	// all gets its 404 as a status, not as a 200 whose every line fails. Later
+	// failures (the session closed or purged meanwhile) come as lines.
+	if _, err := s.store.GetSession(r.Context(), tenant, session); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	rc := http.NewResponseController(w)
 	_ = rc.EnableFullDuplex() // answers go out while the body is still coming in
 	body := &deadlineReader{r: http.MaxBytesReader(w, r.Body, s.importMax), rc: rc, start: time.Now(), grace: s.streamGrace}

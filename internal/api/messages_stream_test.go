@@ -126,4 +126,7 @@ func TestStreamStopsAtTheFirstFailure(t *testing.T) {
 	}
 	c.do("POST", "/v1/sessions/s/messages", `{"role":"user"}`+"\n", "Content-Type", "application/x-ndjson", "Idempotency-Key", "k").
 		wantProblem(t, http.StatusUnprocessableEntity, "validation_failed")
+	// No such session: a 404 status, not a 200 whose lines all fail.
+	c.do("POST", "/v1/sessions/nope/messages", `{"role":"user","content":"x"}`+"\n", "Content-Type", "application/x-ndjson").
+		wantProblem(t, http.StatusNotFound, "not_found")
 }

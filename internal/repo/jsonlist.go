@@ -19,12 +19,3 @@ func decodeList(s string) ([]string, error) {
 	err := json.Unmarshal([]byte(s), &out)
 	return out, err
 }
-
-// encodeObject stores a JSON object column ("{}" for none).
-func encodeObject(m map[string]any) (string, error) {
-	if len(m) == 0 {
-		return "{}", nil
-	}
-	b, err := json.Marshal(m)
-	return string(b), err
-}
