@@ -117,8 +117,14 @@ func (s *Store) ListAgents(ctx context.Context, tenant string, f model.AgentFilt
 
 // collect scans every row and closes rows.
 func collect[T any](rows *sql.Rows, scan func(scanner) (T, error)) ([]T, error) {
+	return collectN(rows, 0, scan)
+}
+
+// collectN is collect with room for n rows from the start, for a query whose
+// LIMIT says how many it will return.
+func collectN[T any](rows *sql.Rows, n int, scan func(scanner) (T, error)) ([]T, error) {
 	defer rows.Close()
-	var out []T
+	out := make([]T, 0, n)
 	for rows.Next() {
 		v, err := scan(rows)
 		if err != nil {

@@ -165,26 +165,40 @@ func messagesBySeqs(ctx context.Context, q querier, tenant, sessionID, seqsJSON 
 	return out, nil
 }
 
-// scanMessage reads messageColumns, then any extra columns into extra. Every
-// destination is a plain string, int64 or sql.NullString: database/sql converts
-// to those directly, where a named type (Role, Time) or a *string costs it a
-// trip through reflection, per column of every row of every page.
+// scanMessage reads messageColumns, then any extra columns into extra.
 func scanMessage(sc scanner, extra ...any) (model.Message, error) {
-	var (
-		m                                       model.Message
-		role, meta                              string
-		name, toolCalls, toolCallID, agent, mdl sql.NullString
-		created                                 int64
-	)
-	dest := append([]any{&m.SessionID, &m.Seq, &m.ID, &role, &m.Content, &name, &toolCalls, &toolCallID,
-		&agent, &mdl, counterInt{&m.Tokens}, counterFloat{&m.Cost}, &meta, &created}, extra...)
-	if err := sc.Scan(dest...); err != nil {
-		return m, err
+	return newMessageRow(extra...).scan(sc)
+}
+
+// messageRow is Scan's destinations for messageColumns, made once for all the
+// rows of a query: each would otherwise escape to the heap, as an any, for every
+// row. They are plain strings, int64s and sql.NullStrings because database/sql
+// converts to those directly, where a named type (Role, Time) or a *string
+// costs it a trip through reflection, per column of every row.
+type messageRow struct {
+	m                                       model.Message
+	role, meta                              string
+	name, toolCalls, toolCallID, agent, mdl sql.NullString
+	created                                 int64
+	dest                                    []any
+}
+
+func newMessageRow(extra ...any) *messageRow {
+	r := &messageRow{}
+	r.dest = append([]any{&r.m.SessionID, &r.m.Seq, &r.m.ID, &r.role, &r.m.Content, &r.name, &r.toolCalls, &r.toolCallID,
+		&r.agent, &r.mdl, counterInt{&r.m.Tokens}, counterFloat{&r.m.Cost}, &r.meta, &r.created}, extra...)
+	return r
+}
+
+func (r *messageRow) scan(sc scanner) (model.Message, error) {
+	if err := sc.Scan(r.dest...); err != nil {
+		return model.Message{}, err
 	}
-	m.Role, m.CreatedAt, m.Metadata = model.Role(role), model.Time(created), model.Object(meta)
-	m.Name, m.ToolCallID, m.AgentID, m.Model = optString(name), optString(toolCallID), optString(agent), optString(mdl)
-	if toolCalls.Valid {
-		if err := json.Unmarshal([]byte(toolCalls.String), &m.ToolCalls); err != nil {
+	m := r.m
+	m.Role, m.CreatedAt, m.Metadata = model.Role(r.role), model.Time(r.created), model.Object(r.meta)
+	m.Name, m.ToolCallID, m.AgentID, m.Model = optString(r.name), optString(r.toolCallID), optString(r.agent), optString(r.mdl)
+	if r.toolCalls.Valid {
+		if err := json.Unmarshal([]byte(r.toolCalls.String), &m.ToolCalls); err != nil {
 			return m, fmt.Errorf("message %s tool_calls: %w", m.ID, err)
 		}
 	}
@@ -298,5 +312,5 @@ func (s *Store) scanSegment(ctx context.Context, tenant string, g segment, lo, h
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	return collect(rows, func(sc scanner) (model.Message, error) { return scanMessage(sc) })
+	return collectN(rows, n, newMessageRow().scan)
 }
