@@ -3,14 +3,20 @@ package api
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 )
 
 // writeBody writes JSON that was encoded by hand (model.AppendMessageJSON and
 // friends), with the newline every answer ends with.
 func (s *Server) writeBody(w http.ResponseWriter, status int, b []byte) {
-	w.Header().Set("Content-Type", "application/json")
+	b = append(b, '\n')
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	// With its length known, a page larger than net/http's 2 KiB buffer goes out
+	// as it is, not in chunks.
+	h.Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '\n'))
+	_, _ = w.Write(b)
 }
 
 // writeJSON writes v as a JSON body with the given status.

@@ -63,7 +63,7 @@ func AppendMessageJSON(b []byte, m *Message) []byte {
 		b = appendRawJSON(b, m.Metadata)
 	}
 	b = append(b, `,"created_at":"`...)
-	b = m.CreatedAt.Std().AppendFormat(b, timeLayout)
+	b = m.CreatedAt.AppendText(b)
 	return append(b, `"}`...)
 }
 
