@@ -2,7 +2,8 @@
 // two baselines run beside it: a naive net/http + database/sql server with one
 // durable transaction per request, and rows inserted straight into SQLite. With
 // -pocketbase it also measures PocketBase's single record creates and 100-record
-// pages beside Logbook's appends and pages. Last, it measures how much one
+// pages beside Logbook's appends and pages. It measures NDJSON streaming appends
+// (server CPU per message, against one request per message). Last, it measures how much one
 // tenant's ~1 MB appends slow another tenant's small ones (-fairness=false skips
 // that).
 //
