@@ -16,6 +16,7 @@ type config struct {
 	Sync           string
 	MaxBodyBytes   int64
 	ImportMaxBytes int64 // largest body of POST /v1/sessions/import
+	MaxFileBytes   int64 // largest upload to POST /v1/files
 	LogLevel       string
 	Migrate        bool
 	RateLimit      int    // per tenant, requests per second; 0: none
@@ -48,6 +49,8 @@ func globalFlags(getenv func(string) string) []cli.Flag {
 			Usage: "largest request body in bytes; larger answers 413"},
 		&cli.Int64Flag{Name: "import-max-bytes", Value: 256 << 20, Sources: env("LOGBOOK_IMPORT_MAX_BYTES"),
 			Usage: "largest session import in bytes; larger answers 413"},
+		&cli.Int64Flag{Name: "max-file-bytes", Value: 20 << 20, Sources: env("LOGBOOK_MAX_FILE_BYTES"),
+			Usage: "largest file upload (POST /v1/files) in bytes; larger answers 413"},
 		// Help shows no default for a boolean flag unless told: these two are true.
 		&cli.BoolFlag{Name: "migrate", Value: true, DefaultText: "true", Sources: env("LOGBOOK_MIGRATE"),
 			Usage: "apply pending migrations at start; with --migrate=false, run migrate up yourself"},
@@ -83,6 +86,7 @@ func configFrom(cmd *cli.Command) (config, error) {
 		LogLevel:       cmd.String("log-level"),
 		MaxBodyBytes:   cmd.Int64("max-body-bytes"),
 		ImportMaxBytes: cmd.Int64("import-max-bytes"),
+		MaxFileBytes:   cmd.Int64("max-file-bytes"),
 		Migrate:        cmd.Bool("migrate"),
 		RateLimit:      cmd.Int("rate-limit"),
 		InsecureOpen:   cmd.Bool("insecure-no-auth"),
@@ -99,6 +103,9 @@ func configFrom(cmd *cli.Command) (config, error) {
 	}
 	if c.ImportMaxBytes < 1 {
 		return c, fmt.Errorf("import-max-bytes must be a positive integer, not %d", c.ImportMaxBytes)
+	}
+	if c.MaxFileBytes < 1 {
+		return c, fmt.Errorf("max-file-bytes must be a positive integer, not %d", c.MaxFileBytes)
 	}
 	if c.RateLimit < 0 {
 		return c, fmt.Errorf("rate-limit must be a non-negative integer, not %d", c.RateLimit)

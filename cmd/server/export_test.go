@@ -27,8 +27,8 @@ func seed(t *testing.T, db, tenant string) model.Session {
 		t.Fatal(err)
 	}
 	_, err = st.AppendMessages(ctx, tenant, ses.ID, model.AppendRequest{Messages: []model.NewMessage{
-		{Role: model.RoleUser, Content: "hello", Tokens: 2, Cost: 0.01},
-		{Role: model.RoleAssistant, Content: "", ToolCalls: []model.ToolCall{{ID: "c1", Name: "f", Arguments: "{}"}}},
+		{Role: model.RoleUser, Content: model.TextContent("hello"), Tokens: 2, Cost: 0.01},
+		{Role: model.RoleAssistant, Content: model.TextContent(""), ToolCalls: []model.ToolCall{{ID: "c1", Name: "f", Arguments: "{}"}}},
 	}})
 	if err != nil {
 		t.Fatal(err)

@@ -77,7 +77,7 @@ func serve(ctx context.Context, cfg config, stdout io.Writer) error {
 	srv := &http.Server{
 		Handler: api.New(api.Config{Store: store, Log: log, MaxBodyBytes: cfg.MaxBodyBytes, Spec: logbook.OpenAPI,
 			AllowOpen: allowOpen, RateLimit: cfg.RateLimit, CheckpointKeep: cfg.CheckpointKeep,
-			ImportMaxBytes: cfg.ImportMaxBytes, BackupDir: cfg.BackupDir, Version: v}),
+			ImportMaxBytes: cfg.ImportMaxBytes, MaxFileBytes: cfg.MaxFileBytes, BackupDir: cfg.BackupDir, Version: v}),
 		// A slow or stuck client cannot hold a connection forever.
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       60 * time.Second,

@@ -74,7 +74,7 @@ func TestPurgeSessionOverHTTP(t *testing.T) {
 	}
 	// The id and its idempotency key are free again.
 	mustCreateSession(t, w, map[string]any{"id": "doomed"})
-	if m := mustAppend(t, w, "doomed", userMsg("fresh"), "Idempotency-Key", "k1"); m.Seq != 1 || m.Content != "fresh" {
+	if m := mustAppend(t, w, "doomed", userMsg("fresh"), "Idempotency-Key", "k1"); m.Seq != 1 || m.Content.Text != "fresh" {
 		t.Errorf("append after purge: %+v", m)
 	}
 	var rep model.IntegrityReport
@@ -129,7 +129,7 @@ func TestPurgeParentKeepsForksOverHTTP(t *testing.T) {
 		// One message reads the same by its (new) id.
 		var m model.Message
 		c.do("GET", "/v1/sessions/"+id+"/messages/"+after[0].ID, nil).want(t, http.StatusOK, &m)
-		if m.Content != "apple from the parent" || m.SessionID != id {
+		if m.Content.Text != "apple from the parent" || m.SessionID != id {
 			t.Errorf("get by id on %s: %+v", id, m)
 		}
 	}

@@ -183,6 +183,7 @@ func TestCrossTenantEveryRoute(t *testing.T) {
 	var aPassage model.Passage
 	a.do("POST", "/v1/agents/a-agent/archival", map[string]any{"content": "A's passage about zebras"}).want(t, http.StatusCreated, &aPassage)
 	mustAppend(t, a, aSes.ID, userMsg("zebras in A's message"))
+	aFile := mustUpload(t, a, "image/png", []byte("A's picture"))
 	waitSearchable(t, a)
 	// Not aSes.ID or the agent id themselves: B may use the same ids in its own namespace.
 	aSecrets := []string{aMsg.ID, aKey.ID, aPassage.ID, "A's", `"owner":"a"`, "zebras"}
@@ -240,13 +241,20 @@ func TestCrossTenantEveryRoute(t *testing.T) {
 		"listTools":           {ownList, nil, ""},
 
 		"putCheckpoint":       {notFound, map[string]any{"iteration": 99, "state": map[string]any{}}, ""},
+		"patchCheckpoint":     {notFound, map[string]any{"iteration": 99, "state_patch": map[string]any{"x": 1}}, ""},
 		"getLatestCheckpoint": {notFound, nil, ""},
 		"listCheckpoints":     {notFound, nil, ""},
 		"getCheckpoint":       {notFound, nil, ""},
 		"resumeSession":       {notFound, nil, ""},
 		"forkSession":         {notFound, map[string]any{}, ""},
+		"rewindSession":       {notFound, map[string]any{"to_seq": 0}, ""},
+		"createCompaction":    {notFound, map[string]any{"through_seq": 1, "summary": "hijacked"}, ""},
+		"listCompactions":     {notFound, nil, ""},
+		"getSessionContext":   {notFound, nil, "?max_tokens=100&include=blocks"},
 		"runTool":             {notFound, map[string]any{"label": "human", "content": "hijacked"}, ""},
 		"exportSession":       {notFound, nil, ""},
+		"uploadFile":          {ownWrite, `{"B's":"own file"}`, ""},
+		"downloadFile":        {notFound, nil, ""},
 		"importSession":       {ownWrite, xExport.String(), ""},
 
 		"purgeSessions":  {ownWrite, map[string]any{"status": "completed", "older_than": "2000-01-01T00:00:00Z", "dry_run": true}, ""},
@@ -274,6 +282,8 @@ func TestCrossTenantEveryRoute(t *testing.T) {
 				filled = strings.Replace(filled, "{id}", aKey.ID, 1)
 			case strings.HasPrefix(path, "/v1/agents/"):
 				filled = strings.Replace(filled, "{id}", aAgent.ID, 1)
+			case strings.HasPrefix(path, "/v1/files/"):
+				filled = strings.Replace(filled, "{id}", aFile.ID, 1)
 			default:
 				filled = strings.Replace(filled, "{id}", aSes.ID, 1)
 			}
@@ -320,6 +330,7 @@ func TestCrossTenantEveryRoute(t *testing.T) {
 		t.Errorf("A's block changed: %+v", block)
 	}
 	a.do("GET", "/v1/agents/a-agent/archival/"+aPassage.ID, nil).want(t, http.StatusOK, nil)
+	a.do("GET", "/v1/files/"+aFile.ID, nil).want(t, http.StatusOK, nil)
 }
 
 // Within one tenant, an agent reaches only its own memory.

@@ -25,6 +25,24 @@ func (s *Server) putCheckpoint(w http.ResponseWriter, r *http.Request) {
 	s.writeJSON(w, r, http.StatusCreated, c)
 }
 
+// patchCheckpoint records the next iteration as an RFC 7396 merge patch of the
+// latest checkpoint's state, under putCheckpoint's fence; the answer is the
+// whole checkpoint, as a PUT of the merged state would give. 409 no_checkpoint
+// when there is nothing to patch yet.
+func (s *Server) patchCheckpoint(w http.ResponseWriter, r *http.Request) {
+	in, err := decode[model.PatchCheckpoint](s, w, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	c, err := s.store.PatchCheckpoint(r.Context(), tenantOf(r), chi.URLParam(r, "id"), in, s.checkpointKeep)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, r, http.StatusCreated, c)
+}
+
 func (s *Server) getLatestCheckpoint(w http.ResponseWriter, r *http.Request) {
 	c, err := s.store.GetCheckpoint(r.Context(), tenantOf(r), chi.URLParam(r, "id"), 0)
 	if err != nil {

@@ -183,7 +183,7 @@ func TestForks(t *testing.T) {
 			if m.SessionID != id {
 				t.Errorf("%s lists a message of session %s", id, m.SessionID)
 			}
-			out = append(out, fmt.Sprintf("%d:%s", m.Seq, strings.Fields(m.Content)[0]))
+			out = append(out, fmt.Sprintf("%d:%s", m.Seq, strings.Fields(m.Content.Text)[0]))
 		}
 		return strings.Join(out, " ")
 	}

@@ -27,6 +27,8 @@ type problem struct {
 	LatestIteration any `json:"latest_iteration,omitempty"`
 	// ID names the damaged object of a corrupted problem.
 	ID any `json:"id,omitempty"`
+	// LastSeq is, for stale_seq, the session's last_seq that the caller missed.
+	LastSeq any `json:"last_seq,omitempty"`
 	// Line is, in an NDJSON stream's answer, the line of the body that failed.
 	Line *int `json:"line,omitempty"`
 }
@@ -104,6 +106,7 @@ func problemOf(r *http.Request, e *model.Error, status int) problem {
 	if e.Extra != nil {
 		p.From, p.To = e.Extra["from"], e.Extra["to"]
 		p.LatestIteration = e.Extra["latest_iteration"]
+		p.LastSeq = e.Extra["last_seq"]
 		if e.Code == "corrupted" {
 			p.ID = e.Extra["id"]
 		}

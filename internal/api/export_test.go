@@ -214,7 +214,7 @@ func TestExportForkAsItsOwn(t *testing.T) {
 			if line.Message.SessionID != fork.ID || line.Message.Seq != int64(len(contents)+1) {
 				t.Errorf("message line %s", l)
 			}
-			contents = append(contents, line.Message.Content)
+			contents = append(contents, line.Message.Content.Text)
 		}
 	}
 	if strings.Join(contents, "|") != "parent 1|parent 2|fork's own" {
@@ -228,7 +228,7 @@ func TestExportForkAsItsOwn(t *testing.T) {
 		t.Errorf("imported fork %+v", got)
 	}
 	msgs := listAll[model.Message](t, dst, "/v1/sessions/"+got.ID+"/messages", 2)
-	if len(msgs) != 3 || msgs[0].Content != "parent 1" || msgs[2].Content != "fork's own" {
+	if len(msgs) != 3 || msgs[0].Content.Text != "parent 1" || msgs[2].Content.Text != "fork's own" {
 		t.Errorf("imported fork's messages %+v", msgs)
 	}
 	if second := mustExport(t, dst, got.ID); !bytes.Equal(first, second) {
@@ -276,7 +276,7 @@ func TestImportAsNewTwice(t *testing.T) {
 		msgs := listAll[model.Message](t, c, "/v1/sessions/"+s.ID+"/messages", 50)
 		for i, m := range msgs {
 			if !strings.HasPrefix(m.ID, model.PrefixMessage) || seen[m.ID] || m.SessionID != s.ID ||
-				m.Content != origMsgs[i].Content || m.CreatedAt != origMsgs[i].CreatedAt {
+				m.Content.Text != origMsgs[i].Content.Text || m.CreatedAt != origMsgs[i].CreatedAt {
 				t.Errorf("as_new message %+v", m)
 			}
 			seen[m.ID] = true
@@ -421,7 +421,7 @@ func TestExportIsASnapshot(t *testing.T) {
 		defer close(done)
 		for range 5 {
 			if _, err := c.store.AppendMessages(t.Context(), model.DefaultTenant, s.ID, model.AppendRequest{
-				Messages: []model.NewMessage{{Role: model.RoleUser, Content: "during the export", Tokens: 1}}}); err != nil {
+				Messages: []model.NewMessage{{Role: model.RoleUser, Content: model.TextContent("during the export"), Tokens: 1}}}); err != nil {
 				t.Error(err)
 				return
 			}

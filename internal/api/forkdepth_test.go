@@ -38,7 +38,7 @@ func TestForkChainsReadTheirWholeHistory(t *testing.T) {
 				t.Fatalf("%s: %s lists %d messages, want %d", when, id, len(msgs), d+1)
 			}
 			for i, m := range msgs {
-				if m.Seq != int64(i+1) || m.SessionID != id || !bytes.HasPrefix([]byte(m.Content), []byte(fmt.Sprintf("hop%d", i))) {
+				if m.Seq != int64(i+1) || m.SessionID != id || !bytes.HasPrefix([]byte(m.Content.Text), []byte(fmt.Sprintf("hop%d", i))) {
 					t.Fatalf("%s: %s message %d is seq %d %q of %s", when, id, i, m.Seq, m.Content, m.SessionID)
 				}
 			}

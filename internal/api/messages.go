@@ -44,7 +44,8 @@ func (s *Server) appendMessages(w http.ResponseWriter, r *http.Request) {
 // ("messages[3].role").
 type appendBody struct {
 	model.NewMessage
-	Messages *[]*model.NewMessage `json:"messages"` // a null item stays visible as nil
+	Messages        *[]*model.NewMessage `json:"messages"` // a null item stays visible as nil
+	ExpectedLastSeq *int64               `json:"expected_last_seq"`
 }
 
 func (s *Server) decodeAppend(w http.ResponseWriter, r *http.Request) (model.AppendRequest, error) {
@@ -59,6 +60,12 @@ func (s *Server) decodeAppend(w http.ResponseWriter, r *http.Request) (model.App
 	var in appendBody
 	if err := unmarshalStrict(body, &in); err != nil {
 		return req, err
+	}
+	if e := in.ExpectedLastSeq; e != nil {
+		if *e < 0 {
+			return req, model.Invalid(model.FieldError{Field: "expected_last_seq", Message: "must be greater than or equal to 0"})
+		}
+		req.ExpectedLastSeq = e
 	}
 	if in.Messages == nil {
 		req.Messages = []model.NewMessage{in.NewMessage}

@@ -70,7 +70,7 @@ func TestStreamAppendsInOrder(t *testing.T) {
 	}
 	for i, l := range lines {
 		var m model.Message
-		if err := json.Unmarshal(l, &m); err != nil || m.Seq != int64(i+1) || m.Content != fmt.Sprintf("line %d", i+1) {
+		if err := json.Unmarshal(l, &m); err != nil || m.Seq != int64(i+1) || m.Content.Text != fmt.Sprintf("line %d", i+1) {
 			t.Fatalf("answer %d: %s", i, l)
 		}
 	}

@@ -107,7 +107,7 @@ func TestConcurrentAppendsGetGapFreeSeqs(t *testing.T) {
 				if prev, dup := seen[m.Seq]; dup {
 					t.Errorf("seq %d given to %s and %s", m.Seq, prev, m.Content)
 				}
-				seen[m.Seq] = m.Content
+				seen[m.Seq] = m.Content.Text
 				mu.Unlock()
 			}
 		}()
@@ -118,7 +118,7 @@ func TestConcurrentAppendsGetGapFreeSeqs(t *testing.T) {
 		t.Fatalf("stored %d messages, want %d", len(msgs), writers*each)
 	}
 	for i, m := range msgs {
-		if m.Seq != int64(i+1) || seen[m.Seq] != m.Content {
+		if m.Seq != int64(i+1) || seen[m.Seq] != m.Content.Text {
 			t.Fatalf("row %d: seq %d content %q, acknowledged %q", i, m.Seq, m.Content, seen[m.Seq])
 		}
 	}
@@ -316,7 +316,7 @@ func TestPagingWalkWhileAppending(t *testing.T) {
 	}
 check:
 	for i, m := range seen {
-		if m.Seq != int64(i+1) || m.Content != strconv.Itoa(i) {
+		if m.Seq != int64(i+1) || m.Content.Text != strconv.Itoa(i) {
 			t.Fatalf("page walk row %d: seq %d content %q", i, m.Seq, m.Content)
 		}
 	}

@@ -189,11 +189,11 @@ func TestCrashRecovery(t *testing.T) {
 			if m.Seq != int64(i+1) {
 				t.Fatalf("seq %d at row %d", m.Seq, i)
 			}
-			w := m.Content[1]
-			if m.Content <= last[w] {
+			w := m.Content.Text[1]
+			if m.Content.Text <= last[w] {
 				t.Fatalf("worker %c's %s stored after its %s", w, m.Content, last[w])
 			}
-			last[w] = m.Content
+			last[w] = m.Content.Text
 		}
 	})
 }

@@ -33,6 +33,8 @@ func (s *Server) routes() *chi.Mux {
 			r.Get("/sessions/{id}/checkpoints/{iteration}", s.getCheckpoint)
 			r.Get("/sessions/{id}/resume", s.resume)
 			r.Get("/sessions/{id}/export", s.exportSession)
+			r.Get("/sessions/{id}/compactions", s.listCompactions)
+			r.Get("/sessions/{id}/context", s.sessionContext)
 
 			r.Get("/agents", s.listAgents)
 			r.Get("/agents/{id}", s.getAgent)
@@ -44,6 +46,7 @@ func (s *Server) routes() *chi.Mux {
 			r.Get("/agents/{id}/archival/{passage_id}", s.getPassage)
 			r.Get("/agents/{id}/messages/search", s.searchMessages)
 			r.Get("/tools", s.listTools)
+			r.Get("/files/{id}", s.downloadFile)
 		})
 
 		r.Group(func(r chi.Router) {
@@ -53,8 +56,12 @@ func (s *Server) routes() *chi.Mux {
 			r.Delete("/sessions/{id}", s.closeSession)
 			r.Post("/sessions/{id}/messages", s.appendMessages)
 			r.Put("/sessions/{id}/checkpoint", s.putCheckpoint)
+			r.Patch("/sessions/{id}/checkpoint", s.patchCheckpoint)
 			r.Post("/sessions/{id}/fork", s.forkSession)
+			r.Post("/sessions/{id}/rewind", s.rewind)
+			r.Post("/sessions/{id}/compactions", s.createCompaction)
 			r.Post("/sessions/import", s.importSession)
+			r.Post("/files", s.uploadFile)
 
 			r.Post("/agents", s.createAgent)
 			r.Patch("/agents/{id}", s.updateAgent)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/logbook/logbook/internal/model"
 	"github.com/logbook/logbook/internal/repo"
 	"github.com/rs/zerolog"
 )
@@ -30,6 +31,8 @@ type Config struct {
 	BackupDir string
 	// ImportMaxBytes bounds the body of POST /v1/sessions/import; 0 means 256 MiB.
 	ImportMaxBytes int64
+	// MaxFileBytes bounds an upload to POST /v1/files; 0 means 20 MiB.
+	MaxFileBytes int64
 	// Version is the build's version, reported by GET /healthz.
 	Version string
 	// StreamGrace is how long an export or import may take before its bytes
@@ -50,6 +53,7 @@ type Server struct {
 	checkpointKeep int
 	backupDir      string
 	importMax      int64
+	maxFile        int64
 	version        string
 	streamGrace    time.Duration
 	ids            *requestIDs
@@ -67,6 +71,7 @@ func New(cfg Config) *Server {
 		checkpointKeep: cfg.CheckpointKeep,
 		backupDir:      cfg.BackupDir,
 		importMax:      cfg.ImportMaxBytes,
+		maxFile:        cfg.MaxFileBytes,
 		version:        cfg.Version,
 		streamGrace:    cfg.StreamGrace,
 		ids:            newRequestIDs(),
@@ -83,6 +88,9 @@ func New(cfg Config) *Server {
 	}
 	if s.importMax <= 0 {
 		s.importMax = defaultImportMaxBytes
+	}
+	if s.maxFile <= 0 {
+		s.maxFile = model.DefaultMaxFileBytes
 	}
 	s.router = s.routes()
 	return s

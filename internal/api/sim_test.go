@@ -233,12 +233,14 @@ func (s *sim) create() {
 
 func (s *sim) message() (map[string]any, simMsg) {
 	s.n++
-	roles := []model.Role{model.RoleUser, model.RoleAssistant, model.RoleSystem, model.RoleTool}
+	roles := []model.Role{model.RoleUser, model.RoleAssistant, model.RoleSystem, model.RoleDeveloper}
 	m := simMsg{role: roles[s.rng.IntN(len(roles))], content: "m" + strconv.Itoa(s.n),
 		tokens: int64(s.rng.IntN(100)), cost: float64(s.rng.IntN(8)) / 8}
 	body := map[string]any{"role": m.role, "content": m.content, "tokens": m.tokens, "cost": m.cost}
-	if m.role == model.RoleTool {
-		body["tool_call_id"] = "call_" + strconv.Itoa(s.n)
+	if m.role == model.RoleAssistant && s.rng.IntN(2) == 0 {
+		// a call that nothing answers: tool results must answer a call, and
+		// which appends land is for the faults to decide
+		body["tool_calls"] = []map[string]any{{"id": "call_" + strconv.Itoa(s.n), "name": "f", "arguments": "{}"}}
 	}
 	return body, m
 }
@@ -297,7 +299,7 @@ func (s *sim) append(ses *simSession, body any, batch bool, msgs []simMsg) {
 		req := &simRequest{session: ses, key: key, body: body, batch: batch}
 		first := int64(len(ses.msgs) - len(msgs) + 1)
 		for i, m := range got {
-			if m.Seq != first+int64(i) || m.Content != msgs[i].content {
+			if m.Seq != first+int64(i) || m.Content.Text != msgs[i].content {
 				s.t.Fatalf("append %s: message %d stored as seq %d %q, model says seq %d %q", key, i, m.Seq, m.Content, first+int64(i), msgs[i].content)
 			}
 			ses.msgs[m.Seq-1].id = m.ID
@@ -430,7 +432,7 @@ func (s *sim) walk(ses *simSession) {
 	}
 	for i, m := range got {
 		w := ses.msgs[i]
-		if m.Seq != int64(i+1) || m.Content != w.content || m.Role != w.role || m.Tokens != w.tokens || (w.id != "" && m.ID != w.id) {
+		if m.Seq != int64(i+1) || m.Content.Text != w.content || m.Role != w.role || m.Tokens != w.tokens || (w.id != "" && m.ID != w.id) {
 			s.t.Fatalf("session %s seq %d: stored %+v, model %+v", ses.id, i+1, m, w)
 		}
 	}

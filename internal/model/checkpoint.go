@@ -1,5 +1,7 @@
 package model
 
+import "strings"
+
 // SchemaVersion is the newest checkpoint state schema this server understands.
 const SchemaVersion = 1
 
@@ -40,6 +42,47 @@ type PutCheckpoint struct {
 	Iteration         int64  `json:"iteration" validate:"gte=1"`
 	State             JSON   `json:"state" validate:"required"`
 	ExpectedIteration *int64 `json:"expected_iteration,omitempty" validate:"omitempty,gte=0"`
+}
+
+// PatchCheckpoint is the input of PATCH /v1/sessions/{id}/checkpoint: iteration
+// N is the latest checkpoint's state with StatePatch applied as an RFC 7396 merge
+// patch, under the same fence as PutCheckpoint.
+type PatchCheckpoint struct {
+	Iteration         int64  `json:"iteration" validate:"gte=1"`
+	StatePatch        JSON   `json:"state_patch" validate:"required"`
+	ExpectedIteration *int64 `json:"expected_iteration,omitempty" validate:"omitempty,gte=0"`
+}
+
+// MaxPatchedStateBytes bounds what a PATCH may grow a state to. A PUT's state is
+// bounded by the request body; patches are not, and a state past this could no
+// longer travel as one line of an export (MaxImportLine, 8 MiB, in repo).
+const MaxPatchedStateBytes = 4 << 20
+
+// NoCheckpoint is a PATCH of a session that has no checkpoint to patch.
+func NoCheckpoint(sessionID string) *Error {
+	return &Error{Kind: KindConflict, Code: "no_checkpoint",
+		Msg: "session " + sessionID + " has no checkpoint to patch: write the first one with PUT"}
+}
+
+// ParsePatchedState is ParseState for the result of a PATCH: a problem is named
+// under state_patch, the field the client sent, rather than state.
+func ParsePatchedState(merged JSON) (CheckpointState, error) {
+	st, err := ParseState(merged)
+	if err == nil {
+		return st, nil
+	}
+	e := AsError(err)
+	if e.Kind != KindInvalid || len(e.Fields) == 0 {
+		return st, err
+	}
+	fields := make([]FieldError, len(e.Fields))
+	for i, f := range e.Fields {
+		if rest, ok := strings.CutPrefix(f.Field, "state"); ok && (rest == "" || rest[0] == '.' || rest[0] == '[') {
+			f.Field = "state_patch" + rest
+		}
+		fields[i] = FieldError{Field: f.Field, Message: f.Message + " (in the state once patched)"}
+	}
+	return st, Invalid(fields...)
 }
 
 // StaleIteration is a checkpoint write that lost the race to another worker.

@@ -8,6 +8,7 @@ const (
 	PrefixBlock      = "blk_"
 	PrefixPassage    = "psg_"
 	PrefixCheckpoint = "ckp_"
+	PrefixFile       = "file_"
 )
 
 // ValidClientID reports whether s may be used as a client-chosen id:

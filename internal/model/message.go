@@ -10,6 +10,9 @@ const (
 	RoleAssistant Role = "assistant"
 	RoleSystem    Role = "system"
 	RoleTool      Role = "tool"
+	// RoleDeveloper is OpenAI's instructions from the application, beside the
+	// system prompt; context reads keep it first, as system messages.
+	RoleDeveloper Role = "developer"
 )
 
 // ToolCall is one function call made by an assistant, as OpenAI's APIs send it:
@@ -22,36 +25,41 @@ type ToolCall struct {
 
 // Message is one entry of a session's history. Seq is the session's one order.
 type Message struct {
-	ID         string     `json:"id"`
-	SessionID  string     `json:"session_id"`
-	Seq        int64      `json:"seq"`
-	Role       Role       `json:"role"`
-	Content    string     `json:"content"`
-	Name       *string    `json:"name"`
-	ToolCalls  []ToolCall `json:"tool_calls"`
-	ToolCallID *string    `json:"tool_call_id"`
-	AgentID    *string    `json:"agent_id"`
-	Model      *string    `json:"model"`
-	Tokens     int64      `json:"tokens"`
-	Cost       float64    `json:"cost"`
-	Metadata   Object     `json:"metadata"`
-	CreatedAt  Time       `json:"created_at"`
+	ID           string       `json:"id"`
+	SessionID    string       `json:"session_id"`
+	Seq          int64        `json:"seq"`
+	Role         Role         `json:"role"`
+	Content      Content      `json:"content"`
+	Name         *string      `json:"name"`
+	ToolCalls    []ToolCall   `json:"tool_calls"`
+	ToolCallID   *string      `json:"tool_call_id"`
+	IsError      bool         `json:"is_error"`
+	AgentID      *string      `json:"agent_id"`
+	Model        *string      `json:"model"`
+	Tokens       int64        `json:"tokens"`
+	Cost         float64      `json:"cost"`
+	Metadata     Object       `json:"metadata"`
+	ProviderItem ProviderItem `json:"provider_item"`
+	CreatedAt    Time         `json:"created_at"`
 }
 
 // NewMessage is one message to append. IdempotencyKey names this message: a retry
 // carrying the same key returns the stored message instead of writing another.
 type NewMessage struct {
-	Role           Role       `json:"role" validate:"required,oneof=user assistant system tool"`
-	Content        string     `json:"content" validate:"max=1048576"`
-	Name           *string    `json:"name,omitempty" validate:"omitempty,max=256"`
-	ToolCalls      []ToolCall `json:"tool_calls,omitempty" validate:"omitempty,excluded_unless=Role assistant,max=128,dive"`
-	ToolCallID     *string    `json:"tool_call_id,omitempty" validate:"required_if=Role tool,excluded_unless=Role tool,omitempty,min=1,max=256"`
-	AgentID        *string    `json:"agent_id,omitempty" validate:"omitempty,min=1,max=128"`
-	Model          *string    `json:"model,omitempty" validate:"omitempty,max=256"`
-	Tokens         int64      `json:"tokens" validate:"gte=0,lte=1000000000"`
-	Cost           float64    `json:"cost" validate:"gte=0,lte=1000000"`
-	Metadata       Object     `json:"metadata,omitempty"`
-	IdempotencyKey string     `json:"idempotency_key,omitempty" validate:"omitempty,max=255"`
+	Role Role `json:"role" validate:"required,oneof=user assistant system tool developer"`
+	// Content is a string of at most 1048576 characters, or parts (part_check.go).
+	Content        Content      `json:"content"`
+	Name           *string      `json:"name,omitempty" validate:"omitempty,max=256"`
+	ToolCalls      []ToolCall   `json:"tool_calls,omitempty" validate:"omitempty,excluded_unless=Role assistant,max=128,dive"`
+	ToolCallID     *string      `json:"tool_call_id,omitempty" validate:"required_if=Role tool,excluded_unless=Role tool,omitempty,min=1,max=256"`
+	IsError        bool         `json:"is_error,omitempty" validate:"excluded_unless=Role tool"`
+	AgentID        *string      `json:"agent_id,omitempty" validate:"omitempty,min=1,max=128"`
+	Model          *string      `json:"model,omitempty" validate:"omitempty,max=256"`
+	Tokens         int64        `json:"tokens" validate:"gte=0,lte=1000000000"`
+	Cost           float64      `json:"cost" validate:"gte=0,lte=1000000"`
+	Metadata       Object       `json:"metadata,omitempty"`
+	ProviderItem   ProviderItem `json:"provider_item,omitempty"`
+	IdempotencyKey string       `json:"idempotency_key,omitempty" validate:"omitempty,max=255"`
 }
 
 // Bounds on what one message may count and on a session's running totals. They
@@ -109,6 +117,11 @@ type AppendRequest struct {
 	Messages   []NewMessage
 	RequestKey string
 	Batch      bool
+	// ExpectedLastSeq, when set, must be the session's last_seq for anything
+	// new to be written (stale_seq otherwise): the fence that gives a runtime
+	// without idempotency keys exactly-once appends, and lets two workers on one
+	// session notice each other. A replay is answered whatever it says.
+	ExpectedLastSeq *int64
 }
 
 // AppendResult is what an append stored, or what an earlier identical call stored.

@@ -57,11 +57,13 @@ func (m *NewMessage) fieldErrors(prefix string, out []FieldError) []FieldError {
 	switch m.Role {
 	case "":
 		bad("role", "is required")
-	case RoleUser, RoleAssistant, RoleSystem, RoleTool:
+	case RoleUser, RoleAssistant, RoleSystem, RoleTool, RoleDeveloper:
 	default:
-		bad("role", "must be one of: user, assistant, system, tool")
+		bad("role", "must be one of: user, assistant, system, tool, developer")
 	}
-	if utf8.RuneCountInString(m.Content) > 1048576 {
+	if m.Content.Parts != nil {
+		out = partErrors(prefix+"content", m.Role, m.Content.Parts, out)
+	} else if utf8.RuneCountInString(m.Content.Text) > 1048576 {
 		bad("content", "must be at most 1048576 characters long")
 	}
 	if m.Name != nil && utf8.RuneCountInString(*m.Name) > 256 {
@@ -89,6 +91,9 @@ func (m *NewMessage) fieldErrors(prefix string, out []FieldError) []FieldError {
 		bad("tool_call_id", "must be at least 1 characters long")
 	case utf8.RuneCountInString(*m.ToolCallID) > 256:
 		bad("tool_call_id", "must be at most 256 characters long")
+	}
+	if m.IsError && m.Role != RoleTool {
+		bad("is_error", "is only allowed when role is tool")
 	}
 	if m.AgentID != nil {
 		switch n := utf8.RuneCountInString(*m.AgentID); {

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"encoding/json"
 	"math"
 	"strconv"
 	"unicode/utf8"
@@ -24,7 +25,14 @@ func AppendMessageJSON(b []byte, m *Message) []byte {
 	b = append(b, `,"role":`...)
 	b = appendJSONString(b, string(m.Role))
 	b = append(b, `,"content":`...)
-	b = appendJSONString(b, m.Content)
+	if m.Content.Parts != nil {
+		// Parts are the rarer form, with many optional fields: encoding/json's
+		// bytes are the contract, so let it write them.
+		parts, _ := json.Marshal(m.Content.Parts) // plain fields: cannot fail
+		b = append(b, parts...)
+	} else {
+		b = appendJSONString(b, m.Content.Text)
+	}
 	b = append(b, `,"name":`...)
 	b = appendOptString(b, m.Name)
 	b = append(b, `,"tool_calls":`...)
@@ -48,6 +56,8 @@ func AppendMessageJSON(b []byte, m *Message) []byte {
 	}
 	b = append(b, `,"tool_call_id":`...)
 	b = appendOptString(b, m.ToolCallID)
+	b = append(b, `,"is_error":`...)
+	b = strconv.AppendBool(b, m.IsError)
 	b = append(b, `,"agent_id":`...)
 	b = appendOptString(b, m.AgentID)
 	b = append(b, `,"model":`...)
@@ -61,6 +71,12 @@ func AppendMessageJSON(b []byte, m *Message) []byte {
 		b = append(b, "{}"...)
 	} else {
 		b = appendRawJSON(b, m.Metadata)
+	}
+	b = append(b, `,"provider_item":`...)
+	if len(m.ProviderItem) == 0 {
+		b = append(b, "null"...)
+	} else {
+		b = appendRawJSON(b, m.ProviderItem)
 	}
 	b = append(b, `,"created_at":"`...)
 	b = m.CreatedAt.AppendText(b)

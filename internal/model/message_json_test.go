@@ -32,7 +32,7 @@ func TestMessageJSONMatchesEncodingJSON(t *testing.T) {
 	metas := []Object{nil, Object(`{}`), Object(`{"a":"<x>&\u2028","n":12345678901234567890,"d":{"e":[true,null,1.5]}}`),
 		Object("{\"s\":\"\u2029 \u00e9\"}")}
 	for i := 0; i < 2000; i++ {
-		m := Message{ID: "msg_" + text(), SessionID: text(), Seq: rng.Int64(), Role: Role(text()), Content: text(),
+		m := Message{ID: "msg_" + text(), SessionID: text(), Seq: rng.Int64(), Role: Role(text()), Content: TextContent(text()),
 			Name: opt(), ToolCallID: opt(), AgentID: opt(), Model: opt(), Tokens: rng.Int64N(1e9),
 			Cost: floats[rng.IntN(len(floats))], Metadata: metas[rng.IntN(len(metas))], CreatedAt: Time(rng.Int64N(4e12))}
 		switch rng.IntN(3) {
@@ -40,6 +40,15 @@ func TestMessageJSONMatchesEncodingJSON(t *testing.T) {
 			m.ToolCalls = []ToolCall{}
 		case 2:
 			m.ToolCalls = []ToolCall{{ID: text(), Name: text(), Arguments: text()}, {ID: "c2", Name: "f", Arguments: `{"x":"<y>"}`}}
+		}
+		if rng.IntN(3) == 0 {
+			txt := text()
+			m.Content = Content{Text: txt, Parts: []Part{{Type: PartText, Text: &txt, Annotations: JSON(`[{"u":"<a>"}]`)},
+				{Type: PartImage, FileID: "file_0123", MediaType: "image/png"}, {Type: PartReasoning, Summary: []string{text()}}}}
+		}
+		m.IsError = rng.IntN(2) == 0
+		if rng.IntN(2) == 0 {
+			m.ProviderItem = ProviderItem(`{"type":"message","id":"msg_1","x":"<&>"}`)
 		}
 		want, err := json.Marshal(m)
 		if err != nil {

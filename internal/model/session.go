@@ -62,11 +62,13 @@ type Session struct {
 	LastSeq      int64   `json:"last_seq"`
 	TotalTokens  int64   `json:"total_tokens"`
 	TotalCost    float64 `json:"total_cost"`
-	ParentID     *string `json:"parent_id"`
-	ForkedAtSeq  *int64  `json:"forked_at_seq"`
-	CreatedAt    Time    `json:"created_at"`
-	UpdatedAt    Time    `json:"updated_at"`
-	ClosedAt     *Time   `json:"closed_at"`
+	// TurnCount counts the user messages in the session's history.
+	TurnCount   int64   `json:"turn_count"`
+	ParentID    *string `json:"parent_id"`
+	ForkedAtSeq *int64  `json:"forked_at_seq"`
+	CreatedAt   Time    `json:"created_at"`
+	UpdatedAt   Time    `json:"updated_at"`
+	ClosedAt    *Time   `json:"closed_at"`
 }
 
 // CreateSession is the input of POST /v1/sessions.

@@ -34,10 +34,10 @@ type sessionKey struct{ tenant, id string }
 // seq, counters and status come from here and go back to the row once per
 // group.
 type sessionState struct {
-	status                 model.Status
-	lastSeq, count, tokens int64
-	cost                   float64
-	dirty, activate        bool
+	status                        model.Status
+	lastSeq, count, tokens, turns int64
+	cost                          float64
+	dirty, activate               bool
 }
 
 // sessionCache is the writer's own record of sessions; only the writer goroutine
@@ -69,7 +69,7 @@ func (s *Store) sessionState(ctx context.Context, tx *sql.Tx, tenant, id string)
 	}
 	st := &sessionState{}
 	err := tx.StmtContext(ctx, s.st.selectSessionState).QueryRowContext(ctx, tenant, id).
-		Scan(&st.status, &st.lastSeq, &st.count, counterInt{&st.tokens}, counterFloat{&st.cost})
+		Scan(&st.status, &st.lastSeq, &st.count, counterInt{&st.tokens}, counterFloat{&st.cost}, &st.turns)
 	switch {
 	case err == sql.ErrNoRows:
 		return nil, nil
@@ -87,6 +87,7 @@ type group struct {
 	reqKeys  []stagedRequestKey
 	byReqKey map[keyRef]*appendOp // Idempotency-Key headers staged in this group
 	byMsgKey map[keyRef]int       // per-message keys staged in this group: index into rows
+	tools    map[keyRef]toolSeqs  // tool calls and results staged in this group, by call id
 }
 
 type keyRef struct{ tenant, session, key string }
@@ -97,6 +98,7 @@ type stagedRow struct {
 	gid             int64
 	cumTokens       int64
 	cumCost         float64
+	cumTurns        int64
 }
 
 type stagedRequestKey struct {
@@ -107,7 +109,7 @@ type stagedRequestKey struct {
 }
 
 func newGroup() *group {
-	return &group{byReqKey: map[keyRef]*appendOp{}, byMsgKey: map[keyRef]int{}}
+	return &group{byReqKey: map[keyRef]*appendOp{}, byMsgKey: map[keyRef]int{}, tools: map[keyRef]toolSeqs{}}
 }
 
 // stageAppend decides an append: a replay of an earlier request, a refusal, or
@@ -155,6 +157,13 @@ func (s *Store) stageAppend(ctx context.Context, tx *sql.Tx, g *group, a *append
 		case err != nil:
 			return err
 		case !found:
+			field := "idempotency_key"
+			if a.req.Batch {
+				field = fmt.Sprintf("messages[%d].idempotency_key", i)
+			}
+			if _, err := s.refuseRewound(ctx, tx, a.tenant, a.session, "message", *r.key, field); err != nil {
+				return err
+			}
 			fresh = append(fresh, i)
 		case !bytes.Equal(hash, r.hash):
 			field := "idempotency_key"
@@ -175,6 +184,9 @@ func (s *Store) stageAppend(ctx context.Context, tx *sql.Tx, g *group, a *append
 		return model.NotFound("session", a.session)
 	}
 	if len(fresh) > 0 {
+		if e := a.req.ExpectedLastSeq; e != nil && *e != st.lastSeq {
+			return model.StaleSeq(*e, st.lastSeq)
+		}
 		if st.status.Closed() {
 			return &model.Error{Kind: model.KindConflict, Code: "session_closed",
 				Msg: fmt.Sprintf("session %q is %s; reopen it (PATCH status active) to append", a.session, st.status)}
@@ -191,15 +203,25 @@ func (s *Store) stageAppend(ctx context.Context, tx *sql.Tx, g *group, a *append
 			if err := checkTotals(tokens, cost, prefix); err != nil {
 				return err
 			}
+			if err := s.checkFiles(ctx, tx, a.tenant, m.Content.Parts, prefix); err != nil {
+				return err
+			}
 		}
-		tokens, cost = st.tokens, st.cost
+		if err := s.checkToolResults(ctx, tx, g, a, fresh, st.lastSeq); err != nil {
+			return err
+		}
+		tokens, cost, turns := st.tokens, st.cost, st.turns
 		for _, i := range fresh {
 			r := &a.rows[i]
 			seq++
 			tokens, cost = tokens+r.msg.Tokens, cost+r.msg.Cost
+			if r.msg.Role == model.RoleUser {
+				turns++
+			}
 			r.msg.Seq = seq
+			g.noteToolRows(a.tenant, a.session, &r.msg)
 			g.rows = append(g.rows, stagedRow{tenant: a.tenant, session: a.session, r: r, gid: s.nextGID(),
-				cumTokens: tokens, cumCost: cost})
+				cumTokens: tokens, cumCost: cost, cumTurns: turns})
 			if r.key != nil {
 				g.byMsgKey[keyRef{a.tenant, a.session, *r.key}] = len(g.rows) - 1
 			}
@@ -208,7 +230,7 @@ func (s *Store) stageAppend(ctx context.Context, tx *sql.Tx, g *group, a *append
 		if !st.dirty {
 			g.touched = append(g.touched, sessionKey{a.tenant, a.session})
 		}
-		st.lastSeq, st.count, st.tokens, st.cost = seq, st.count+int64(len(fresh)), tokens, cost
+		st.lastSeq, st.count, st.tokens, st.cost, st.turns = seq, st.count+int64(len(fresh)), tokens, cost, turns
 		st.dirty = true
 		if st.status == model.StatusCreated {
 			st.status, st.activate = model.StatusActive, true
@@ -245,7 +267,7 @@ func (s *Store) replayRequest(ctx context.Context, tx *sql.Tx, g *group, a *appe
 	err := tx.StmtContext(ctx, s.st.selectRequestKey).QueryRowContext(ctx, a.tenant, a.session, a.req.RequestKey).Scan(&hash, &seqs)
 	switch {
 	case err == sql.ErrNoRows:
-		return false, nil
+		return s.refuseRewound(ctx, tx, a.tenant, a.session, "request", a.req.RequestKey, "Idempotency-Key")
 	case err != nil:
 		return true, err
 	case !bytes.Equal(hash, a.reqHash):
@@ -282,9 +304,17 @@ func (s *Store) flush(ctx context.Context, tx *sql.Tx, g *group) error {
 	insert := tx.StmtContext(ctx, s.st.insertMessage)
 	for _, sr := range g.rows {
 		r, m := sr.r, &sr.r.msg
-		if _, err := insert.ExecContext(ctx, sr.tenant, sr.session, m.Seq, m.ID, m.Role, m.Content, m.Name, r.toolCalls,
+		if _, err := insert.ExecContext(ctx, sr.tenant, sr.session, m.Seq, m.ID, m.Role, m.Content.Text, m.Name, r.toolCalls,
 			m.ToolCallID, m.AgentID, m.Model, m.Tokens, m.Cost, r.metadata, int64(m.CreatedAt), r.key, r.hash,
-			sr.gid, sr.cumTokens, sr.cumCost); err != nil {
+			sr.gid, sr.cumTokens, sr.cumCost, r.parts, m.IsError, r.providerItem, sr.cumTurns); err != nil {
+			return err
+		}
+		for _, f := range r.files {
+			if _, err := tx.StmtContext(ctx, s.st.insertMessageFile).ExecContext(ctx, sr.tenant, sr.session, m.Seq, f); err != nil {
+				return err
+			}
+		}
+		if err := indexToolRows(ctx, tx, sr.tenant, sr.session, m); err != nil {
 			return err
 		}
 	}
@@ -297,7 +327,7 @@ func (s *Store) flush(ctx context.Context, tx *sql.Tx, g *group) error {
 		if st.activate {
 			stmt = s.st.updateSessionCountersActivate
 		}
-		if _, err := tx.StmtContext(ctx, stmt).ExecContext(ctx, st.count, st.lastSeq, st.tokens, st.cost,
+		if _, err := tx.StmtContext(ctx, stmt).ExecContext(ctx, st.count, st.lastSeq, st.tokens, st.cost, st.turns,
 			int64(model.Now()), k.tenant, k.id); err != nil {
 			return err
 		}
@@ -310,5 +340,26 @@ func (s *Store) flush(ctx context.Context, tx *sql.Tx, g *group) error {
 		}
 	}
 	*g = *newGroup()
+	return nil
+}
+
+// checkFiles refuses parts that name a file this tenant does not have: another
+// tenant's file is as missing as one never uploaded.
+func (s *Store) checkFiles(ctx context.Context, tx *sql.Tx, tenant string, parts []model.Part, prefix string) error {
+	for j := range parts {
+		id := parts[j].FileID
+		if id == "" {
+			continue
+		}
+		var one int
+		err := tx.StmtContext(ctx, s.st.fileExists).QueryRowContext(ctx, tenant, id).Scan(&one)
+		if err == sql.ErrNoRows {
+			return model.Invalid(model.FieldError{Field: prefix + "content[" + itoa(int64(j)) + "].file_id",
+				Message: "names no file of this tenant; upload it first with POST /v1/files"})
+		}
+		if err != nil {
+			return err
+		}
+	}
 	return nil
 }

@@ -13,7 +13,7 @@ import (
 )
 
 func benchMessage(i int) model.NewMessage {
-	return model.NewMessage{Role: model.RoleUser, Content: fmt.Sprintf("message %d %s", i, strings.Repeat("x", 200)), Tokens: 10, Cost: 0.001}
+	return model.NewMessage{Role: model.RoleUser, Content: model.TextContent(fmt.Sprintf("message %d %s", i, strings.Repeat("x", 200))), Tokens: 10, Cost: 0.001}
 }
 
 func mustSession(b testing.TB, s *Store) string {

@@ -26,6 +26,10 @@ const (
 	PointArchivalRead    FaultPoint = "archival_read"    // before a passage read or search
 	PointArchivalWrite   FaultPoint = "archival_write"   // inside a passage write
 	PointCheckpointWrite FaultPoint = "checkpoint_write" // inside a checkpoint write
+	PointFileWrite       FaultPoint = "file_write"       // inside a file upload's write
+	PointRewind          FaultPoint = "rewind"           // inside a rewind (or a clear)
+	PointCompaction      FaultPoint = "compaction"       // inside a compaction's write
+	PointRepair          FaultPoint = "repair"           // inside a repair's write
 )
 
 // FaultKind is what happens at a point.

@@ -36,21 +36,21 @@ func (s *Store) ForkSession(ctx context.Context, tenant, parentID string, in mod
 		if err != nil {
 			return err
 		}
-		var tokens int64
-		var cost float64
+		var t runningTotals
 		if at > 0 {
-			_, ct, cc, ok, err := messageAt(ctx, tx, tenant, segs, at)
+			_, totals, ok, err := messageAt(ctx, tx, tenant, segs, at)
 			if err != nil {
 				return err
 			}
 			if !ok {
 				return model.Internal(errMissingSeq(parentID, at))
 			}
-			tokens, cost = ct, cc
+			t = totals
 		}
+		tokens, cost := t.tokens, t.cost
 		now := model.Now()
 		fork = model.Session{ID: in.ID, AgentID: parent.AgentID, Title: parent.Title, Status: model.StatusCreated,
-			Metadata: parent.Metadata, MessageCount: at, LastSeq: at, TotalTokens: tokens, TotalCost: cost,
+			Metadata: parent.Metadata, MessageCount: at, LastSeq: at, TotalTokens: tokens, TotalCost: cost, TurnCount: t.turns,
 			ParentID: &parent.ID, ForkedAtSeq: &at, CreatedAt: now, UpdatedAt: now}
 		if fork.ID == "" {
 			fork.ID = newID(model.PrefixSession)
@@ -63,13 +63,17 @@ func (s *Store) ForkSession(ctx context.Context, tenant, parentID string, in mod
 		}
 		meta := fork.Metadata.String()
 		_, err = tx.Exec(`INSERT INTO sessions (tenant_id, id, agent_id, title, status, metadata, message_count, last_seq,
-			total_tokens, total_cost, parent_id, forked_at_seq, prefix_shared, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)`,
-			tenant, fork.ID, fork.AgentID, fork.Title, fork.Status, meta, at, at, tokens, cost, parentID, at, int64(now), int64(now))
+			total_tokens, total_cost, turn_count, parent_id, forked_at_seq, prefix_shared, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)`,
+			tenant, fork.ID, fork.AgentID, fork.Title, fork.Status, meta, at, at, tokens, cost, t.turns, parentID, at,
+			int64(now), int64(now))
 		if isConstraint(err) {
 			return model.Errorf(model.KindConflict, "conflict", "a session with id %q already exists", fork.ID)
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		return copyCompactions(ctx, tx, tenant, parentID, fork.ID, at)
 	})
 	return fork, err
 }

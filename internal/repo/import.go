@@ -372,9 +372,11 @@ func (s *Store) importTx(ctx context.Context, tx *sql.Tx, tenant string, sp *spo
 	var (
 		ses        model.Session
 		cumTokens  int64
+		cumTurns   int64
 		cumCost    float64
 		pauseUntil *int64
 		line       int
+		prev       ckBase // the checkpoint just written
 	)
 	insert := tx.StmtContext(ctx, s.st.insertMessage)
 	for {
@@ -415,6 +417,9 @@ func (s *Store) importTx(ctx context.Context, tx *sql.Tx, tenant string, sp *spo
 				m.ID = newID(model.PrefixMessage)
 			}
 			cumTokens, cumCost = cumTokens+m.Tokens, cumCost+m.Cost
+			if m.Role == model.RoleUser {
+				cumTurns++
+			}
 			var toolCalls *string
 			if m.ToolCalls != nil {
 				b, err := json.Marshal(m.ToolCalls)
@@ -424,13 +429,24 @@ func (s *Store) importTx(ctx context.Context, tx *sql.Tx, tenant string, sp *spo
 				tc := string(b)
 				toolCalls = &tc
 			}
-			_, err := insert.ExecContext(ctx, tenant, ses.ID, m.Seq, m.ID, m.Role, m.Content, m.Name, toolCalls,
+			parts, item, err := storedExtras(*m)
+			if err != nil {
+				return model.Session{}, err
+			}
+			_, err = insert.ExecContext(ctx, tenant, ses.ID, m.Seq, m.ID, m.Role, m.Content.Text, m.Name, toolCalls,
 				m.ToolCallID, m.AgentID, m.Model, m.Tokens, m.Cost, m.Metadata.String(), int64(m.CreatedAt), nil, nil,
-				s.nextGID(), cumTokens, cumCost)
+				s.nextGID(), cumTokens, cumCost, parts, m.IsError, item, cumTurns)
 			if isConstraint(err) {
 				return model.Session{}, importConflict(line, "a message with id %q already exists", m.ID)
 			}
 			if err != nil {
+				return model.Session{}, err
+			}
+			if err := s.insertFileRefs(ctx, tx, tenant, ses.ID, m.Seq, m.Content.Parts, line); err != nil {
+				return model.Session{}, err
+			}
+			// History is kept as it was, pairs or not: resume reports what is off.
+			if err := indexToolRows(ctx, tx, tenant, ses.ID, m); err != nil {
 				return model.Session{}, err
 			}
 		case model.LineCheckpoint:
@@ -442,19 +458,28 @@ func (s *Store) importTx(ctx context.Context, tx *sql.Tx, tenant string, sp *spo
 			if err != nil {
 				return model.Session{}, model.Internal(err)
 			}
-			state, err := canonicalJSON(c.State)
+			tree, err := decodeTree(c.State)
 			if err != nil {
 				return model.Session{}, model.Internal(err)
 			}
+			if c.State, err = json.Marshal(tree); err != nil { // canonical, as the hash covers
+				return model.Session{}, model.Internal(err)
+			}
 			pauseUntil = st.PauseUntilMs
-			_, err = tx.ExecContext(ctx, `INSERT INTO checkpoints (tenant_id, session_id, iteration, id, state, last_seq, sha256, created_at)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, tenant, ses.ID, c.Iteration, c.ID, string(state), c.LastSeq, c.SHA256, int64(c.CreatedAt))
+			c.SessionID = ses.ID
+			stored := encodeFull(c.State)
+			err = insertCheckpoint(ctx, tx, tenant, *c, stored)
 			if isConstraint(err) {
 				return model.Session{}, importConflict(line, "a checkpoint with id %q already exists", c.ID)
 			}
 			if err != nil {
 				return model.Session{}, err
 			}
+			// Stored as a PUT stores them: the one before becomes a delta from this one.
+			if err := keepAsDelta(ctx, tx, tenant, ses.ID, reverseDelta(tree, prev), c.Iteration); err != nil {
+				return model.Session{}, err
+			}
+			prev = ckBase{found: true, iteration: c.Iteration, sha256: c.SHA256, stored: stored.size(), size: len(c.State), tree: tree}
 		}
 	}
 	if pauseUntil != nil {
@@ -462,6 +487,12 @@ func (s *Store) importTx(ctx context.Context, tx *sql.Tx, tenant string, sp *spo
 			*pauseUntil, tenant, ses.ID); err != nil {
 			return model.Session{}, err
 		}
+	}
+	// Turns are counted from the messages, whatever the session line says: an
+	// export from before turns were counted says 0.
+	if _, err := tx.ExecContext(ctx, `UPDATE sessions SET turn_count = ? WHERE tenant_id = ? AND id = ?`,
+		cumTurns, tenant, ses.ID); err != nil {
+		return model.Session{}, err
 	}
 	return getSession(ctx, tx, tenant, ses.ID)
 }

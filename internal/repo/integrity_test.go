@@ -196,7 +196,7 @@ func TestBackupWhileWriting(t *testing.T) {
 				return
 			default:
 			}
-			if _, err := s.AppendMessages(ctx, "t", "a", model.AppendRequest{Messages: []model.NewMessage{{Role: model.RoleUser, Content: "more"}}}); err != nil {
+			if _, err := s.AppendMessages(ctx, "t", "a", model.AppendRequest{Messages: []model.NewMessage{{Role: model.RoleUser, Content: model.TextContent("more")}}}); err != nil {
 				t.Error(err)
 				return
 			}

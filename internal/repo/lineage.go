@@ -151,18 +151,27 @@ func segmentsOf(rows *sql.Rows, sessionID string) ([]segment, int, error) {
 	return segs, n, nil
 }
 
-// messageAt returns the stored message with this seq in a lineage, or ok false.
-func messageAt(ctx context.Context, q querier, tenant string, segs []segment, seq int64) (m model.Message, cumTokens int64, cumCost float64, ok bool, err error) {
+// runningTotals are a session's counters at one seq, as its row there stores
+// them.
+type runningTotals struct {
+	tokens, turns int64
+	cost          float64
+}
+
+// messageAt returns the stored message with this seq in a lineage, with the
+// running totals up to it, or ok false.
+func messageAt(ctx context.Context, q querier, tenant string, segs []segment, seq int64) (m model.Message, t runningTotals, ok bool, err error) {
 	for _, g := range segs {
 		if !g.contains(seq) {
 			continue
 		}
-		m, err = scanMessage(q.QueryRowContext(ctx, `SELECT `+messageColumns+`, cum_tokens, cum_cost FROM messages
-			WHERE tenant_id = ? AND session_id = ? AND seq = ?`, tenant, g.owner, seq), counterInt{&cumTokens}, counterFloat{&cumCost})
+		m, err = scanMessage(q.QueryRowContext(ctx, `SELECT `+messageColumns+`, cum_tokens, cum_cost, cum_turns FROM messages
+			WHERE tenant_id = ? AND session_id = ? AND seq = ?`, tenant, g.owner, seq),
+			counterInt{&t.tokens}, counterFloat{&t.cost}, &t.turns)
 		if err == sql.ErrNoRows {
-			return m, 0, 0, false, nil
+			return m, runningTotals{}, false, nil
 		}
-		return m, cumTokens, cumCost, err == nil, err
+		return m, t, err == nil, err
 	}
-	return m, 0, 0, false, nil
+	return m, runningTotals{}, false, nil
 }

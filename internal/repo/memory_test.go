@@ -235,7 +235,7 @@ func TestSearchIsolation(t *testing.T) {
 				t.Fatal(err)
 			}
 			if _, err := s.AppendMessages(ctx, tenant, sesID, model.AppendRequest{Messages: []model.NewMessage{
-				{Role: model.RoleUser, Content: "the password is swordfish, says " + tenant + "/" + agent}}}); err != nil {
+				{Role: model.RoleUser, Content: model.TextContent("the password is swordfish, says " + tenant + "/" + agent)}}}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -305,7 +305,7 @@ func TestMessageIndexCatchesUp(t *testing.T) {
 	}
 	msgs := make([]model.NewMessage, 1000)
 	for i := range msgs {
-		msgs[i] = model.NewMessage{Role: model.RoleUser, Content: fmt.Sprintf("message number %d about zebras", i)}
+		msgs[i] = model.NewMessage{Role: model.RoleUser, Content: model.TextContent(fmt.Sprintf("message number %d about zebras", i))}
 	}
 	if _, err := s.AppendMessages(ctx, "t", "s", model.AppendRequest{Messages: msgs}); err != nil {
 		t.Fatal(err)

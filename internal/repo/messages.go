@@ -13,16 +13,19 @@ import (
 )
 
 const messageColumns = `session_id, seq, id, role, content, name, tool_calls, tool_call_id,
-	agent_id, model, tokens, cost, metadata, created_at`
+	agent_id, model, tokens, cost, metadata, created_at, parts, is_error, provider_item`
 
 // newRow is a message made ready outside the writer (ids, JSON, hashes), so that
 // the writer only assigns seqs and inserts.
 type newRow struct {
-	msg       model.Message
-	toolCalls *string
-	metadata  string
-	key       *string
-	hash      []byte
+	msg          model.Message
+	toolCalls    *string
+	metadata     string
+	parts        *string // the content's parts as JSON; nil for string content
+	providerItem *string
+	files        []string // the files the parts reference
+	key          *string
+	hash         []byte
 }
 
 // HashMessage fingerprints a message's content, so that a reused idempotency key
@@ -90,9 +93,15 @@ func (s *Store) QueueAppend(ctx context.Context, tenant, sessionID string, req m
 func prepareRow(sessionID string, now model.Time, in model.NewMessage) (newRow, error) {
 	r := newRow{msg: model.Message{
 		ID: newID(model.PrefixMessage), SessionID: sessionID, Role: in.Role, Content: in.Content,
-		Name: in.Name, ToolCalls: in.ToolCalls, ToolCallID: in.ToolCallID, AgentID: in.AgentID,
-		Model: in.Model, Tokens: in.Tokens, Cost: in.Cost, Metadata: in.Metadata, CreatedAt: now,
+		Name: in.Name, ToolCalls: in.ToolCalls, ToolCallID: in.ToolCallID, IsError: in.IsError, AgentID: in.AgentID,
+		Model: in.Model, Tokens: in.Tokens, Cost: in.Cost, Metadata: in.Metadata, ProviderItem: in.ProviderItem,
+		CreatedAt: now,
 	}}
+	var err error
+	if r.parts, r.providerItem, err = storedExtras(r.msg); err != nil {
+		return r, err
+	}
+	r.files = model.FileIDs(in.Content.Parts)
 	if r.msg.Metadata == nil {
 		r.msg.Metadata = model.Object("{}")
 	}
@@ -177,16 +186,18 @@ func scanMessage(sc scanner, extra ...any) (model.Message, error) {
 // costs it a trip through reflection, per column of every row.
 type messageRow struct {
 	m                                       model.Message
-	role, meta                              string
+	role, meta, content                     string
 	name, toolCalls, toolCallID, agent, mdl sql.NullString
-	created                                 int64
+	parts, providerItem                     sql.NullString
+	created, isError                        int64
 	dest                                    []any
 }
 
 func newMessageRow(extra ...any) *messageRow {
 	r := &messageRow{}
-	r.dest = append([]any{&r.m.SessionID, &r.m.Seq, &r.m.ID, &r.role, &r.m.Content, &r.name, &r.toolCalls, &r.toolCallID,
-		&r.agent, &r.mdl, counterInt{&r.m.Tokens}, counterFloat{&r.m.Cost}, &r.meta, &r.created}, extra...)
+	r.dest = append([]any{&r.m.SessionID, &r.m.Seq, &r.m.ID, &r.role, &r.content, &r.name, &r.toolCalls, &r.toolCallID,
+		&r.agent, &r.mdl, counterInt{&r.m.Tokens}, counterFloat{&r.m.Cost}, &r.meta, &r.created,
+		&r.parts, &r.isError, &r.providerItem}, extra...)
 	return r
 }
 
@@ -196,6 +207,18 @@ func (r *messageRow) scan(sc scanner) (model.Message, error) {
 	}
 	m := r.m
 	m.Role, m.CreatedAt, m.Metadata = model.Role(r.role), model.Time(r.created), model.Object(r.meta)
+	m.Content, m.IsError = model.Content{Text: r.content}, r.isError != 0
+	if r.parts.Valid {
+		if err := json.Unmarshal([]byte(r.parts.String), &m.Content.Parts); err != nil {
+			return m, fmt.Errorf("message %s parts: %w", m.ID, err)
+		}
+		if m.Content.Parts == nil {
+			m.Content.Parts = []model.Part{}
+		}
+	}
+	if r.providerItem.Valid {
+		m.ProviderItem = model.ProviderItem(r.providerItem.String)
+	}
 	m.Name, m.ToolCallID, m.AgentID, m.Model = optString(r.name), optString(r.toolCallID), optString(r.agent), optString(r.mdl)
 	if r.toolCalls.Valid {
 		if err := json.Unmarshal([]byte(r.toolCalls.String), &m.ToolCalls); err != nil {

@@ -187,14 +187,19 @@ func (s *Store) purgeSessionTx(ctx context.Context, tx *sql.Tx, tenant, id strin
 	if err := s.noteDeletedMessages(ctx, tx, tenant, id, 0, math.MaxInt64); err != nil {
 		return 0, 0, err
 	}
+	if err := releaseFiles(ctx, tx, tenant, id, 0); err != nil {
+		return 0, 0, err
+	}
 	if msgs, err = execCount(ctx, tx, `DELETE FROM messages WHERE tenant_id = ? AND session_id = ?`, tenant, id); err != nil {
 		return 0, 0, err
 	}
 	if ckps, err = execCount(ctx, tx, `DELETE FROM checkpoints WHERE tenant_id = ? AND session_id = ?`, tenant, id); err != nil {
 		return 0, 0, err
 	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM request_keys WHERE tenant_id = ? AND session_id = ?`, tenant, id); err != nil {
-		return 0, 0, err
+	for _, table := range []string{"request_keys", "rewound_keys", "compactions", "tool_calls", "tool_results"} {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE tenant_id = ? AND session_id = ?`, tenant, id); err != nil {
+			return 0, 0, err
+		}
 	}
 	if _, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE tenant_id = ? AND id = ?`, tenant, id); err != nil {
 		return 0, 0, err
@@ -259,11 +264,13 @@ func (s *Store) copySegment(ctx context.Context, tx *sql.Tx, tenant, fork string
 		tokens, createdAt, cumTokens int64
 		cost, cumCost                float64
 		metadata                     string
+		parts, providerItem          sql.NullString
+		isError, cumTurns            int64
 	}
 	after := g.lo
 	for after < g.hi {
 		rows, err := tx.QueryContext(ctx, `SELECT seq, role, content, name, tool_calls, tool_call_id, agent_id, model,
-			tokens, cost, metadata, created_at, cum_tokens, cum_cost FROM messages
+			tokens, cost, metadata, created_at, cum_tokens, cum_cost, parts, is_error, provider_item, cum_turns FROM messages
 			WHERE tenant_id = ? AND session_id = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?`,
 			tenant, g.owner, after, g.hi, copyChunk)
 		if err != nil {
@@ -272,7 +279,8 @@ func (s *Store) copySegment(ctx context.Context, tx *sql.Tx, tenant, fork string
 		chunk, err := collect(rows, func(sc scanner) (row, error) {
 			var r row
 			err := sc.Scan(&r.seq, &r.role, &r.content, &r.name, &r.toolCalls, &r.toolCallID, &r.agentID, &r.mdl,
-				counterInt{&r.tokens}, counterFloat{&r.cost}, &r.metadata, &r.createdAt, counterInt{&r.cumTokens}, counterFloat{&r.cumCost})
+				counterInt{&r.tokens}, counterFloat{&r.cost}, &r.metadata, &r.createdAt, counterInt{&r.cumTokens}, counterFloat{&r.cumCost},
+				&r.parts, &r.isError, &r.providerItem, &r.cumTurns)
 			return r, err
 		})
 		if err != nil {
@@ -284,11 +292,18 @@ func (s *Store) copySegment(ctx context.Context, tx *sql.Tx, tenant, fork string
 		for _, r := range chunk {
 			if _, err := tx.StmtContext(ctx, s.st.insertMessage).ExecContext(ctx, tenant, fork, r.seq, newID(model.PrefixMessage),
 				r.role, r.content, r.name, r.toolCalls, r.toolCallID, r.agentID, r.mdl, r.tokens, r.cost, r.metadata,
-				r.createdAt, nil, nil, s.nextGID(), r.cumTokens, r.cumCost); err != nil {
+				r.createdAt, nil, nil, s.nextGID(), r.cumTokens, r.cumCost, r.parts, r.isError, r.providerItem, r.cumTurns); err != nil {
 				return fmt.Errorf("copy seq %d of %s into fork %s: %w", r.seq, g.owner, fork, err)
 			}
 			after = r.seq
 		}
 	}
-	return nil
+	// The copies reference the files their originals did, and answer the calls
+	// theirs did.
+	if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO message_files (tenant_id, session_id, seq, file_id)
+		SELECT tenant_id, ?, seq, file_id FROM message_files WHERE tenant_id = ? AND session_id = ? AND seq > ? AND seq <= ?`,
+		fork, tenant, g.owner, g.lo, g.hi); err != nil {
+		return err
+	}
+	return copyToolRows(ctx, tx, tenant, fork, g)
 }

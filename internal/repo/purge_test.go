@@ -15,7 +15,7 @@ func purgeAppend(t *testing.T, s *Store, session string, contents ...string) {
 	req := model.AppendRequest{}
 	for i, c := range contents {
 		name := fmt.Sprintf("n%d", i)
-		req.Messages = append(req.Messages, model.NewMessage{Role: model.RoleUser, Content: c, Name: &name,
+		req.Messages = append(req.Messages, model.NewMessage{Role: model.RoleUser, Content: model.TextContent(c), Name: &name,
 			Tokens: int64(len(c)), Cost: 0.001 * float64(i+1), Metadata: model.Object(fmt.Sprintf(`{"i":%d}`, i))})
 	}
 	if _, err := s.AppendMessages(context.Background(), "t", session, req); err != nil {
@@ -72,8 +72,8 @@ func TestPurgeSessionRemovesEveryRow(t *testing.T) {
 	purgeSession(t, s, "gone")
 	purgeSession(t, s, "kept")
 	req := model.AppendRequest{RequestKey: "req-1", Messages: []model.NewMessage{
-		{Role: model.RoleUser, Content: "zebra one", IdempotencyKey: "m1"},
-		{Role: model.RoleUser, Content: "zebra two"},
+		{Role: model.RoleUser, Content: model.TextContent("zebra one"), IdempotencyKey: "m1"},
+		{Role: model.RoleUser, Content: model.TextContent("zebra two")},
 	}}
 	for _, id := range []string{"gone", "kept"} {
 		if _, err := s.AppendMessages(ctx, "t", id, req); err != nil {
@@ -194,7 +194,7 @@ func TestPurgeKeepsForksWhole(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if len(listings["grand"]) != 6 || listings["grand"][1].Content != "beta root" || listings["grand"][3].Content != "epsilon mid" {
+	if len(listings["grand"]) != 6 || listings["grand"][1].Content.Text != "beta root" || listings["grand"][3].Content.Text != "epsilon mid" {
 		t.Fatalf("set-up: grand reads %+v", listings["grand"])
 	}
 
@@ -263,7 +263,7 @@ func TestPurgeKeepsForksWhole(t *testing.T) {
 	// Appends continue on both forks.
 	purgeAppend(t, s, "child", "lambda")
 	purgeAppend(t, s, "grand", "mu")
-	if got := purgeHistory(t, s, "grand"); len(got) != 7 || got[6].Content != "mu" {
+	if got := purgeHistory(t, s, "grand"); len(got) != 7 || got[6].Content.Text != "mu" {
 		t.Errorf("grand after an append: %+v", got)
 	}
 }

@@ -39,12 +39,16 @@ func (s *Store) Resume(ctx context.Context, tenant, sessionID string) (model.Res
 	cp, err := getCheckpoint(ctx, tx, tenant, sessionID, 0)
 	switch {
 	case model.IsNotFound(err, "checkpoint"):
-	case err != nil:
+	case isCorrupted(err) && cp.State == nil:
+		// Nothing of its state could be rebuilt: there is no checkpoint to
+		// hand over, and the worker starts from the messages.
+		report("checkpoint_corrupted", nil, "checkpoint %s (iteration %d) cannot be read back", cp.ID, cp.Iteration)
+	case err != nil && !isCorrupted(err):
 		return r, err
 	default:
 		r.Checkpoint = &cp
 		since = cp.LastSeq
-		if verify(cp) != nil {
+		if err != nil {
 			report("checkpoint_corrupted", nil, "checkpoint %s (iteration %d) does not match its SHA-256", cp.ID, cp.Iteration)
 		}
 		var st model.CheckpointState

@@ -13,9 +13,9 @@ import (
 func turn(t *testing.T, s *Store, session, call string) {
 	t.Helper()
 	_, err := s.AppendMessages(context.Background(), "t", session, model.AppendRequest{Messages: []model.NewMessage{
-		{Role: model.RoleUser, Content: "go", Tokens: 1},
+		{Role: model.RoleUser, Content: model.TextContent("go"), Tokens: 1},
 		{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{{ID: call, Name: "f", Arguments: "{}"}}, Tokens: 2},
-		{Role: model.RoleTool, ToolCallID: &call, Content: "done", Tokens: 3},
+		{Role: model.RoleTool, ToolCallID: &call, Content: model.TextContent("done"), Tokens: 3},
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -40,11 +40,15 @@ func TestResumeFindsEachProblem(t *testing.T) {
 		breakIt func(t *testing.T, s *Store, id string)
 	}{
 		{"orphan_tool_result", func(t *testing.T, s *Store, id string) {
+			// Appends refuse an orphan result; a restore of a damaged copy can
+			// still leave one: the call's record gone from its assistant message.
 			call := "call_nobody_made"
 			if _, err := s.AppendMessages(ctx, "t", id, model.AppendRequest{Messages: []model.NewMessage{
-				{Role: model.RoleTool, ToolCallID: &call, Content: "?"}}}); err != nil {
+				{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{{ID: call, Name: "f", Arguments: "{}"}}},
+				{Role: model.RoleTool, ToolCallID: &call, Content: model.TextContent("?")}}}); err != nil {
 				t.Fatal(err)
 			}
+			s.mustExec(t, `UPDATE messages SET tool_calls = NULL WHERE session_id = ? AND tool_calls LIKE '%call_nobody_made%'`, id)
 		}},
 		{"unanswered_tool_call", func(t *testing.T, s *Store, id string) {
 			if _, err := s.AppendMessages(ctx, "t", id, model.AppendRequest{Messages: []model.NewMessage{

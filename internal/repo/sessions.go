@@ -9,7 +9,7 @@ import (
 )
 
 const sessionColumns = `id, agent_id, title, status, metadata, message_count, last_seq,
-	total_tokens, total_cost, parent_id, forked_at_seq, created_at, updated_at, closed_at`
+	total_tokens, total_cost, turn_count, parent_id, forked_at_seq, created_at, updated_at, closed_at`
 
 // CreateSession stores a new session in status created. A client-chosen id that
 // the tenant already uses is a KindConflict.
@@ -81,7 +81,7 @@ func scanSession(sc scanner) (model.Session, error) {
 		closedAt sql.NullInt64
 	)
 	err := sc.Scan(&ses.ID, &ses.AgentID, &ses.Title, &ses.Status, &meta, &ses.MessageCount, &ses.LastSeq,
-		counterInt{&ses.TotalTokens}, counterFloat{&ses.TotalCost}, &ses.ParentID, &ses.ForkedAtSeq, &ses.CreatedAt, &ses.UpdatedAt, &closedAt)
+		counterInt{&ses.TotalTokens}, counterFloat{&ses.TotalCost}, &ses.TurnCount, &ses.ParentID, &ses.ForkedAtSeq, &ses.CreatedAt, &ses.UpdatedAt, &closedAt)
 	if err != nil {
 		return ses, err
 	}

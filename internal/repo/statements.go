@@ -19,6 +19,8 @@ type writerStatements struct {
 	selectMessageByKey            *sql.Stmt
 	selectSessionState            *sql.Stmt
 	insertMessage                 *sql.Stmt
+	insertMessageFile             *sql.Stmt // a message's reference to a file
+	fileExists                    *sql.Stmt
 	updateSessionCounters         *sql.Stmt
 	updateSessionCountersActivate *sql.Stmt
 	insertRequestKey              *sql.Stmt
@@ -40,17 +42,19 @@ func prepareWriterStatements(ctx context.Context, db *sql.DB) (writerStatements,
 		{&st.selectRequestKey, `SELECT request_hash, seqs FROM request_keys WHERE tenant_id = ? AND session_id = ? AND key = ?`},
 		{&st.selectMessageByKey, `SELECT ` + messageColumns + `, request_hash FROM messages
 			WHERE tenant_id = ? AND session_id = ? AND idempotency_key = ?`},
-		{&st.selectSessionState, `SELECT status, last_seq, message_count, total_tokens, total_cost FROM sessions WHERE tenant_id = ? AND id = ?`},
+		{&st.selectSessionState, `SELECT status, last_seq, message_count, total_tokens, total_cost, turn_count FROM sessions WHERE tenant_id = ? AND id = ?`},
 		{&st.insertMessage, `INSERT INTO messages (tenant_id, session_id, seq, id, role, content, name, tool_calls,
 			tool_call_id, agent_id, model, tokens, cost, metadata, created_at, idempotency_key, request_hash,
-			gid, cum_tokens, cum_cost)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
+			gid, cum_tokens, cum_cost, parts, is_error, provider_item, cum_turns)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
+		{&st.insertMessageFile, `INSERT OR IGNORE INTO message_files (tenant_id, session_id, seq, file_id) VALUES (?, ?, ?, ?)`},
+		{&st.fileExists, `SELECT 1 FROM files WHERE tenant_id = ? AND id = ?`},
 		// Two forms: status only in the one that changes it, since an UPDATE that
 		// names a column rewrites the index entries that hold it.
 		{&st.updateSessionCounters, `UPDATE sessions SET message_count = ?, last_seq = ?, total_tokens = ?, total_cost = ?,
-			updated_at = ? WHERE tenant_id = ? AND id = ?`},
+			turn_count = ?, updated_at = ? WHERE tenant_id = ? AND id = ?`},
 		{&st.updateSessionCountersActivate, `UPDATE sessions SET message_count = ?, last_seq = ?, total_tokens = ?, total_cost = ?,
-			updated_at = ?, status = 'active' WHERE tenant_id = ? AND id = ? AND status = 'created'`},
+			turn_count = ?, updated_at = ?, status = 'active' WHERE tenant_id = ? AND id = ? AND status = 'created'`},
 		{&st.insertRequestKey, `INSERT INTO request_keys (tenant_id, session_id, key, request_hash, seqs, created_at)
 			VALUES (?, ?, ?, ?, ?, ?)`},
 	} {
@@ -69,6 +73,8 @@ func prepareWriterStatements(ctx context.Context, db *sql.DB) (writerStatements,
 type readStatements struct {
 	lineage *sql.Stmt
 	page    [4]*sql.Stmt // by pageVariant
+	// A context read runs before every LLM call: its statements too.
+	session, latestCompaction, systems, cumTokens *sql.Stmt
 }
 
 // pageVariant picks the page statement for a filter: order, and role or not.
@@ -88,6 +94,20 @@ func prepareReadStatements(ctx context.Context, db *sql.DB) (readStatements, err
 	var err error
 	if st.lineage, err = db.PrepareContext(ctx, lineageSQL); err != nil {
 		return st, fmt.Errorf("repo: prepare: %w", err)
+	}
+	for _, p := range []struct {
+		dst **sql.Stmt
+		sql string
+	}{
+		{&st.session, `SELECT ` + sessionColumns + ` FROM sessions WHERE tenant_id = ? AND id = ?`},
+		{&st.latestCompaction, `SELECT ` + compactionColumns + ` FROM compactions WHERE tenant_id = ? AND session_id = ? ORDER BY n DESC LIMIT 1`},
+		{&st.systems, `SELECT ` + messageColumns + ` FROM messages INDEXED BY messages_by_instruction
+			WHERE tenant_id = ? AND session_id = ? AND role IN ('system', 'developer') AND seq > ? AND seq <= ? ORDER BY seq`},
+		{&st.cumTokens, `SELECT cum_tokens FROM messages WHERE tenant_id = ? AND session_id = ? AND seq = ?`},
+	} {
+		if *p.dst, err = db.PrepareContext(ctx, p.sql); err != nil {
+			return st, fmt.Errorf("repo: prepare: %w", err)
+		}
 	}
 	for v := range st.page {
 		order, role := "ASC", ""

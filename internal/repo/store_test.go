@@ -222,7 +222,7 @@ func TestTenantsAreIsolated(t *testing.T) {
 	if _, err := s.CreateSession(ctx, "b", model.CreateSession{ID: "same"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.AppendMessages(ctx, "a", "same", model.AppendRequest{Messages: []model.NewMessage{{Role: "user", Content: "a's"}}}); err != nil {
+	if _, err := s.AppendMessages(ctx, "a", "same", model.AppendRequest{Messages: []model.NewMessage{{Role: "user", Content: model.TextContent("a's")}}}); err != nil {
 		t.Fatal(err)
 	}
 	page, err := s.ListMessages(ctx, "b", "same", model.MessageFilter{}, PageRequest{})

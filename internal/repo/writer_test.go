@@ -24,7 +24,7 @@ func appendGroup(t *testing.T, s *Store, sessions []string) []error {
 		go func() {
 			defer wg.Done()
 			_, errs[i] = s.AppendMessages(context.Background(), "t", id,
-				model.AppendRequest{Messages: []model.NewMessage{{Role: model.RoleUser, Content: fmt.Sprint("m", i)}}})
+				model.AppendRequest{Messages: []model.NewMessage{{Role: model.RoleUser, Content: model.TextContent(fmt.Sprint("m", i))}}})
 		}()
 	}
 	waitQueued(t, s, len(sessions))
@@ -114,14 +114,14 @@ func TestWriterNoticesAnotherProcess(t *testing.T) {
 	if _, err := other.Exec(`UPDATE sessions SET last_seq = 3, message_count = 3 WHERE tenant_id = 't' AND id = 'x'`); err != nil {
 		t.Fatal(err)
 	}
-	res, err := s.AppendMessages(ctx, "t", "x", model.AppendRequest{Messages: []model.NewMessage{{Role: model.RoleUser, Content: "four"}}})
+	res, err := s.AppendMessages(ctx, "t", "x", model.AppendRequest{Messages: []model.NewMessage{{Role: model.RoleUser, Content: model.TextContent("four")}}})
 	if err != nil || res.Messages[0].Seq != 4 {
 		t.Fatalf("append after another process wrote seq 3: %+v %v, want seq 4", res, err)
 	}
 	if _, err := other.Exec(`UPDATE sessions SET status = 'completed' WHERE tenant_id = 't' AND id = 'x'`); err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.AppendMessages(ctx, "t", "x", model.AppendRequest{Messages: []model.NewMessage{{Role: model.RoleUser, Content: "five"}}})
+	_, err = s.AppendMessages(ctx, "t", "x", model.AppendRequest{Messages: []model.NewMessage{{Role: model.RoleUser, Content: model.TextContent("five")}}})
 	if !errors.Is(err, model.ErrSessionClosed) {
 		t.Fatalf("append to a session another process closed: %v, want session_closed", err)
 	}
@@ -146,7 +146,7 @@ func TestCloseThenAppendInOneGroup(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		_, appendErr = s.AppendMessages(ctx, "t", "y", model.AppendRequest{Messages: []model.NewMessage{{Role: model.RoleUser, Content: "two"}}})
+		_, appendErr = s.AppendMessages(ctx, "t", "y", model.AppendRequest{Messages: []model.NewMessage{{Role: model.RoleUser, Content: model.TextContent("two")}}})
 	}()
 	waitQueued(t, s, 2)
 	release()

@@ -1,0 +1,105 @@
+package api
+
+import (
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/logbook/logbook/internal/model"
+)
+
+// uploadFile stores the request body, as it is, as a file whose media type is
+// the request's Content-Type. The same bytes and type again are the same file:
+// 200 with it instead of 201.
+func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request) {
+	mediaType, err := fileMediaType(r.Header.Get("Content-Type"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxFile))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			s.writeError(w, r, model.Errorf(model.KindTooLarge, "payload_too_large",
+				"a file may be at most %d bytes (--max-file-bytes)", tooBig.Limit))
+			return
+		}
+		s.writeError(w, r, model.Errorf(model.KindBadRequest, "malformed_json", "could not read the request body"))
+		return
+	}
+	f, created, err := s.store.CreateFile(r.Context(), tenantOf(r), mediaType, data)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	w.Header().Set("Location", "/v1/files/"+f.ID)
+	s.writeJSON(w, r, status, f)
+}
+
+// fileMediaType is the upload's Content-Type, normalised; a form upload is
+// refused, since its body is not the file.
+func fileMediaType(ct string) (string, error) {
+	mt, params, err := mime.ParseMediaType(ct)
+	switch {
+	case ct == "":
+		return "", model.Errorf(model.KindUnsupported, "unsupported_media_type",
+			"send the file's bytes as the body with its media type as Content-Type (image/png, application/pdf, …)")
+	case err != nil || strings.Count(mt, "/") != 1 || len(ct) > 255:
+		return "", model.Errorf(model.KindUnsupported, "unsupported_media_type", "Content-Type %q is not a media type", ct)
+	case strings.HasPrefix(mt, "multipart/"):
+		return "", model.Errorf(model.KindUnsupported, "unsupported_media_type",
+			"send the file's bytes as the body, not a %s form", mt)
+	}
+	return mime.FormatMediaType(mt, params), nil
+}
+
+// errNotModified stops a download whose copy the client already has.
+var errNotModified = errors.New("not modified")
+
+// downloadFile streams a file's bytes. A file's id names its bytes, which never
+// change, so caches may keep them; the sandbox policy keeps an uploaded HTML or
+// SVG file from running as a page of this server's origin.
+func (s *Server) downloadFile(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	if !model.ValidFileID(id) {
+		s.writeError(w, r, model.NotFound("file", id))
+		return
+	}
+	started := false
+	err := s.store.WriteFile(r.Context(), tenantOf(r), id, func(f model.File) error {
+		h := w.Header()
+		etag := `"` + f.SHA256 + `"`
+		h.Set("ETag", etag)
+		h.Set("Cache-Control", "private, max-age=31536000, immutable")
+		if match := r.Header.Get("If-None-Match"); match != "" && (match == etag || match == "*") {
+			w.WriteHeader(http.StatusNotModified)
+			return errNotModified
+		}
+		h.Set("Content-Type", f.MediaType)
+		h.Set("Content-Length", strconv.FormatInt(f.Size, 10))
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Content-Security-Policy", "default-src 'none'; sandbox")
+		w.WriteHeader(http.StatusOK)
+		started = true
+		return nil
+	}, w)
+	switch {
+	case err == nil, errors.Is(err, errNotModified):
+	case !started:
+		s.writeError(w, r, err)
+	default:
+		// The status went out with the first byte: all that is left is to cut
+		// the connection, so the client sees a short body, not a whole one.
+		s.log.Error().Str("request_id", requestIDOf(r)).Err(err).Msg("file download failed midway")
+		panic(http.ErrAbortHandler)
+	}
+}

@@ -1,0 +1,152 @@
+package model
+
+import (
+	"mime"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// partFields says which optional fields each type of part may carry; text is
+// required for text and refusal parts. A field outside its type's set is refused
+// rather than kept and ignored: a client that put a URL on a text part meant
+// something the store would not do.
+var partFields = map[string]map[string]bool{
+	PartText:      {"text": true, "annotations": true},
+	PartImage:     {"file_id": true, "url": true, "media_type": true, "detail": true},
+	PartFile:      {"file_id": true, "url": true, "media_type": true, "filename": true},
+	PartReasoning: {"text": true, "summary": true, "encrypted_content": true, "signature": true},
+	PartRefusal:   {"text": true},
+}
+
+const partTypes = "text, image, file, reasoning, refusal"
+
+// partErrors appends what is wrong with parts given as field (a message's
+// "content"), each named by its index ("content[2].file_id").
+func partErrors(field string, role Role, parts []Part, out []FieldError) []FieldError {
+	if len(parts) > MaxParts {
+		return append(out, FieldError{Field: field, Message: "must have at most " + strconv.Itoa(MaxParts) + " parts"})
+	}
+	for i := range parts {
+		out = parts[i].fieldErrors(field+"["+strconv.Itoa(i)+"].", role, out)
+	}
+	return out
+}
+
+func (p *Part) fieldErrors(prefix string, role Role, out []FieldError) []FieldError {
+	bad := func(field, msg string) { out = append(out, FieldError{Field: prefix + field, Message: msg}) }
+	allowed, known := partFields[p.Type]
+	switch {
+	case p.Type == "":
+		bad("type", "is required")
+		return out
+	case !known:
+		bad("type", "must be one of: "+partTypes)
+		return out
+	case (p.Type == PartReasoning || p.Type == PartRefusal) && role != RoleAssistant:
+		bad("type", p.Type+" parts are only allowed when role is assistant")
+		return out
+	}
+	for _, f := range p.present() {
+		if !allowed[f] {
+			bad(f, "is not a field of a "+p.Type+" part")
+		}
+	}
+	long := func(field, s string) {
+		if utf8.RuneCountInString(s) > MaxPartChars {
+			bad(field, "must be at most "+strconv.Itoa(MaxPartChars)+" characters long")
+		}
+	}
+	if p.Text != nil {
+		long("text", *p.Text)
+	}
+	long("encrypted_content", p.EncryptedContent)
+	long("url", p.URL)
+	switch p.Type {
+	case PartText, PartRefusal:
+		if p.Text == nil {
+			bad("text", "is required")
+		}
+		if len(p.Annotations) > 0 && p.Annotations[0] != '[' {
+			bad("annotations", "must be an array")
+		}
+	case PartImage, PartFile:
+		switch {
+		case p.FileID == "" && p.URL == "":
+			bad("file_id", "is required unless url is given")
+		case p.FileID != "" && p.URL != "":
+			bad("url", "cannot be given with file_id")
+		case p.FileID != "" && !ValidFileID(p.FileID):
+			bad("file_id", "must be a file id (file_…) from POST /v1/files")
+		case p.URL != "" && !validPartURL(p.URL):
+			bad("url", "must be an http, https or data: URL")
+		}
+		if p.MediaType != "" && !validMediaType(p.MediaType) {
+			bad("media_type", "must be a media type such as image/png")
+		}
+		if utf8.RuneCountInString(p.Filename) > 1024 {
+			bad("filename", "must be at most 1024 characters long")
+		}
+		if utf8.RuneCountInString(p.Detail) > 32 {
+			bad("detail", "must be at most 32 characters long")
+		}
+	case PartReasoning:
+		if p.Text == nil && p.Summary == nil && p.EncryptedContent == "" {
+			bad("text", "is required unless summary or encrypted_content is given")
+		}
+		for j, s := range p.Summary {
+			if utf8.RuneCountInString(s) > MaxPartChars {
+				bad("summary["+strconv.Itoa(j)+"]", "must be at most "+strconv.Itoa(MaxPartChars)+" characters long")
+			}
+		}
+		if len(p.Signature) > MaxPartChars {
+			bad("signature", "must be at most "+strconv.Itoa(MaxPartChars)+" characters long")
+		}
+	}
+	return out
+}
+
+// present names the optional fields the part carries.
+func (p *Part) present() []string {
+	var f []string
+	add := func(name string, set bool) {
+		if set {
+			f = append(f, name)
+		}
+	}
+	add("text", p.Text != nil)
+	add("annotations", len(p.Annotations) > 0)
+	add("file_id", p.FileID != "")
+	add("url", p.URL != "")
+	add("media_type", p.MediaType != "")
+	add("filename", p.Filename != "")
+	add("detail", p.Detail != "")
+	add("summary", p.Summary != nil)
+	add("encrypted_content", p.EncryptedContent != "")
+	add("signature", p.Signature != "")
+	return f
+}
+
+func validPartURL(u string) bool {
+	return strings.HasPrefix(u, "https://") || strings.HasPrefix(u, "http://") || strings.HasPrefix(u, "data:")
+}
+
+func validMediaType(t string) bool {
+	if len(t) > 255 {
+		return false
+	}
+	mt, _, err := mime.ParseMediaType(t)
+	return err == nil && strings.Count(mt, "/") == 1
+}
+
+// FileIDs lists the files a message's parts reference, each once.
+func FileIDs(parts []Part) []string {
+	var ids []string
+	for i := range parts {
+		if id := parts[i].FileID; id != "" && !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}

@@ -1,0 +1,243 @@
+package repo
+
+import (
+	"context"
+	"database/sql"
+	"slices"
+
+	"github.com/logbook/logbook/internal/model"
+)
+
+// Context is what the next LLM call needs, from one snapshot: the latest
+// compaction, then the messages after it. With MaxTokens it keeps every system
+// and developer message (first, those from before the window) and the newest
+// messages that fit beside them and the summary, by their tokens; the window
+// never starts with a tool result cut off from its call. Errors: KindNotFound.
+func (s *Store) Context(ctx context.Context, tenant, id string, q model.ContextQuery) (model.Context, error) {
+	tx, err := s.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return model.Context{}, mapErr(err)
+	}
+	defer tx.Rollback() //nolint:errcheck // read-only
+	out, err := contextTx(ctx, tx, tenant, id, q)
+	return out, mapErr(err)
+}
+
+func contextTx(ctx context.Context, tx *sql.Tx, tenant, id string, q model.ContextQuery) (model.Context, error) {
+	ses, err := getSession(ctx, tx, tenant, id)
+	if err != nil {
+		return model.Context{}, err
+	}
+	out := model.Context{SessionID: id, LastSeq: ses.LastSeq, MaxTokens: q.MaxTokens, Messages: []model.Message{}}
+	if out.Compaction, err = latestCompaction(ctx, tx, tenant, id); err != nil {
+		return out, err
+	}
+	from := int64(0) // the window starts after this seq
+	if out.Compaction != nil {
+		from = out.Compaction.ThroughSeq
+		out.Tokens = out.Compaction.Tokens
+	}
+	segs, _, err := lineageWalk(ctx, tx, tenant, id)
+	if err != nil {
+		return out, err
+	}
+	w := window{ctx: ctx, tx: tx, tenant: tenant, segs: segs}
+	if q.MaxTokens == nil {
+		msgs, err := w.messages(from, ses.LastSeq)
+		if err != nil {
+			return out, err
+		}
+		out.Messages = msgs
+	} else if err := w.fit(&out, from, ses.LastSeq, *q.MaxTokens); err != nil {
+		return out, err
+	}
+	for _, m := range out.Messages {
+		out.Tokens += m.Tokens
+	}
+	if q.IncludeBlocks {
+		out.Blocks = []model.Block{}
+		if ses.AgentID != nil {
+			rows, err := tx.QueryContext(ctx, `SELECT `+blockColumns+` FROM blocks WHERE tenant_id = ? AND agent_id = ? ORDER BY label`,
+				tenant, *ses.AgentID)
+			if err != nil {
+				return out, err
+			}
+			if out.Blocks, err = collectN(rows, 8, scanBlock); err != nil {
+				return out, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// window reads a lineage's messages within one snapshot.
+type window struct {
+	ctx    context.Context
+	tx     *sql.Tx
+	tenant string
+	segs   []segment
+}
+
+// fit fills out with what max tokens allow of the messages after from: it
+// reads the history backwards from last, a chunk at a time, until the next
+// message would not fit, so that it reads about as many rows as it returns.
+func (w window) fit(out *model.Context, from, last, max int64) error {
+	systems, err := w.systems(last)
+	if err != nil {
+		return err
+	}
+	fixed := out.Tokens
+	for _, m := range systems {
+		fixed += m.Tokens
+	}
+	var tail []model.Message // newest first
+	k := last                // the window is (k, last]
+	if fixed > max {
+		out.OverBudget = true
+	} else {
+		room := max - fixed
+	read:
+		for i := len(w.segs) - 1; i >= 0; i-- {
+			g := w.segs[i]
+			hi := min(k, g.hi)
+			for hi > max64(from, g.lo) {
+				lo := max64(from, g.lo)
+				chunk, err := w.newestFirst(g.owner, lo, hi, 128)
+				if err != nil {
+					return err
+				}
+				if len(chunk) == 0 {
+					break
+				}
+				for _, m := range chunk {
+					if m.Role != model.RoleSystem && m.Role != model.RoleDeveloper {
+						if m.Tokens > room {
+							break read
+						}
+						room -= m.Tokens
+					}
+					tail = append(tail, m)
+					k = m.Seq - 1
+				}
+				hi = k
+			}
+		}
+	}
+	slices.Reverse(tail)
+	// A tool result whose call fell out of the window cannot start it.
+	for len(tail) > 0 && tail[0].Role == model.RoleTool {
+		k, tail = tail[0].Seq, tail[1:]
+	}
+	// Systems inside the window stand in it; those before it come first.
+	for _, m := range systems {
+		if m.Seq <= k {
+			out.Messages = append(out.Messages, m)
+		}
+	}
+	for _, m := range tail {
+		out.Messages = append(out.Messages, m)
+	}
+	// Left out: the messages in (from, k] that are not system ones.
+	if k > from {
+		cumFrom, err := w.cumTokens(from)
+		if err != nil {
+			return err
+		}
+		cumK, err := w.cumTokens(k)
+		if err != nil {
+			return err
+		}
+		o := model.ContextOmitted{Messages: k - from, Tokens: cumK - cumFrom}
+		for _, m := range systems {
+			if m.Seq > from && m.Seq <= k {
+				o.Messages--
+				o.Tokens -= m.Tokens
+			}
+		}
+		if o.Messages > 0 {
+			first, lastSeq := from+1, k
+			o.FirstSeq, o.LastSeq = &first, &lastSeq
+		}
+		out.Omitted = o
+	}
+	return nil
+}
+
+func max64(a, b int64) int64 { return max(a, b) }
+
+// newestFirst reads up to n of owner's messages in (lo, hi], newest first.
+func (w window) newestFirst(owner string, lo, hi int64, n int) ([]model.Message, error) {
+	rows, err := w.tx.QueryContext(w.ctx, `SELECT `+messageColumns+` FROM messages
+		WHERE tenant_id = ? AND session_id = ? AND seq > ? AND seq <= ? ORDER BY seq DESC LIMIT ?`, w.tenant, owner, lo, hi, n)
+	if err != nil {
+		return nil, err
+	}
+	return collectN(rows, n, newMessageRow().scan)
+}
+
+// cumTokens is the session's running token total at seq (0 at 0).
+func (w window) cumTokens(seq int64) (int64, error) {
+	if seq == 0 {
+		return 0, nil
+	}
+	for _, g := range w.segs {
+		if !g.contains(seq) {
+			continue
+		}
+		var n int64
+		err := w.tx.QueryRowContext(w.ctx, `SELECT cum_tokens FROM messages WHERE tenant_id = ? AND session_id = ? AND seq = ?`,
+			w.tenant, g.owner, seq).Scan(counterInt{&n})
+		if err == sql.ErrNoRows {
+			return 0, model.Internal(errMissingSeq(g.owner, seq))
+		}
+		return n, err
+	}
+	return 0, model.Internal(errMissingSeq(w.tenant, seq))
+}
+
+// messages are the lineage's messages in (after, upto], in order.
+func (w window) messages(after, upto int64) ([]model.Message, error) {
+	out := []model.Message{}
+	row := newMessageRow()
+	for _, g := range w.segs {
+		lo, hi := max(after, g.lo), min(upto, g.hi)
+		if lo >= hi {
+			continue
+		}
+		rows, err := w.tx.QueryContext(w.ctx, `SELECT `+messageColumns+` FROM messages
+			WHERE tenant_id = ? AND session_id = ? AND seq > ? AND seq <= ? ORDER BY seq`, w.tenant, g.owner, lo, hi)
+		if err != nil {
+			return nil, err
+		}
+		ms, err := collectN(rows, int(hi-lo), row.scan)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ms...)
+	}
+	return out, nil
+}
+
+// systems are the lineage's system and developer messages up to seq, in order.
+func (w window) systems(upto int64) ([]model.Message, error) {
+	var out []model.Message
+	row := newMessageRow()
+	for _, g := range w.segs {
+		hi := min(upto, g.hi)
+		if g.lo >= hi {
+			continue
+		}
+		rows, err := w.tx.QueryContext(w.ctx, `SELECT `+messageColumns+` FROM messages INDEXED BY messages_by_instruction
+			WHERE tenant_id = ? AND session_id = ? AND role IN ('system', 'developer') AND seq > ? AND seq <= ? ORDER BY seq`,
+			w.tenant, g.owner, g.lo, hi)
+		if err != nil {
+			return nil, err
+		}
+		ms, err := collect(rows, row.scan)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ms...)
+	}
+	return out, nil
+}
