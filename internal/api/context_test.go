@@ -91,8 +91,14 @@ func TestCompactionAndContext(t *testing.T) {
 
 	// A fork at seq 7 keeps the compaction; a rewind below it removes it.
 	c.do("POST", "/v1/sessions/s/fork", map[string]any{"id": "f", "at_seq": 7}).want(t, http.StatusCreated, nil)
-	if fc := mustContext(t, c, "f", ""); fc.Compaction == nil || seqList(fc.Messages) != "[6 7]" {
+	fc := mustContext(t, c, "f", "")
+	if fc.Compaction == nil || seqList(fc.Messages) != "[6 7]" {
 		t.Errorf("fork's context: %s", seqList(fc.Messages))
+	}
+	for _, m := range append(fc.Messages, mustContext(t, c, "f", "?max_tokens=100").Messages...) {
+		if m.SessionID != "f" {
+			t.Errorf("fork's context: message %d reads as %q's, not the fork's", m.Seq, m.SessionID)
+		}
 	}
 	res := mustRewind(t, c, "s", map[string]any{"to_seq": 4})
 	if res.RemovedCompactions != 1 || mustContext(t, c, "s", "").Compaction != nil {

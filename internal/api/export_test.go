@@ -26,8 +26,12 @@ func mustExport(t *testing.T, c *client, id string) []byte {
 		t.Fatalf("Content-Type = %q, want application/x-ndjson", ct)
 	}
 	lines := splitLines(t, res.Body)
-	rank := map[string]int{model.LineSession: 0, model.LineMessage: 1, model.LineCheckpoint: 2, model.LineEnd: 3}
+	rank := map[string]int{model.LineEnd: 9}
+	for k, v := range model.LineOrder {
+		rank[k] = v
+	}
 	counts := map[string]int64{}
+	files := map[string]bool{}
 	prev := 0
 	for i, l := range lines {
 		var line model.ExportLine
@@ -35,17 +39,21 @@ func mustExport(t *testing.T, c *client, id string) []byte {
 			t.Fatalf("line %d: %v: %s", i+1, err, l)
 		}
 		r, ok := rank[line.Type]
-		if !ok || r < prev || (i == 0) != (r == 0) || (i == len(lines)-1) != (r == 3) {
+		if !ok || r < prev || (i == 0) != (line.Type == model.LineSession) || (i == len(lines)-1) != (line.Type == model.LineEnd) {
 			t.Fatalf("line %d of %d is a %q line: out of order", i+1, len(lines), line.Type)
 		}
 		prev = r
 		counts[line.Type]++
+		if line.File != nil {
+			files[line.File.ID] = true
+		}
 		if line.Type == model.LineEnd {
 			sum := sha256.Sum256(res.Body[:len(res.Body)-len(l)])
 			if line.SHA256 != hex.EncodeToString(sum[:]) {
 				t.Errorf("end line sha256 %s, want %x", line.SHA256, sum)
 			}
-			if line.Counts.Messages != counts[model.LineMessage] || line.Counts.Checkpoints != counts[model.LineCheckpoint] {
+			if line.Counts.Messages != counts[model.LineMessage] || line.Counts.Checkpoints != counts[model.LineCheckpoint] ||
+				line.Counts.Compactions != counts[model.LineCompaction] || line.Counts.Files != int64(len(files)) {
 				t.Errorf("end line counts %+v, the export holds %v", *line.Counts, counts)
 			}
 		}
@@ -74,8 +82,17 @@ func reseal(t *testing.T, lines [][]byte) []byte {
 	t.Helper()
 	body := bytes.Join(lines[:len(lines)-1], nil)
 	counts := model.ExportCounts{}
+	files := map[string]bool{}
 	for _, l := range lines[:len(lines)-1] {
 		switch {
+		case bytes.HasPrefix(l, []byte(`{"type":"file"`)):
+			var line model.ExportLine
+			if json.Unmarshal(l, &line) == nil && line.File != nil && !files[line.File.ID] {
+				files[line.File.ID] = true
+				counts.Files++
+			}
+		case bytes.HasPrefix(l, []byte(`{"type":"compaction"`)):
+			counts.Compactions++
 		case bytes.HasPrefix(l, []byte(`{"type":"message"`)):
 			counts.Messages++
 		case bytes.HasPrefix(l, []byte(`{"type":"checkpoint"`)):

@@ -105,3 +105,19 @@ type ContextOmitted struct {
 	FirstSeq *int64 `json:"first_seq"`
 	LastSeq  *int64 `json:"last_seq"`
 }
+
+// CheckStoredCompaction checks a compaction as an import reads it: the rules
+// of its creation, and an id and a time.
+func CheckStoredCompaction(c Compaction) error {
+	in := CreateCompaction{ThroughSeq: c.ThroughSeq, Summary: c.Summary, Tokens: c.Tokens, Model: c.Model, ProviderItem: c.ProviderItem}
+	if err := in.Validate(); err != nil {
+		return err
+	}
+	switch {
+	case !ValidClientID(c.ID):
+		return Invalid(FieldError{Field: "id", Message: "must be 1 to 128 characters of A-Z a-z 0-9 _ . : -"})
+	case c.CreatedAt == 0:
+		return Invalid(FieldError{Field: "created_at", Message: "is required"})
+	}
+	return nil
+}

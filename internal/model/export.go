@@ -3,15 +3,43 @@ package model
 import "strconv"
 
 // A session export is NDJSON: one ExportLine a line, in this order — the session,
-// its messages in seq order, its checkpoints oldest first, and an end line whose
-// sha256 covers every byte of the lines before it, newlines included. Exporting
-// what an import restored gives the same bytes again.
+// the files its messages reference (each in chunks, one a line), its messages in
+// seq order, its checkpoints oldest first, its compactions oldest first, and an
+// end line whose sha256 covers every byte of the lines before it, newlines
+// included. Exporting what an import restored gives the same bytes again.
 const (
 	LineSession    = "session"
+	LineFile       = "file"
 	LineMessage    = "message"
 	LineCheckpoint = "checkpoint"
+	LineCompaction = "compaction"
 	LineEnd        = "end"
 )
+
+// LineOrder ranks the line types as an export orders them.
+var LineOrder = map[string]int{LineSession: 1, LineFile: 2, LineMessage: 3, LineCheckpoint: 4, LineCompaction: 5}
+
+// MaxFileChunk is the most bytes one file line of an export carries: a file
+// travels in as many lines as it needs, so that no line is larger than an
+// import reads whole.
+const MaxFileChunk = 256 << 10
+
+// ExportFile is one chunk of a file, with the file's description on every
+// chunk so that each line stands on its own. Data is base64 in JSON.
+type ExportFile struct {
+	ID        string `json:"id"`
+	SHA256    string `json:"sha256"`
+	Size      int64  `json:"size"`
+	MediaType string `json:"media_type"`
+	CreatedAt Time   `json:"created_at"`
+	Offset    int64  `json:"offset"`
+	Data      []byte `json:"data"`
+}
+
+// Describe is the file the chunk belongs to.
+func (f *ExportFile) Describe() File {
+	return File{ID: f.ID, SHA256: f.SHA256, Size: f.Size, MediaType: f.MediaType, CreatedAt: f.CreatedAt}
+}
 
 // ExportLine is one line of an export; Type says which of the other fields is set.
 type ExportLine struct {
@@ -19,6 +47,8 @@ type ExportLine struct {
 	Session    *Session      `json:"session,omitempty"`
 	Message    *Message      `json:"message,omitempty"`
 	Checkpoint *Checkpoint   `json:"checkpoint,omitempty"`
+	File       *ExportFile   `json:"file,omitempty"`
+	Compaction *Compaction   `json:"compaction,omitempty"`
 	Counts     *ExportCounts `json:"counts,omitempty"`
 	SHA256     string        `json:"sha256,omitempty"`
 }
@@ -27,6 +57,10 @@ type ExportLine struct {
 type ExportCounts struct {
 	Messages    int64 `json:"messages"`
 	Checkpoints int64 `json:"checkpoints"`
+	// Absent from exports made before files and compactions travelled: such
+	// an export imports as before.
+	Files       int64 `json:"files,omitempty"`
+	Compactions int64 `json:"compactions,omitempty"`
 }
 
 // ImportOptions changes how an export is restored.
@@ -41,4 +75,47 @@ func InvalidImport(line int, msg string) *Error {
 	field := "line " + strconv.Itoa(line)
 	return &Error{Kind: KindInvalid, Code: "invalid_import", Msg: field + ": " + msg,
 		Fields: []FieldError{{Field: field, Message: msg}}}
+}
+
+// CheckExportFile checks what a file line says of itself: the id is the one its
+// sha256 and media type give, and the chunk lies within the file.
+func CheckExportFile(f *ExportFile) error {
+	var out []FieldError
+	bad := func(field, msg string) { out = append(out, FieldError{Field: "file." + field, Message: msg}) }
+	switch {
+	case !validSHA256(f.SHA256):
+		bad("sha256", "must be 64 lowercase hex digits")
+	case !validMediaType(f.MediaType):
+		bad("media_type", "must be a media type such as image/png")
+	case f.ID != FileIDOf(f.SHA256, f.MediaType):
+		bad("id", "is not the id this sha256 and media_type give ("+FileIDOf(f.SHA256, f.MediaType)+")")
+	}
+	switch {
+	case f.Size < 0:
+		bad("size", "must be at least 0")
+	case f.CreatedAt == 0:
+		bad("created_at", "is required")
+	case len(f.Data) > MaxFileChunk:
+		bad("data", "must be at most "+strconv.Itoa(MaxFileChunk)+" bytes a line")
+	case len(f.Data) == 0 && f.Size > 0:
+		bad("data", "is empty")
+	case f.Offset < 0 || f.Offset+int64(len(f.Data)) > f.Size:
+		bad("offset", "the chunk lies outside the file's size")
+	}
+	if out != nil {
+		return Invalid(out...)
+	}
+	return nil
+}
+
+func validSHA256(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }

@@ -19,17 +19,25 @@ func (s *Store) Context(ctx context.Context, tenant, id string, q model.ContextQ
 		return model.Context{}, mapErr(err)
 	}
 	defer tx.Rollback() //nolint:errcheck // read-only
-	out, err := contextTx(ctx, tx, tenant, id, q)
+	w := window{ctx: ctx, tx: tx, st: &s.rst, tenant: tenant, id: id}
+	out, err := w.read(q)
 	return out, mapErr(err)
 }
 
-func contextTx(ctx context.Context, tx *sql.Tx, tenant, id string, q model.ContextQuery) (model.Context, error) {
-	ses, err := getSession(ctx, tx, tenant, id)
+func (w *window) read(q model.ContextQuery) (model.Context, error) {
+	ses, err := scanSession(w.stmt(w.st.session).QueryRowContext(w.ctx, w.tenant, w.id))
+	if err == sql.ErrNoRows {
+		return model.Context{}, model.NotFound("session", w.id)
+	}
 	if err != nil {
 		return model.Context{}, err
 	}
-	out := model.Context{SessionID: id, LastSeq: ses.LastSeq, MaxTokens: q.MaxTokens, Messages: []model.Message{}}
-	if out.Compaction, err = latestCompaction(ctx, tx, tenant, id); err != nil {
+	out := model.Context{SessionID: w.id, LastSeq: ses.LastSeq, MaxTokens: q.MaxTokens, Messages: []model.Message{}}
+	c, err := scanCompaction(w.stmt(w.st.latestCompaction).QueryRowContext(w.ctx, w.tenant, w.id))
+	switch {
+	case err == nil:
+		out.Compaction = &c
+	case err != sql.ErrNoRows:
 		return out, err
 	}
 	from := int64(0) // the window starts after this seq
@@ -37,11 +45,15 @@ func contextTx(ctx context.Context, tx *sql.Tx, tenant, id string, q model.Conte
 		from = out.Compaction.ThroughSeq
 		out.Tokens = out.Compaction.Tokens
 	}
-	segs, _, err := lineageWalk(ctx, tx, tenant, id)
+	// The walk runs in this snapshot rather than from the lineage cache: the
+	// cache may already know a purge or fork this snapshot does not.
+	rows, err := w.stmt(w.st.lineage).QueryContext(w.ctx, w.tenant, w.id)
 	if err != nil {
 		return out, err
 	}
-	w := window{ctx: ctx, tx: tx, tenant: tenant, segs: segs}
+	if w.segs, _, err = segmentsOf(rows, w.id); err != nil {
+		return out, err
+	}
 	if q.MaxTokens == nil {
 		msgs, err := w.messages(from, ses.LastSeq)
 		if err != nil {
@@ -57,8 +69,8 @@ func contextTx(ctx context.Context, tx *sql.Tx, tenant, id string, q model.Conte
 	if q.IncludeBlocks {
 		out.Blocks = []model.Block{}
 		if ses.AgentID != nil {
-			rows, err := tx.QueryContext(ctx, `SELECT `+blockColumns+` FROM blocks WHERE tenant_id = ? AND agent_id = ? ORDER BY label`,
-				tenant, *ses.AgentID)
+			rows, err := w.tx.QueryContext(w.ctx, `SELECT `+blockColumns+` FROM blocks WHERE tenant_id = ? AND agent_id = ? ORDER BY label`,
+				w.tenant, *ses.AgentID)
 			if err != nil {
 				return out, err
 			}
@@ -70,18 +82,37 @@ func contextTx(ctx context.Context, tx *sql.Tx, tenant, id string, q model.Conte
 	return out, nil
 }
 
-// window reads a lineage's messages within one snapshot.
+// window reads a lineage's messages within one snapshot. Its statements are
+// the read pool's prepared ones: parsing them for every read was a quarter of
+// a context read's CPU.
 type window struct {
-	ctx    context.Context
-	tx     *sql.Tx
-	tenant string
-	segs   []segment
+	ctx        context.Context
+	tx         *sql.Tx
+	st         *readStatements
+	tenant, id string
+	segs       []segment
+	row        *messageRow
+}
+
+func (w *window) stmt(s *sql.Stmt) *sql.Stmt { return w.tx.StmtContext(w.ctx, s) }
+
+// scan reads rows as messages of the session the window belongs to: inherited
+// ones read as the fork's own, as on every other read.
+func (w *window) scan(rows *sql.Rows, n int) ([]model.Message, error) {
+	if w.row == nil {
+		w.row = newMessageRow()
+	}
+	ms, err := collectN(rows, n, w.row.scan)
+	for i := range ms {
+		ms[i].SessionID = w.id
+	}
+	return ms, err
 }
 
 // fit fills out with what max tokens allow of the messages after from: it
 // reads the history backwards from last, a chunk at a time, until the next
 // message would not fit, so that it reads about as many rows as it returns.
-func (w window) fit(out *model.Context, from, last, max int64) error {
+func (w *window) fit(out *model.Context, from, last, max int64) error {
 	systems, err := w.systems(last)
 	if err != nil {
 		return err
@@ -166,17 +197,16 @@ func (w window) fit(out *model.Context, from, last, max int64) error {
 func max64(a, b int64) int64 { return max(a, b) }
 
 // newestFirst reads up to n of owner's messages in (lo, hi], newest first.
-func (w window) newestFirst(owner string, lo, hi int64, n int) ([]model.Message, error) {
-	rows, err := w.tx.QueryContext(w.ctx, `SELECT `+messageColumns+` FROM messages
-		WHERE tenant_id = ? AND session_id = ? AND seq > ? AND seq <= ? ORDER BY seq DESC LIMIT ?`, w.tenant, owner, lo, hi, n)
+func (w *window) newestFirst(owner string, lo, hi int64, n int) ([]model.Message, error) {
+	rows, err := w.stmt(w.st.page[pageDesc]).QueryContext(w.ctx, w.tenant, owner, lo, hi+1, n)
 	if err != nil {
 		return nil, err
 	}
-	return collectN(rows, n, newMessageRow().scan)
+	return w.scan(rows, n)
 }
 
 // cumTokens is the session's running token total at seq (0 at 0).
-func (w window) cumTokens(seq int64) (int64, error) {
+func (w *window) cumTokens(seq int64) (int64, error) {
 	if seq == 0 {
 		return 0, nil
 	}
@@ -185,8 +215,7 @@ func (w window) cumTokens(seq int64) (int64, error) {
 			continue
 		}
 		var n int64
-		err := w.tx.QueryRowContext(w.ctx, `SELECT cum_tokens FROM messages WHERE tenant_id = ? AND session_id = ? AND seq = ?`,
-			w.tenant, g.owner, seq).Scan(counterInt{&n})
+		err := w.stmt(w.st.cumTokens).QueryRowContext(w.ctx, w.tenant, g.owner, seq).Scan(counterInt{&n})
 		if err == sql.ErrNoRows {
 			return 0, model.Internal(errMissingSeq(g.owner, seq))
 		}
@@ -196,20 +225,18 @@ func (w window) cumTokens(seq int64) (int64, error) {
 }
 
 // messages are the lineage's messages in (after, upto], in order.
-func (w window) messages(after, upto int64) ([]model.Message, error) {
+func (w *window) messages(after, upto int64) ([]model.Message, error) {
 	out := []model.Message{}
-	row := newMessageRow()
 	for _, g := range w.segs {
 		lo, hi := max(after, g.lo), min(upto, g.hi)
 		if lo >= hi {
 			continue
 		}
-		rows, err := w.tx.QueryContext(w.ctx, `SELECT `+messageColumns+` FROM messages
-			WHERE tenant_id = ? AND session_id = ? AND seq > ? AND seq <= ? ORDER BY seq`, w.tenant, g.owner, lo, hi)
+		rows, err := w.stmt(w.st.page[pageAsc]).QueryContext(w.ctx, w.tenant, g.owner, lo, hi+1, hi-lo)
 		if err != nil {
 			return nil, err
 		}
-		ms, err := collectN(rows, int(hi-lo), row.scan)
+		ms, err := w.scan(rows, int(hi-lo))
 		if err != nil {
 			return nil, err
 		}
@@ -219,21 +246,18 @@ func (w window) messages(after, upto int64) ([]model.Message, error) {
 }
 
 // systems are the lineage's system and developer messages up to seq, in order.
-func (w window) systems(upto int64) ([]model.Message, error) {
+func (w *window) systems(upto int64) ([]model.Message, error) {
 	var out []model.Message
-	row := newMessageRow()
 	for _, g := range w.segs {
 		hi := min(upto, g.hi)
 		if g.lo >= hi {
 			continue
 		}
-		rows, err := w.tx.QueryContext(w.ctx, `SELECT `+messageColumns+` FROM messages INDEXED BY messages_by_instruction
-			WHERE tenant_id = ? AND session_id = ? AND role IN ('system', 'developer') AND seq > ? AND seq <= ? ORDER BY seq`,
-			w.tenant, g.owner, g.lo, hi)
+		rows, err := w.stmt(w.st.systems).QueryContext(w.ctx, w.tenant, g.owner, g.lo, hi)
 		if err != nil {
 			return nil, err
 		}
-		ms, err := collect(rows, row.scan)
+		ms, err := w.scan(rows, 4)
 		if err != nil {
 			return nil, err
 		}

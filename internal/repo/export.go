@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"slices"
 
 	"github.com/logbook/logbook/internal/model"
 )
@@ -18,9 +19,10 @@ import (
 const exportChunk = 500
 
 // ExportSession writes a session as NDJSON to w (see model.ExportLine): the
-// session, its messages in seq order (a fork's inherited ones read as its own),
-// its checkpoints oldest first, then the end line with the counts and a SHA-256
-// of every byte before it. Everything is read in one read-only transaction, so
+// session, the files its messages reference (in chunks), its messages in seq
+// order (a fork's inherited ones read as its own), its checkpoints and its
+// compactions oldest first, then the end line with the counts and a SHA-256 of
+// every byte before it. Everything is read in one read-only transaction, so
 // the export is one consistent snapshot however long the writing takes.
 //
 // Errors before the first write: KindNotFound, corrupted (a damaged checkpoint).
@@ -51,6 +53,9 @@ func (s *Store) ExportSession(ctx context.Context, tenant, id string, w io.Write
 	if err := e.line(model.ExportLine{Type: model.LineSession, Session: &ses}); err != nil {
 		return err
 	}
+	if err := e.files(ctx, tx, tenant, segs); err != nil {
+		return err
+	}
 	for _, g := range segs {
 		if err := e.segment(ctx, tx, tenant, id, g); err != nil {
 			return err
@@ -61,6 +66,9 @@ func (s *Store) ExportSession(ctx context.Context, tenant, id string, w io.Write
 		return e.line(model.ExportLine{Type: model.LineCheckpoint, Checkpoint: &c})
 	})
 	if err != nil {
+		return err
+	}
+	if err := e.compactions(ctx, tx, tenant, id); err != nil {
 		return err
 	}
 	end, _ := json.Marshal(model.ExportLine{Type: model.LineEnd, Counts: &e.counts, SHA256: hex.EncodeToString(e.h.Sum(nil))})
@@ -152,4 +160,88 @@ func eachCheckpoint(ctx context.Context, q querier, tenant, sessionID string, fn
 		}
 	}
 	return mapErr(rows.Err())
+}
+
+// files writes every file the lineage's messages reference, by id, each in
+// chunks of model.MaxFileChunk bytes: the file's stored chunks are that size.
+func (e *exporter) files(ctx context.Context, tx *sql.Tx, tenant string, segs []segment) error {
+	var ids []string
+	for _, g := range segs {
+		rows, err := tx.QueryContext(ctx, `SELECT DISTINCT file_id FROM message_files
+			WHERE tenant_id = ? AND session_id = ? AND seq > ? AND seq <= ?`, tenant, g.owner, g.lo, g.hi)
+		if err != nil {
+			return mapErr(err)
+		}
+		got, err := collect(rows, func(sc scanner) (string, error) {
+			var id string
+			return id, sc.Scan(&id)
+		})
+		if err != nil {
+			return mapErr(err)
+		}
+		ids = append(ids, got...)
+	}
+	slices.Sort(ids)
+	for _, id := range slices.Compact(ids) {
+		f, err := getFile(ctx, tx, tenant, id)
+		if err != nil {
+			return err
+		}
+		if err := e.file(ctx, tx, tenant, f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (e *exporter) file(ctx context.Context, tx *sql.Tx, tenant string, f model.File) error {
+	rows, err := tx.QueryContext(ctx, `SELECT data FROM file_chunks WHERE tenant_id = ? AND sha256 = ? ORDER BY n`, tenant, f.SHA256)
+	if err != nil {
+		return mapErr(err)
+	}
+	defer rows.Close()
+	line := model.ExportFile{ID: f.ID, SHA256: f.SHA256, Size: f.Size, MediaType: f.MediaType, CreatedAt: f.CreatedAt}
+	for rows.Next() {
+		if err := rows.Scan(&line.Data); err != nil {
+			return mapErr(err)
+		}
+		if line.Data == nil {
+			line.Data = []byte{} // "", as an import reads an empty file back
+		}
+		if len(line.Data) > model.MaxFileChunk || line.Offset+int64(len(line.Data)) > f.Size {
+			return model.Corrupted("file", f.ID)
+		}
+		if err := e.line(model.ExportLine{Type: model.LineFile, File: &line}); err != nil {
+			return err
+		}
+		line.Offset += int64(len(line.Data))
+	}
+	if err := rows.Err(); err != nil {
+		return mapErr(err)
+	}
+	if line.Offset != f.Size {
+		return model.Corrupted("file", f.ID)
+	}
+	e.counts.Files++
+	return nil
+}
+
+// compactions writes the session's compactions, oldest first.
+func (e *exporter) compactions(ctx context.Context, tx *sql.Tx, tenant, sessionID string) error {
+	rows, err := tx.QueryContext(ctx, `SELECT `+compactionColumns+` FROM compactions
+		WHERE tenant_id = ? AND session_id = ? ORDER BY n`, tenant, sessionID)
+	if err != nil {
+		return mapErr(err)
+	}
+	cs, err := collect(rows, scanCompaction)
+	if err != nil {
+		return mapErr(err)
+	}
+	for i := range cs {
+		if err := e.line(model.ExportLine{Type: model.LineCompaction, Compaction: &cs[i]}); err != nil {
+			return err
+		}
+		e.counts.Compactions++
+	}
+	return nil
 }

@@ -73,6 +73,12 @@ type importParser struct {
 	lastIter int64
 	tokens   int64
 	cost     float64
+	files    int64
+	fileIDs  map[string]bool // complete files
+	file     *fileInProgress // the file whose chunks are being read
+	cmps     int64
+	cmpIDs   map[string]int
+	cmpSeq   int64 // the latest compaction's through_seq
 
 	err     error // the first problem found
 	end     *model.ExportLine
@@ -81,7 +87,8 @@ type importParser struct {
 }
 
 func parseImport(r io.Reader, sp *spool) error {
-	p := &importParser{sp: sp, h: sha256.New(), msgIDs: map[string]int{}, ckpIDs: map[string]int{}}
+	p := &importParser{sp: sp, h: sha256.New(), msgIDs: map[string]int{}, ckpIDs: map[string]int{},
+		fileIDs: map[string]bool{}, cmpIDs: map[string]int{}}
 	br := bufio.NewReaderSize(r, 64<<10)
 	var buf []byte // reused from line to line: nothing keeps a line once taken
 	for {
@@ -149,7 +156,8 @@ func (p *importParser) take(raw []byte, whole bool) {
 	derr := decodeLine(p.line, raw, &l)
 	if derr == nil && l.Type == model.LineEnd {
 		p.end, p.endLine, p.sum = &l, p.line, hex.EncodeToString(p.h.Sum(nil))
-		if p.err == nil && (l.Counts == nil || l.SHA256 == "" || l.Session != nil || l.Message != nil || l.Checkpoint != nil) {
+		if p.err == nil && (l.Counts == nil || l.SHA256 == "" || l.Session != nil || l.Message != nil || l.Checkpoint != nil ||
+			l.File != nil || l.Compaction != nil) {
 			p.err = model.InvalidImport(p.line, `an end line holds "counts" and "sha256" and nothing else`)
 		}
 		return
@@ -208,32 +216,102 @@ func malformedLine(line int, msg string) *model.Error {
 // add checks one line against the ones before it.
 func (p *importParser) add(l model.ExportLine) error {
 	set := 0
-	for _, ok := range []bool{l.Session != nil, l.Message != nil, l.Checkpoint != nil, l.Counts != nil, l.SHA256 != ""} {
+	for _, ok := range []bool{l.Session != nil, l.Message != nil, l.Checkpoint != nil, l.File != nil, l.Compaction != nil,
+		l.Counts != nil, l.SHA256 != ""} {
 		if ok {
 			set++
 		}
 	}
+	rank, known := model.LineOrder[l.Type]
+	holds := map[string]bool{model.LineSession: l.Session != nil, model.LineMessage: l.Message != nil,
+		model.LineCheckpoint: l.Checkpoint != nil, model.LineFile: l.File != nil, model.LineCompaction: l.Compaction != nil}
 	switch {
-	case l.Type != model.LineSession && l.Type != model.LineMessage && l.Type != model.LineCheckpoint:
-		return model.InvalidImport(p.line, fmt.Sprintf("unknown line type %q; want session, message, checkpoint or end", l.Type))
-	case set != 1 || (l.Type == model.LineSession) != (l.Session != nil) ||
-		(l.Type == model.LineMessage) != (l.Message != nil) || (l.Type == model.LineCheckpoint) != (l.Checkpoint != nil):
+	case !known:
+		return model.InvalidImport(p.line, fmt.Sprintf("unknown line type %q; want session, file, message, checkpoint, compaction or end", l.Type))
+	case set != 1 || !holds[l.Type]:
 		return model.InvalidImport(p.line, fmt.Sprintf("a %s line holds %q and nothing else", l.Type, l.Type))
 	case p.section == "" && l.Type != model.LineSession:
 		return model.InvalidImport(p.line, "the first line must be the session")
 	case p.section != "" && l.Type == model.LineSession:
 		return model.InvalidImport(p.line, "a second session line: an export holds one session")
-	case p.section == model.LineCheckpoint && l.Type == model.LineMessage:
-		return model.InvalidImport(p.line, "a message after the checkpoints: messages come first")
+	case rank < model.LineOrder[p.section]:
+		return model.InvalidImport(p.line, fmt.Sprintf("a %s line after the %s lines: an export holds the session, files, messages, checkpoints, then compactions",
+			l.Type, p.section))
+	case p.file != nil && l.Type != model.LineFile:
+		return model.InvalidImport(p.line, fmt.Sprintf("file %s ends at %d of its %d bytes: its chunks are missing", p.file.f.ID, p.file.offset, p.file.f.Size))
 	}
 	p.section = l.Type
 	switch l.Type {
 	case model.LineSession:
 		return p.addSession(*l.Session)
+	case model.LineFile:
+		return p.addFile(l.File)
 	case model.LineMessage:
 		return p.addMessage(*l.Message)
+	case model.LineCompaction:
+		return p.addCompaction(*l.Compaction)
 	}
 	return p.addCheckpoint(*l.Checkpoint)
+}
+
+// fileInProgress is a file whose chunks are being read, hashed as they come.
+type fileInProgress struct {
+	f      model.File
+	offset int64
+	h      hash.Hash
+}
+
+func (p *importParser) addFile(c *model.ExportFile) error {
+	if err := model.CheckExportFile(c); err != nil {
+		return lineError(p.line, "", model.AsError(err))
+	}
+	if p.file == nil {
+		switch {
+		case p.fileIDs[c.ID]:
+			return p.fail("file %s is in the export twice", c.ID)
+		case c.Offset != 0:
+			return p.fail("file.offset is %d: a file's first line starts at 0", c.Offset)
+		}
+		p.file = &fileInProgress{f: c.Describe(), h: sha256.New()}
+	}
+	fp := p.file
+	switch {
+	case c.Describe() != fp.f:
+		return p.fail("file %s begins before file %s ends (at %d of its %d bytes)", c.ID, fp.f.ID, fp.offset, fp.f.Size)
+	case c.Offset != fp.offset:
+		return p.fail("file.offset is %d, want %d: a file's chunks come in order", c.Offset, fp.offset)
+	}
+	fp.h.Write(c.Data)
+	fp.offset += int64(len(c.Data))
+	if fp.offset == fp.f.Size {
+		if hex.EncodeToString(fp.h.Sum(nil)) != fp.f.SHA256 {
+			return p.fail("file %s: its bytes do not match its sha256", fp.f.ID)
+		}
+		p.fileIDs[fp.f.ID] = true
+		p.files++
+		p.file = nil
+	}
+	return nil
+}
+
+func (p *importParser) addCompaction(c model.Compaction) error {
+	switch {
+	case c.SessionID != p.session.ID:
+		return p.fail("compaction.session_id is %q, not the session's id %q", c.SessionID, p.session.ID)
+	case p.cmpIDs[c.ID] != 0:
+		return p.fail("compaction.id %q repeats line %d", c.ID, p.cmpIDs[c.ID])
+	case c.ThroughSeq <= p.cmpSeq:
+		return p.fail("compaction.through_seq %d is not past the one before it (%d): compactions come oldest first", c.ThroughSeq, p.cmpSeq)
+	case c.ThroughSeq > p.messages:
+		return p.fail("compaction.through_seq %d is past the session's %d messages", c.ThroughSeq, p.messages)
+	}
+	if err := model.CheckStoredCompaction(c); err != nil {
+		return lineError(p.line, "compaction", model.AsError(err))
+	}
+	p.cmpIDs[c.ID] = p.line
+	p.cmpSeq = c.ThroughSeq
+	p.cmps++
+	return nil
 }
 
 func (p *importParser) fail(format string, args ...any) error {
@@ -260,6 +338,11 @@ func (p *importParser) addMessage(m model.Message) error {
 	}
 	if err := model.CheckStoredMessage(m); err != nil {
 		return lineError(p.line, "message", model.AsError(err))
+	}
+	for i, part := range m.Content.Parts {
+		if part.FileID != "" && !p.fileIDs[part.FileID] {
+			return p.fail("message.content[%d].file_id %s is not among the export's files", i, part.FileID)
+		}
 	}
 	p.tokens += m.Tokens
 	p.cost += m.Cost
@@ -326,9 +409,12 @@ func (p *importParser) finish() error {
 	if p.section == "" {
 		return model.InvalidImport(p.endLine, "the first line must be the session")
 	}
-	if c := p.end.Counts; c.Messages != p.messages || c.Checkpoints != p.ckps {
-		return model.InvalidImport(p.endLine, fmt.Sprintf("counts say %d messages and %d checkpoints; the export holds %d and %d",
-			c.Messages, c.Checkpoints, p.messages, p.ckps))
+	if p.file != nil {
+		return model.InvalidImport(p.endLine, fmt.Sprintf("file %s ends at %d of its %d bytes: its chunks are missing", p.file.f.ID, p.file.offset, p.file.f.Size))
+	}
+	if c := p.end.Counts; c.Messages != p.messages || c.Checkpoints != p.ckps || c.Files != p.files || c.Compactions != p.cmps {
+		return model.InvalidImport(p.endLine, fmt.Sprintf("counts say %d files, %d messages, %d checkpoints and %d compactions; the export holds %d, %d, %d and %d",
+			c.Files, c.Messages, c.Checkpoints, c.Compactions, p.files, p.messages, p.ckps, p.cmps))
 	}
 	ses := p.session
 	switch {
@@ -377,6 +463,8 @@ func (s *Store) importTx(ctx context.Context, tx *sql.Tx, tenant string, sp *spo
 		pauseUntil *int64
 		line       int
 		prev       ckBase // the checkpoint just written
+		fileChunk  = -1   // the next chunk's n, or -1 while a file the tenant has is skipped
+		cmpN       int64
 	)
 	insert := tx.StmtContext(ctx, s.st.insertMessage)
 	for {
@@ -449,6 +537,24 @@ func (s *Store) importTx(ctx context.Context, tx *sql.Tx, tenant string, sp *spo
 			if err := indexToolRows(ctx, tx, tenant, ses.ID, m); err != nil {
 				return model.Session{}, err
 			}
+		case model.LineFile:
+			if fileChunk, err = importFileChunk(ctx, tx, tenant, l.File, fileChunk); err != nil {
+				return model.Session{}, err
+			}
+		case model.LineCompaction:
+			c := l.Compaction
+			if opts.AsNew {
+				c.ID = newID(model.PrefixCompaction)
+			}
+			c.SessionID = ses.ID
+			cmpN++
+			err := insertCompaction(ctx, tx, tenant, cmpN, *c)
+			if isConstraint(err) {
+				return model.Session{}, importConflict(line, "a compaction with id %q already exists", c.ID)
+			}
+			if err != nil {
+				return model.Session{}, err
+			}
 		case model.LineCheckpoint:
 			c := l.Checkpoint
 			if opts.AsNew {
@@ -512,4 +618,38 @@ func insertImportedSession(ctx context.Context, tx *sql.Tx, tenant string, ses m
 		ses.TotalTokens, ses.TotalCost, ses.ParentID, ses.ForkedAtSeq,
 		int64(ses.CreatedAt), int64(ses.UpdatedAt), closedAt)
 	return err
+}
+
+// importFileChunk stores one chunk of an exported file and returns the next
+// chunk's number. A file the tenant already has is the same file (its id is
+// its bytes' hash and media type): its chunks are skipped (-1), and bytes that
+// another of the tenant's files already stores are not stored again.
+func importFileChunk(ctx context.Context, tx *sql.Tx, tenant string, c *model.ExportFile, n int) (int, error) {
+	if c.Offset == 0 {
+		var one int
+		err := tx.QueryRowContext(ctx, `SELECT 1 FROM files WHERE tenant_id = ? AND id = ?`, tenant, c.ID).Scan(&one)
+		if err == nil {
+			return -1, nil
+		}
+		if err != sql.ErrNoRows {
+			return 0, err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO files (tenant_id, id, sha256, size, media_type, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+			tenant, c.ID, c.SHA256, c.Size, c.MediaType, int64(c.CreatedAt)); err != nil {
+			return 0, err
+		}
+		err = tx.QueryRowContext(ctx, `SELECT 1 FROM file_chunks WHERE tenant_id = ? AND sha256 = ? AND n = 0`, tenant, c.SHA256).Scan(&one)
+		if err == nil {
+			return -1, nil
+		}
+		if err != sql.ErrNoRows {
+			return 0, err
+		}
+		n = 0
+	}
+	if n < 0 {
+		return n, nil
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO file_chunks (tenant_id, sha256, n, data) VALUES (?, ?, ?, ?)`, tenant, c.SHA256, n, c.Data)
+	return n + 1, err
 }

@@ -77,6 +77,12 @@ type readStatements struct {
 	session, latestCompaction, systems, cumTokens *sql.Stmt
 }
 
+// The page statements' variants: bit 0 descending, bit 1 filtered by role.
+const (
+	pageAsc  = 0
+	pageDesc = 1
+)
+
 // pageVariant picks the page statement for a filter: order, and role or not.
 func pageVariant(f model.MessageFilter) int {
 	v := 0
