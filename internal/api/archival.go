@@ -82,10 +82,10 @@ func (s *Server) searchMessages(w http.ResponseWriter, r *http.Request) {
 		After: q.time("after"), Before: q.time("before"), Limit: q.page().Limit}
 	for _, role := range q.list("role") {
 		switch model.Role(role) {
-		case model.RoleUser, model.RoleAssistant, model.RoleSystem, model.RoleTool:
+		case model.RoleUser, model.RoleAssistant, model.RoleSystem, model.RoleDeveloper, model.RoleTool:
 			in.Roles = append(in.Roles, model.Role(role))
 		default:
-			q.fail("role", "must be one of: user, assistant, system, tool")
+			q.fail("role", "must be one of: user, assistant, system, developer, tool")
 		}
 	}
 	if err := q.err(); err != nil {

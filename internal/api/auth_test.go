@@ -248,6 +248,7 @@ func TestCrossTenantEveryRoute(t *testing.T) {
 		"resumeSession":       {notFound, nil, ""},
 		"forkSession":         {notFound, map[string]any{}, ""},
 		"rewindSession":       {notFound, map[string]any{"to_seq": 0}, ""},
+		"repairSession":       {notFound, map[string]any{}, ""},
 		"createCompaction":    {notFound, map[string]any{"through_seq": 1, "summary": "hijacked"}, ""},
 		"listCompactions":     {notFound, nil, ""},
 		"getSessionContext":   {notFound, nil, "?max_tokens=100&include=blocks"},

@@ -59,6 +59,7 @@ func (s *Server) routes() *chi.Mux {
 			r.Patch("/sessions/{id}/checkpoint", s.patchCheckpoint)
 			r.Post("/sessions/{id}/fork", s.forkSession)
 			r.Post("/sessions/{id}/rewind", s.rewind)
+			r.Post("/sessions/{id}/repair", s.repairSession)
 			r.Post("/sessions/{id}/compactions", s.createCompaction)
 			r.Post("/sessions/import", s.importSession)
 			r.Post("/files", s.uploadFile)

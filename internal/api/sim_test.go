@@ -36,6 +36,8 @@ func simFaultRules() []repo.FaultRule {
 		{Point: repo.PointBlockWrite, Kind: repo.FaultError, Rate: 0.03},
 		{Point: repo.PointArchivalRead, Kind: repo.FaultError, Rate: 0.03},
 		{Point: repo.PointArchivalWrite, Kind: repo.FaultError, Rate: 0.03},
+		{Point: repo.PointRewind, Kind: repo.FaultError, Rate: 0.03},
+		{Point: repo.PointCompaction, Kind: repo.FaultError, Rate: 0.03},
 	}
 }
 
@@ -48,9 +50,19 @@ type simMsg struct {
 }
 
 type simSession struct {
-	id     string
-	status model.Status
-	msgs   []simMsg // msgs[i] has seq i+1
+	id          string
+	status      model.Status
+	msgs        []simMsg // msgs[i] has seq i+1
+	compactions []int64  // through_seqs, oldest first
+}
+
+func (s *simSession) turns() (n int64) {
+	for _, m := range s.msgs {
+		if m.role == model.RoleUser {
+			n++
+		}
+	}
+	return n
 }
 
 func (s *simSession) tokens() (n int64, cost float64) {
@@ -69,6 +81,7 @@ type simRequest struct {
 	batch   bool
 	seqs    []int64
 	ids     []string
+	rewound bool // a rewind removed some of its messages since
 }
 
 // simAgent is what the model knows of an agent's memory: one block and its passages.
@@ -128,6 +141,10 @@ func runSim(t *testing.T, seed uint64, ops int) []string {
 			s.passageInsert(s.agents[s.rng.IntN(len(s.agents))])
 		case r < 87:
 			s.passageSearch(s.agents[s.rng.IntN(len(s.agents))])
+		case r < 91:
+			s.rewind(s.pick())
+		case r < 94:
+			s.compact(s.pick())
 		default:
 			s.walk(s.pick())
 		}
@@ -206,9 +223,11 @@ func (s *sim) check(ses *simSession) {
 	got := mustGetSession(s.t, s.c, ses.id)
 	tokens, cost := ses.tokens()
 	n := int64(len(ses.msgs))
-	if got.Status != ses.status || got.MessageCount != n || got.LastSeq != n || got.TotalTokens != tokens || got.TotalCost != cost {
-		s.t.Fatalf("session %s stored %s/%d msgs/last %d/%d tokens/%v cost, model %s/%d/%d/%d/%v",
-			ses.id, got.Status, got.MessageCount, got.LastSeq, got.TotalTokens, got.TotalCost, ses.status, n, n, tokens, cost)
+	if got.Status != ses.status || got.MessageCount != n || got.LastSeq != n || got.TotalTokens != tokens || got.TotalCost != cost ||
+		got.TurnCount != ses.turns() {
+		s.t.Fatalf("session %s stored %s/%d msgs/last %d/%d tokens/%v cost/%d turns, model %s/%d/%d/%d/%v/%d",
+			ses.id, got.Status, got.MessageCount, got.LastSeq, got.TotalTokens, got.TotalCost, got.TurnCount,
+			ses.status, n, n, tokens, cost, ses.turns())
 	}
 }
 
@@ -343,6 +362,13 @@ func (s *sim) retry() {
 		if res.Status == http.StatusServiceUnavailable {
 			continue
 		}
+		if req.rewound {
+			// Writing it again would quietly undo the rewind.
+			res.wantProblem(s.t, http.StatusConflict, "rewound")
+			s.stats["retry refused: rewound"]++
+			s.check(req.session)
+			return
+		}
 		got := decodeAppend(s.t, res, http.StatusOK, req.batch)
 		for i, m := range got {
 			if m.Seq != req.seqs[i] || m.ID != req.ids[i] {
@@ -396,6 +422,123 @@ func (s *sim) close(ses *simSession) {
 		}
 		s.stats["close"]++
 		s.check(ses)
+		return
+	}
+}
+
+// rewind cuts a session back to a seq near its end (sometimes to nothing),
+// fenced by the model's last seq; now and then with a stale fence, which must
+// change nothing.
+func (s *sim) rewind(ses *simSession) {
+	n := int64(len(ses.msgs))
+	to := n - int64(s.rng.IntN(4))
+	if to < 0 || s.rng.IntN(10) == 0 {
+		to = 0
+	}
+	if s.rng.IntN(10) == 0 {
+		res, _ := s.send("POST", "/v1/sessions/"+ses.id+"/rewind", map[string]any{"to_seq": to, "expected_last_seq": n + 1})
+		if res.Status != http.StatusServiceUnavailable {
+			res.wantProblem(s.t, http.StatusConflict, map[bool]string{true: "session_closed", false: "stale_seq"}[ses.status.Closed()])
+		}
+		s.stats["rewind refused: stale"]++
+		s.check(ses)
+		return
+	}
+	for {
+		res, committed := s.send("POST", "/v1/sessions/"+ses.id+"/rewind", map[string]any{"to_seq": to, "expected_last_seq": n})
+		switch {
+		case res.Status == http.StatusServiceUnavailable && !committed:
+			s.check(ses)
+			continue
+		case ses.status.Closed():
+			if res.Status != http.StatusServiceUnavailable {
+				res.wantProblem(s.t, http.StatusConflict, "session_closed")
+			}
+			s.stats["rewind refused: closed"]++
+			s.check(ses)
+			return
+		case res.Status != http.StatusServiceUnavailable:
+			var out model.RewindResult
+			res.want(s.t, http.StatusOK, &out)
+			if out.RemovedMessages != n-to || out.Session.LastSeq != to {
+				s.t.Fatalf("rewind %s to %d: removed %d, last_seq %d; model had %d", ses.id, to, out.RemovedMessages, out.Session.LastSeq, n)
+			}
+		}
+		ses.msgs = ses.msgs[:to]
+		for len(ses.compactions) > 0 && ses.compactions[len(ses.compactions)-1] > to {
+			ses.compactions = ses.compactions[:len(ses.compactions)-1]
+		}
+		for _, req := range s.acked {
+			if req.session == ses && slices.ContainsFunc(req.seqs, func(q int64) bool { return q > to }) {
+				req.rewound = true
+			}
+		}
+		s.stats["rewind"]++
+		s.check(ses)
+		s.checkContext(ses)
+		return
+	}
+}
+
+// compact records a summary through a seq past the latest compaction's.
+func (s *sim) compact(ses *simSession) {
+	from := int64(0)
+	if k := len(ses.compactions); k > 0 {
+		from = ses.compactions[k-1]
+	}
+	n := int64(len(ses.msgs))
+	if n <= from {
+		return
+	}
+	through := from + 1 + int64(s.rng.IntN(int(n-from)))
+	for {
+		res, committed := s.send("POST", "/v1/sessions/"+ses.id+"/compactions",
+			map[string]any{"through_seq": through, "summary": fmt.Sprintf("summary of 1..%d", through), "tokens": 5})
+		switch {
+		case res.Status == http.StatusServiceUnavailable && !committed:
+			continue
+		case ses.status.Closed():
+			if res.Status != http.StatusServiceUnavailable {
+				res.wantProblem(s.t, http.StatusConflict, "session_closed")
+			}
+			s.stats["compaction refused: closed"]++
+			s.checkContext(ses)
+			return
+		case res.Status != http.StatusServiceUnavailable:
+			res.want(s.t, http.StatusCreated, nil)
+		}
+		ses.compactions = append(ses.compactions, through)
+		s.stats["compaction"]++
+		s.checkContext(ses)
+		return
+	}
+}
+
+// checkContext reads the context as an SDK would before its next call: the
+// latest compaction, then every message after it.
+func (s *sim) checkContext(ses *simSession) {
+	for {
+		res, _ := s.send("GET", "/v1/sessions/"+ses.id+"/context", nil)
+		if res.Status == http.StatusServiceUnavailable {
+			continue
+		}
+		var got model.Context
+		res.want(s.t, http.StatusOK, &got)
+		from := int64(0)
+		if k := len(ses.compactions); k > 0 {
+			from = ses.compactions[k-1]
+		}
+		if (got.Compaction == nil) != (from == 0) || (got.Compaction != nil && got.Compaction.ThroughSeq != from) ||
+			len(got.Messages) != len(ses.msgs)-int(from) {
+			s.t.Fatalf("session %s context: compaction %+v, %d messages; model: through %d, %d messages",
+				ses.id, got.Compaction, len(got.Messages), from, len(ses.msgs))
+		}
+		for i, m := range got.Messages {
+			if w := ses.msgs[int(from)+i]; m.Seq != from+int64(i)+1 || m.Content.Text != w.content {
+				s.t.Fatalf("session %s context message %d: seq %d %q, model %q", ses.id, i, m.Seq, m.Content.Text, w.content)
+			}
+		}
+		s.stats["context"]++
 		return
 	}
 }

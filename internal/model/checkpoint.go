@@ -98,18 +98,21 @@ func Corrupted(what, id string) *Error {
 		Extra: map[string]any{"id": id}}
 }
 
-// ResumeProblem is one thing resume validation found wrong.
+// ResumeProblem is one thing resume validation found wrong, with its remedy.
 type ResumeProblem struct {
 	Code   string `json:"code"`
 	Seq    *int64 `json:"seq"`
 	Detail string `json:"detail"`
+	Repair Repair `json:"repair"`
 }
 
-// Validation is resume's report; OK when Problems is empty.
+// Validation is resume's report; OK when Problems is empty. Warnings are
+// things off that do not stop a resume (a turn count that disagrees).
 type Validation struct {
 	OK            bool            `json:"ok"`
 	SchemaVersion int64           `json:"schema_version"`
 	Problems      []ResumeProblem `json:"problems"`
+	Warnings      []ResumeProblem `json:"warnings"`
 }
 
 // Resume is everything a new worker needs to pick a session up.

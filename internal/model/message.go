@@ -21,6 +21,10 @@ type ToolCall struct {
 	ID        string `json:"id" validate:"required,max=256"`
 	Name      string `json:"name" validate:"required,max=256"`
 	Arguments string `json:"arguments" validate:"json"`
+	// ProviderData keeps what a provider's call carried beyond these (OpenAI's
+	// fc_… item id and status, Anthropic's cache_control), so that parallel
+	// calls in one message each come back whole.
+	ProviderData Object `json:"provider_data,omitempty"`
 }
 
 // Message is one entry of a session's history. Seq is the session's one order.

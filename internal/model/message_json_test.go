@@ -39,7 +39,8 @@ func TestMessageJSONMatchesEncodingJSON(t *testing.T) {
 		case 1:
 			m.ToolCalls = []ToolCall{}
 		case 2:
-			m.ToolCalls = []ToolCall{{ID: text(), Name: text(), Arguments: text()}, {ID: "c2", Name: "f", Arguments: `{"x":"<y>"}`}}
+			m.ToolCalls = []ToolCall{{ID: text(), Name: text(), Arguments: text()}, {ID: "c2", Name: "f", Arguments: `{"x":"<y>"}`,
+				ProviderData: Object(`{"id":"fc_1","n":"<&>\u2028"}`)}}
 		}
 		if rng.IntN(3) == 0 {
 			txt := text()
@@ -63,6 +64,31 @@ func TestMessageJSONMatchesEncodingJSON(t *testing.T) {
 		want, _ := json.Marshal(p)
 		if got := AppendMessagePageJSON(nil, &p); !bytes.Equal(got, want) {
 			t.Fatalf("page:\ngot  %s\nwant %s", got, want)
+		}
+	}
+}
+
+// A context answer is encoding/json's bytes too, with and without its parts.
+func TestContextJSONMatchesEncodingJSON(t *testing.T) {
+	n, first := int64(4000), int64(2)
+	model := "gpt-x"
+	txt := "a <b> & c"
+	for _, c := range []Context{
+		{SessionID: "s", Messages: []Message{}},
+		{SessionID: "s\u2028<", LastSeq: 9, MaxTokens: &n, Tokens: 77, OverBudget: true,
+			Compaction: &Compaction{ID: "cmp_1", SessionID: "s", ThroughSeq: 3, Summary: Content{Text: txt, Parts: []Part{{Type: PartText, Text: &txt}}},
+				Model: &model, ProviderItem: ProviderItem(`{"type":"compaction","x":"<>"}`), CreatedAt: 1},
+			Messages: []Message{{ID: "m", SessionID: "s", Seq: 4, Role: RoleUser, Content: TextContent("<hi>"), Metadata: Object(`{"k":"&"}`)}},
+			Blocks:   []Block{{Label: "persona", Value: "I <help>"}},
+			Omitted:  ContextOmitted{Messages: 1, Tokens: 5, FirstSeq: &first, LastSeq: &first}},
+	} {
+		want, err := json.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := AppendContextJSON(nil, &c)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("context:\ngot  %s\nwant %s (%v)", got, want, err)
 		}
 	}
 }

@@ -49,7 +49,7 @@ type Part struct {
 	MediaType        string   `json:"media_type,omitempty"`
 	Filename         string   `json:"filename,omitempty"`
 	Detail           string   `json:"detail,omitempty"`
-	Summary          []string `json:"summary,omitempty"`
+	Summary          []string `json:"summary,omitzero"` // [] (a reasoning item with no summary) stays []
 	EncryptedContent string   `json:"encrypted_content,omitempty"`
 	Signature        string   `json:"signature,omitempty"`
 	ProviderData     Object   `json:"provider_data,omitempty"`

@@ -32,6 +32,7 @@ func (s *Store) Resume(ctx context.Context, tenant, sessionID string) (model.Res
 	report := func(code string, seq *int64, format string, args ...any) {
 		problems = append(problems, model.ResumeProblem{Code: code, Seq: seq, Detail: fmt.Sprintf(format, args...)})
 	}
+	iteration := int64(0)
 
 	r.Validation.SchemaVersion = model.SchemaVersion
 	r.PendingToolCalls = []model.PendingToolCall{}
@@ -43,11 +44,13 @@ func (s *Store) Resume(ctx context.Context, tenant, sessionID string) (model.Res
 		// Nothing of its state could be rebuilt: there is no checkpoint to
 		// hand over, and the worker starts from the messages.
 		report("checkpoint_corrupted", nil, "checkpoint %s (iteration %d) cannot be read back", cp.ID, cp.Iteration)
+		iteration = cp.Iteration
 	case err != nil && !isCorrupted(err):
 		return r, err
 	default:
 		r.Checkpoint = &cp
 		since = cp.LastSeq
+		iteration = cp.Iteration
 		if err != nil {
 			report("checkpoint_corrupted", nil, "checkpoint %s (iteration %d) does not match its SHA-256", cp.ID, cp.Iteration)
 		}
@@ -75,9 +78,18 @@ func (s *Store) Resume(ctx context.Context, tenant, sessionID string) (model.Res
 	if err != nil {
 		return r, err
 	}
-	if err := checkHistory(ctx, tx, tenant, segs, r.Session, r.PendingToolCalls, report); err != nil {
+	h, err := checkHistory(ctx, tx, tenant, segs, r.Session, r.PendingToolCalls)
+	if err != nil {
 		return r, err
 	}
+	problems = append(problems, h.problems...)
+	for i := range problems {
+		problems[i].Repair = model.SuggestRepair(problems[i].Code, problems[i].Seq, r.Session, iteration)
+	}
+	for i := range h.warnings {
+		h.warnings[i].Repair = model.SuggestRepair(h.warnings[i].Code, h.warnings[i].Seq, r.Session, iteration)
+	}
+	r.Validation.Warnings = h.warnings
 
 	page, err := listLineage(ctx, tx, tenant, segs, since, model.ResumeMessageLimit)
 	if err != nil {
@@ -115,22 +127,44 @@ func listLineage(ctx context.Context, q querier, tenant string, segs []segment, 
 	return out, nil
 }
 
+// history is what checkHistory found.
+type history struct {
+	problems, warnings []model.ResumeProblem
+	unanswered         []unansweredCall // in seq order
+	turns              int64            // user messages in the rows
+}
+
+// unansweredCall is a tool call with no result that no checkpoint lists as
+// pending.
+type unansweredCall struct {
+	id, name string
+	seq      int64
+}
+
 // checkHistory walks the whole history once, reading only what the checks need:
 // seqs must run 1..last_seq with no gap, the counters must equal the rows, every
 // tool result must answer an earlier call, and every call must be answered or
 // listed as pending by the checkpoint.
 func checkHistory(ctx context.Context, q querier, tenant string, segs []segment, ses model.Session,
-	pending []model.PendingToolCall, report func(string, *int64, string, ...any)) error {
+	pending []model.PendingToolCall) (history, error) {
 	var (
+		h                           = history{problems: []model.ResumeProblem{}, warnings: []model.ResumeProblem{}}
 		expect, count, tokens int64 = 1, 0, 0
 		cost                  float64
-		calls                 = map[string]int64{} // call id → seq of the call, until answered
+		calls                 = map[string]unansweredCall{} // until answered
 	)
+	report := func(code string, seq int64, format string, args ...any) {
+		p := model.ResumeProblem{Code: code, Detail: fmt.Sprintf(format, args...)}
+		if seq > 0 {
+			p.Seq = &seq
+		}
+		h.problems = append(h.problems, p)
+	}
 	for _, g := range segs {
 		rows, err := q.QueryContext(ctx, `SELECT seq, role, tool_calls, tool_call_id, tokens, cost FROM messages
 			WHERE tenant_id = ? AND session_id = ? AND seq > ? AND seq <= ? ORDER BY seq`, tenant, g.owner, g.lo, g.hi)
 		if err != nil {
-			return mapErr(err)
+			return h, mapErr(err)
 		}
 		for rows.Next() {
 			var (
@@ -142,50 +176,55 @@ func checkHistory(ctx context.Context, q querier, tenant string, segs []segment,
 			)
 			if err := rows.Scan(&seq, &role, &toolCalls, &toolCallID, counterInt{&tk}, counterFloat{&c}); err != nil {
 				rows.Close()
-				return mapErr(err)
+				return h, mapErr(err)
 			}
 			if seq != expect {
-				s := seq
-				report("seq_gap", &s, "expected seq %d, found %d", expect, seq)
+				report(model.ProblemSeqGap, seq, "expected seq %d, found %d", expect, seq)
 			}
 			expect = seq + 1
 			count, tokens, cost = count+1, tokens+tk, cost+c
+			if role == model.RoleUser {
+				h.turns++
+			}
 			if toolCalls.Valid {
 				var tcs []model.ToolCall
 				if json.Unmarshal([]byte(toolCalls.String), &tcs) == nil {
 					for _, tc := range tcs {
-						calls[tc.ID] = seq
+						calls[tc.ID] = unansweredCall{id: tc.ID, name: tc.Name, seq: seq}
 					}
 				}
 			}
 			if role == model.RoleTool && toolCallID.Valid {
 				if _, ok := calls[toolCallID.String]; !ok {
-					s := seq
-					report("orphan_tool_result", &s, "tool result for call %q matches no earlier assistant tool call", toolCallID.String)
+					report(model.ProblemOrphanToolResult, seq, "tool result for call %q matches no earlier assistant tool call "+
+						"(or a second result for it): rewind to seq %d to drop it and what followed, or fork at seq %d to keep this session as it is",
+						toolCallID.String, seq-1, seq-1)
 				}
 				delete(calls, toolCallID.String)
 			}
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return mapErr(err)
+			return h, mapErr(err)
 		}
 	}
 	for _, p := range pending {
 		delete(calls, p.ID)
 	}
-	ids := make([]string, 0, len(calls))
-	for id := range calls {
-		ids = append(ids, id)
+	for _, c := range calls {
+		h.unanswered = append(h.unanswered, c)
 	}
-	slices.SortFunc(ids, func(a, b string) int { return cmp.Or(cmp.Compare(calls[a], calls[b]), cmp.Compare(a, b)) })
-	for _, id := range ids {
-		s := calls[id]
-		report("unanswered_tool_call", &s, "tool call %q has no result and is not pending in the checkpoint", id)
+	slices.SortFunc(h.unanswered, func(a, b unansweredCall) int { return cmp.Or(cmp.Compare(a.seq, b.seq), cmp.Compare(a.id, b.id)) })
+	for _, c := range h.unanswered {
+		report(model.ProblemUnansweredToolCall, c.seq, "tool call %q has no result and is not pending in the checkpoint", c.id)
 	}
 	if count != ses.MessageCount || expect-1 != ses.LastSeq || tokens != ses.TotalTokens || math.Abs(cost-ses.TotalCost) > 1e-9*max(1, math.Abs(cost)) {
-		report("counter_mismatch", nil, "the rows hold %d messages up to seq %d with %d tokens and cost %v; the session says %d, %d, %d, %v",
+		report(model.ProblemCounterMismatch, 0, "the rows hold %d messages up to seq %d with %d tokens and cost %v; the session says %d, %d, %d, %v",
 			count, expect-1, tokens, cost, ses.MessageCount, ses.LastSeq, ses.TotalTokens, ses.TotalCost)
 	}
-	return nil
+	if h.turns != ses.TurnCount {
+		h.warnings = append(h.warnings, model.ResumeProblem{Code: model.ProblemTurnCountMismatch,
+			Detail: fmt.Sprintf("the rows hold %d user messages; the session's turn_count says %d", h.turns, ses.TurnCount)})
+	}
+	return h, nil
 }
