@@ -3,9 +3,10 @@
 // durable transaction per request, and rows inserted straight into SQLite. With
 // -pocketbase it also measures PocketBase's single record creates and 100-record
 // pages beside Logbook's appends and pages. It measures NDJSON streaming appends
-// (server CPU per message, against one request per message). Last, it measures how much one
-// tenant's ~1 MB appends slow another tenant's small ones (-fairness=false skips
-// that).
+// (server CPU per message, against one request per message), and the context read
+// that runs before every LLM call (GET …/context on a long, compacted session,
+// beside a plain page). Last, it measures how much one tenant's ~1 MB appends slow
+// another tenant's small ones (-fairness=false skips that).
 //
 //	go build -o bin/server ./cmd/server && go run ./cmd/loadtest -server bin/server
 //	bash scripts/pocketbase.sh bin/pocketbase   # PocketBase from source, for -pocketbase bin/pocketbase
@@ -34,7 +35,7 @@ import (
 )
 
 // sectionNames are the sections, in the order they run.
-var sectionNames = []string{"appends", "stream", "batch", "paging", "fairness"}
+var sectionNames = []string{"appends", "stream", "batch", "paging", "context", "fairness"}
 
 type options struct {
 	server        string
@@ -49,13 +50,18 @@ type options struct {
 	pagingClients int // concurrent clients of the page-read rounds
 	pagingRounds  int
 	streamRounds  int
-	pocketbase    string // PocketBase's binary, built by scripts/pocketbase.sh; "" skips it
-	fairness      bool
-	only          string // run this section alone
-	fairnessDur   time.Duration
-	jsonPath      string
-	dir           string
-	serverFlags   []string // extra flags for Logbook's server, e.g. --search-index=false
+	// The context section's session and its reads.
+	contextMessages int
+	contextReps     int
+	contextClients  int
+	contextRounds   int
+	pocketbase      string // PocketBase's binary, built by scripts/pocketbase.sh; "" skips it
+	fairness        bool
+	only            string // run this section alone
+	fairnessDur     time.Duration
+	jsonPath        string
+	dir             string
+	serverFlags     []string // extra flags for Logbook's server, e.g. --search-index=false
 }
 
 // env is what every measurement needs.
@@ -108,6 +114,10 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.pagingClients, "paging-clients", 8, "concurrent clients in the paging test's page-read rounds")
 	fs.IntVar(&o.pagingRounds, "paging-rounds", 3, "page-read rounds (logbook/pocketbase pairs with -pocketbase)")
 	fs.IntVar(&o.streamRounds, "stream-rounds", 2, "rounds of NDJSON streaming appends (with -clients streams)")
+	fs.IntVar(&o.contextMessages, "context-messages", 10000, "messages in the context test's session, compacted through nine tenths of them")
+	fs.IntVar(&o.contextReps, "context-reps", 200, "timed reads of each read in the context test, one client")
+	fs.IntVar(&o.contextClients, "context-clients", 8, "concurrent clients in the context test's rounds")
+	fs.IntVar(&o.contextRounds, "context-rounds", 2, "rounds of concurrent context reads (each read every round)")
 	fs.StringVar(&o.pocketbase, "pocketbase", "", "also compare with PocketBase, this binary (build it with: bash scripts/pocketbase.sh)")
 	fs.StringVar(&o.only, "only", "", "run one section alone: "+strings.Join(sectionNames, ", "))
 	fs.BoolVar(&o.fairness, "fairness", true, "measure a small tenant's appends beside another's 1 MB appends (-fairness=false skips it)")
@@ -125,14 +135,17 @@ func parseFlags(args []string) (options, error) {
 	case o.naiveMaxConns < 0:
 		return o, errors.New("-naive-max-conns must not be negative")
 	case o.duration <= 0 || o.rounds < 1 || o.clients < 1 || o.batchClients < 1 || o.batchRounds < 1 || o.pagingReps < 1 ||
-		o.pagingClients < 1 || o.pagingRounds < 1 || o.streamRounds < 1:
-		return o, errors.New("-duration, -rounds, -clients, -batch-clients, -batch-rounds, -paging-reps, -paging-clients, -paging-rounds and -stream-rounds must be positive")
+		o.pagingClients < 1 || o.pagingRounds < 1 || o.streamRounds < 1 || o.contextReps < 1 || o.contextClients < 1 || o.contextRounds < 1:
+		return o, errors.New("-duration, -rounds, -clients, -batch-clients, -batch-rounds, -paging-reps, -paging-clients, -paging-rounds, " +
+			"-stream-rounds, -context-reps, -context-clients and -context-rounds must be positive")
 	case o.only != "" && !slices.Contains(sectionNames, o.only):
 		return o, fmt.Errorf("-only must be one of %s, not %q", strings.Join(sectionNames, ", "), o.only)
 	case o.fairnessDur <= 0:
 		return o, errors.New("-fairness-duration must be positive")
 	case o.pagingFill < 2*batchSize:
 		return o, fmt.Errorf("-paging-messages must be at least %d", 2*batchSize)
+	case o.contextMessages < minContextMessages:
+		return o, fmt.Errorf("-context-messages must be at least %d", minContextMessages)
 	}
 	return o, nil
 }
@@ -180,7 +193,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	sections := []struct {
 		name string
 		run  func(context.Context, *env, *report, io.Writer) error
-	}{{"appends", appendsSection}, {"stream", streamSection}, {"batch", batchSection}, {"paging", pagingSection}}
+	}{{"appends", appendsSection}, {"stream", streamSection}, {"batch", batchSection}, {"paging", pagingSection},
+		{"context", contextSection}}
 	if opts.fairness {
 		sections = append(sections, struct {
 			name string

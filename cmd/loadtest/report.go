@@ -25,6 +25,9 @@ const (
 	targetPBPageRatio   = 5.0
 	// Logbook's server CPU per 100-message page under concurrent reads, at most.
 	targetPageCPU = 350.0 // µs
+	// A context read of a 10,000-message session, p50 with one client, at most:
+	// it runs before every LLM call, so it adds to every turn's latency.
+	targetContextMs = 1.0
 )
 
 type report struct {
@@ -37,6 +40,7 @@ type report struct {
 	Batch    batchReport     `json:"batch"`
 	Paging   pagingReport    `json:"paging"`
 	Stream   *streamReport   `json:"stream,omitempty"`   // nil when the stream section did not run
+	Context  *contextReport  `json:"context,omitempty"`  // nil when the context section did not run
 	Fairness *fairnessReport `json:"fairness,omitempty"` // nil with -fairness=false
 	// PocketBase is the third baseline; nil without -pocketbase.
 	PocketBase *pocketbaseInfo `json:"pocketbase,omitempty"`
@@ -345,6 +349,7 @@ func (r *report) summary(w io.Writer) {
 		fmt.Fprintf(w, "  paging    deep/first page    %6.2f  (target <= %.1f)  %s\n", r.Paging.RatioP50, targetPageRatio, verdict(r.Paging.Pass))
 	}
 	r.pageReadsSummary(w)
+	r.contextSummary(w)
 	if st := r.Stream; st != nil {
 		fmt.Fprintf(w, "  stream    CPU µs per message %6.1f", st.MedianCPU)
 		if st.VsSingle != nil {

@@ -58,5 +58,10 @@ func (s *Server) sessionContext(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.writeJSON(w, r, http.StatusOK, c)
+	b, err := model.AppendContextJSON(make([]byte, 0, 512*len(c.Messages)+1024), &c)
+	if err != nil {
+		s.writeError(w, r, model.Internal(err))
+		return
+	}
+	s.writeBody(w, http.StatusOK, b)
 }

@@ -50,6 +50,8 @@ func BenchmarkContext(b *testing.B) {
 		})
 	}
 	run("max_tokens=4000", model.ContextQuery{MaxTokens: &budget}, 90)
+	small := int64(1500) // ~36 messages: most reads decode only what they return
+	run("max_tokens=1500", model.ContextQuery{MaxTokens: &small}, 30)
 	if _, err := s.CreateCompaction(ctx, "t", id, model.CreateCompaction{ThroughSeq: n - 200,
 		Summary: model.TextContent("Earlier: many order questions, all answered."), Tokens: 20}); err != nil {
 		b.Fatal(err)

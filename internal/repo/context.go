@@ -60,7 +60,7 @@ func (w *window) read(q model.ContextQuery) (model.Context, error) {
 			return out, err
 		}
 		out.Messages = msgs
-	} else if err := w.fit(&out, from, ses.LastSeq, *q.MaxTokens); err != nil {
+	} else if err := w.fit(&out, from, ses.LastSeq, *q.MaxTokens, ses.TotalTokens); err != nil {
 		return out, err
 	}
 	for _, m := range out.Messages {
@@ -69,8 +69,7 @@ func (w *window) read(q model.ContextQuery) (model.Context, error) {
 	if q.IncludeBlocks {
 		out.Blocks = []model.Block{}
 		if ses.AgentID != nil {
-			rows, err := w.tx.QueryContext(w.ctx, `SELECT `+blockColumns+` FROM blocks WHERE tenant_id = ? AND agent_id = ? ORDER BY label`,
-				w.tenant, *ses.AgentID)
+			rows, err := w.stmt(w.st.blocks).QueryContext(w.ctx, w.tenant, *ses.AgentID)
 			if err != nil {
 				return out, err
 			}
@@ -112,7 +111,7 @@ func (w *window) scan(rows *sql.Rows, n int) ([]model.Message, error) {
 // fit fills out with what max tokens allow of the messages after from: it
 // reads the history backwards from last, a chunk at a time, until the next
 // message would not fit, so that it reads about as many rows as it returns.
-func (w *window) fit(out *model.Context, from, last, max int64) error {
+func (w *window) fit(out *model.Context, from, last, budget, total int64) error {
 	systems, err := w.systems(last)
 	if err != nil {
 		return err
@@ -123,17 +122,19 @@ func (w *window) fit(out *model.Context, from, last, max int64) error {
 	}
 	var tail []model.Message // newest first
 	k := last                // the window is (k, last]
-	if fixed > max {
+	if fixed > budget {
 		out.OverBudget = true
 	} else {
-		room := max - fixed
+		room := budget - fixed
+		n := 0 // the last chunk's size: a guess that fell short doubles
 	read:
 		for i := len(w.segs) - 1; i >= 0; i-- {
 			g := w.segs[i]
 			hi := min(k, g.hi)
-			for hi > max64(from, g.lo) {
-				lo := max64(from, g.lo)
-				chunk, err := w.newestFirst(g.owner, lo, hi, 128)
+			for hi > max(from, g.lo) {
+				lo := max(from, g.lo)
+				n = min(128, max(2*n, chunkGuess(room, total, last)))
+				chunk, err := w.newestFirst(g.owner, lo, hi, n)
 				if err != nil {
 					return err
 				}
@@ -165,9 +166,7 @@ func (w *window) fit(out *model.Context, from, last, max int64) error {
 			out.Messages = append(out.Messages, m)
 		}
 	}
-	for _, m := range tail {
-		out.Messages = append(out.Messages, m)
-	}
+	out.Messages = append(out.Messages, tail...)
 	// Left out: the messages in (from, k] that are not system ones.
 	if k > from {
 		cumFrom, err := w.cumTokens(from)
@@ -194,7 +193,14 @@ func (w *window) fit(out *model.Context, from, last, max int64) error {
 	return nil
 }
 
-func max64(a, b int64) int64 { return max(a, b) }
+// chunkGuess is how many of the newest messages room likely holds, from the
+// session's average message, with a margin: most reads then take one query
+// that decodes a few rows more than they return, not 128. A wrong guess costs
+// another chunk (twice as large), never a wrong answer.
+func chunkGuess(room, total, last int64) int {
+	avg := max(1, total/max(1, last))
+	return int(min(room/avg+room/avg/4+8, 128))
+}
 
 // newestFirst reads up to n of owner's messages in (lo, hi], newest first.
 func (w *window) newestFirst(owner string, lo, hi int64, n int) ([]model.Message, error) {

@@ -74,7 +74,7 @@ type readStatements struct {
 	lineage *sql.Stmt
 	page    [4]*sql.Stmt // by pageVariant
 	// A context read runs before every LLM call: its statements too.
-	session, latestCompaction, systems, cumTokens *sql.Stmt
+	session, latestCompaction, systems, cumTokens, blocks *sql.Stmt
 }
 
 // The page statements' variants: bit 0 descending, bit 1 filtered by role.
@@ -110,6 +110,7 @@ func prepareReadStatements(ctx context.Context, db *sql.DB) (readStatements, err
 		{&st.systems, `SELECT ` + messageColumns + ` FROM messages INDEXED BY messages_by_instruction
 			WHERE tenant_id = ? AND session_id = ? AND role IN ('system', 'developer') AND seq > ? AND seq <= ? ORDER BY seq`},
 		{&st.cumTokens, `SELECT cum_tokens FROM messages WHERE tenant_id = ? AND session_id = ? AND seq = ?`},
+		{&st.blocks, `SELECT ` + blockColumns + ` FROM blocks WHERE tenant_id = ? AND agent_id = ? ORDER BY label`},
 	} {
 		if *p.dst, err = db.PrepareContext(ctx, p.sql); err != nil {
 			return st, fmt.Errorf("repo: prepare: %w", err)
