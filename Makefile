@@ -17,6 +17,7 @@ build:
 # vet findings or a go.mod that tidy would change, so CI catches those too.
 test: deps fmt vet tools
 	$(GO) test -race -count=1 $(PKGS)
+	$(GO) test -count=1 -run 'TestLargestMessageRoundTrips' ./internal/api/
 
 check: lint test
 

@@ -156,3 +156,56 @@ func TestImportRefusesBadFiles(t *testing.T) {
 		})
 	}
 }
+
+// A message is bounded by what its export line may hold (8 MiB), counted as
+// it will be written: every '<' and '&' escaped six bytes long. The largest
+// that fits round-trips through export and import; a little more is refused at
+// the door, naming the field that holds the most.
+func TestLargestMessageRoundTrips(t *testing.T) {
+	if testing.Short() || raceDetector {
+		t.Skip("moves an ~8 MiB export line: run by make test's plain pass, not under -race or -short")
+	}
+	c := newClient(t, withMaxBody(16<<20))
+	s := mustCreateSession(t, c, nil)
+	// Sent as written: encoding/json would escape every '<' and '&' on the way.
+	message := func(parts, item int) string {
+		per := parts / 2
+		return `{"role":"user","provider_item":{"blob":"` + strings.Repeat("&", item) + `"},"content":[` +
+			`{"type":"text","text":"` + strings.Repeat("<", per) + `"},{"type":"text","text":"` + strings.Repeat("<", parts-per) + `"}]}`
+	}
+	fits := (model.MaxRecordJSON - 2048) / 6
+	var m model.Message
+	c.do("POST", "/v1/sessions/"+s.ID+"/messages", message(fits-1000, 1000)).want(t, http.StatusCreated, &m)
+	export := mustExport(t, c, s.ID)
+	if longest := maxLine(splitLines(t, export)); longest < model.MaxExportLine-16<<10 || longest > model.MaxExportLine {
+		t.Fatalf("the message's line is %d bytes: the test no longer reaches the bound (%d)", longest, model.MaxExportLine)
+	}
+	dst := newClient(t)
+	got := mustImport(t, dst, export, "")
+	if second := mustExport(t, dst, got.ID); !bytes.Equal(export, second) {
+		t.Fatalf("export → import → export changed the bytes:\n%s", firstDiff(export, second))
+	}
+
+	for _, tc := range []struct {
+		body, field string
+	}{
+		{message(fits-1000, 1000+4096), "content"},
+		{message(1000, fits), "provider_item"},
+	} {
+		p := c.do("POST", "/v1/sessions/"+s.ID+"/messages", tc.body).wantProblem(t, http.StatusUnprocessableEntity, "validation_failed")
+		if len(p.Errors) != 1 || p.Errors[0].Field != tc.field {
+			t.Errorf("errors %+v, want one naming %s", p.Errors, tc.field)
+		}
+	}
+	if s := mustGetSession(t, c, s.ID); s.LastSeq != 1 {
+		t.Errorf("last_seq %d after refused appends, want 1", s.LastSeq)
+	}
+}
+
+func maxLine(lines [][]byte) int {
+	n := 0
+	for _, l := range lines {
+		n = max(n, len(l))
+	}
+	return n
+}

@@ -36,7 +36,7 @@ func mustExport(t *testing.T, c *client, id string) []byte {
 	for i, l := range lines {
 		var line model.ExportLine
 		if err := json.Unmarshal(l, &line); err != nil {
-			t.Fatalf("line %d: %v: %s", i+1, err, l)
+			t.Fatalf("line %d: %v: %.300s", i+1, err, l)
 		}
 		r, ok := rank[line.Type]
 		if !ok || r < prev || (i == 0) != (line.Type == model.LineSession) || (i == len(lines)-1) != (line.Type == model.LineEnd) {

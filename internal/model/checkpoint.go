@@ -53,10 +53,10 @@ type PatchCheckpoint struct {
 	ExpectedIteration *int64 `json:"expected_iteration,omitempty" validate:"omitempty,gte=0"`
 }
 
-// MaxPatchedStateBytes bounds what a PATCH may grow a state to. A PUT's state is
-// bounded by the request body; patches are not, and a state past this could no
-// longer travel as one line of an export (MaxImportLine, 8 MiB, in repo).
-const MaxPatchedStateBytes = 4 << 20
+// MaxStateBytes bounds a checkpoint's state as canonical JSON, whether a PUT
+// sends it or a PATCH grows it: a state past this could no longer travel as
+// one line of an export (MaxExportLine).
+const MaxStateBytes = 4 << 20
 
 // NoCheckpoint is a PATCH of a session that has no checkpoint to patch.
 func NoCheckpoint(sessionID string) *Error {

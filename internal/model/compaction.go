@@ -63,6 +63,20 @@ func (c *CreateCompaction) Validate() error {
 	if c.Model != nil && utf8.RuneCountInString(*c.Model) > 256 {
 		bad("model", "must be at most 256 characters long")
 	}
+	raw := len(c.Summary.Text) + len(c.ProviderItem)
+	for i := range c.Summary.Parts {
+		raw += c.Summary.Parts[i].size() + 64
+	}
+	if mightNotFit(raw) && out == nil {
+		if n := c.jsonSize(); n > MaxRecordJSON {
+			field := "summary"
+			if len(c.ProviderItem) > raw/2 {
+				field = "provider_item"
+			}
+			out = append(out, FieldError{Field: field, Message: "the compaction would take " + strconv.Itoa(n) +
+				" bytes as JSON, over the limit of " + strconv.Itoa(MaxRecordJSON) + " (an export line must hold it)"})
+		}
+	}
 	if out != nil {
 		return Invalid(out...)
 	}

@@ -76,8 +76,14 @@ func (m *NewMessage) fieldErrors(prefix string, out []FieldError) []FieldError {
 		case len(m.ToolCalls) > 128:
 			bad("tool_calls", "must have at most 128 items")
 		default:
+			size := 0
 			for i := range m.ToolCalls {
 				out = m.ToolCalls[i].fieldErrors(prefix+"tool_calls["+strconv.Itoa(i)+"].", out)
+				size += len(m.ToolCalls[i].Arguments) + len(m.ToolCalls[i].ProviderData)
+			}
+			if size > MaxToolCallBytes {
+				bad("tool_calls", "the calls' arguments and provider data hold "+strconv.Itoa(size)+
+					" bytes; a message's may hold at most "+strconv.Itoa(MaxToolCallBytes))
 			}
 		}
 	}
@@ -91,6 +97,11 @@ func (m *NewMessage) fieldErrors(prefix string, out []FieldError) []FieldError {
 		bad("tool_call_id", "must be at least 1 characters long")
 	case utf8.RuneCountInString(*m.ToolCallID) > 256:
 		bad("tool_call_id", "must be at most 256 characters long")
+	}
+	if raw, largest := m.rawSize(); mightNotFit(raw) {
+		if n := m.jsonSize(); n > MaxRecordJSON {
+			out = append(out, recordTooLarge(prefix+largest, n))
+		}
 	}
 	if m.IsError && m.Role != RoleTool {
 		bad("is_error", "is only allowed when role is tool")
@@ -123,6 +134,10 @@ func (m *NewMessage) fieldErrors(prefix string, out []FieldError) []FieldError {
 	}
 	return out
 }
+
+// MaxToolCallBytes bounds one message's tool calls together, for the same
+// reason as MaxContentBytes.
+const MaxToolCallBytes = 1 << 20
 
 func (c *ToolCall) fieldErrors(prefix string, out []FieldError) []FieldError {
 	bad := func(field, msg string) { out = append(out, FieldError{Field: prefix + field, Message: msg}) }

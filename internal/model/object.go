@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -96,9 +97,9 @@ func (o Object) Merge(patch Object, field string) (Object, error) {
 	if err != nil {
 		return nil, Internal(err)
 	}
-	if len(out) > MaxObjectBytes {
+	if n := jsonSize(out); n > MaxObjectBytes {
 		return nil, Invalid(FieldError{Field: field, Message: fmt.Sprintf(
-			"would grow to %d bytes once merged, over the limit of %d", len(out), MaxObjectBytes)})
+			"would grow to %d bytes once merged, over the limit of %d", n, MaxObjectBytes)})
 	}
 	return out, nil
 }
@@ -134,10 +135,36 @@ func checkValue(b []byte, maxBytes int) ([]byte, error) {
 	if err := v.Compact(); err != nil {
 		return nil, valueError("is not valid JSON")
 	}
-	if maxBytes > 0 && len(v) > maxBytes {
-		return nil, valueError(fmt.Sprintf("must be at most %d bytes of JSON, not %d", maxBytes, len(v)))
+	if n := jsonSize(v); maxBytes > 0 && n > maxBytes {
+		return nil, valueError(fmt.Sprintf("must be at most %d bytes of JSON, not %d", maxBytes, n))
 	}
 	return v, nil
+}
+
+// jsonSize is a compact value's length with the escapes that HTML-safe JSON
+// writers add (\u003c \u003e \u0026 for < > &, \u2028 \u2029) counted as the
+// characters they stand for. Logbook writes values back that way, so an export
+// may hold a value six times longer than it came: measured like this, the value
+// an import reads back is the size it was when it was accepted.
+func jsonSize(v []byte) int {
+	n := len(v)
+	for i := 0; i < len(v); i++ {
+		if v[i] != '\\' || i+1 >= len(v) {
+			continue
+		}
+		if v[i+1] != 'u' || i+5 >= len(v) {
+			i++ // a two-byte escape: \" \\ \n …
+			continue
+		}
+		switch strings.ToLower(string(v[i+2 : i+6])) {
+		case "003c", "003e", "0026":
+			n -= 5
+		case "2028", "2029":
+			n -= 3
+		}
+		i += 5
+	}
+	return n
 }
 
 // valueError is a problem with a value whose field the decoder names.

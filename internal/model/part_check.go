@@ -28,10 +28,33 @@ func partErrors(field string, role Role, parts []Part, out []FieldError) []Field
 	if len(parts) > MaxParts {
 		return append(out, FieldError{Field: field, Message: "must have at most " + strconv.Itoa(MaxParts) + " parts"})
 	}
+	size := 0
 	for i := range parts {
 		out = parts[i].fieldErrors(field+"["+strconv.Itoa(i)+"].", role, out)
+		size += parts[i].size()
+	}
+	if size > MaxContentBytes {
+		out = append(out, FieldError{Field: field, Message: "the parts hold " + strconv.Itoa(size) +
+			" bytes; a message's parts may hold at most " + strconv.Itoa(MaxContentBytes)})
 	}
 	return out
+}
+
+// MaxContentBytes bounds what one message's parts hold together (their text,
+// URLs, payloads, annotations and provider data), so that a message, and the
+// export line that carries it, stays within what an import reads whole.
+const MaxContentBytes = 4 << 20
+
+func (p *Part) size() int {
+	n := len(p.FileID) + len(p.URL) + len(p.MediaType) + len(p.Filename) + len(p.Detail) +
+		len(p.EncryptedContent) + len(p.Signature) + len(p.Annotations) + len(p.ProviderData)
+	if p.Text != nil {
+		n += len(*p.Text)
+	}
+	for _, s := range p.Summary {
+		n += len(s)
+	}
+	return n
 }
 
 func (p *Part) fieldErrors(prefix string, role Role, out []FieldError) []FieldError {

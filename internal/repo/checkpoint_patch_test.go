@@ -142,7 +142,7 @@ func TestPatchCheckpointPauseAndLimit(t *testing.T) {
 	if p := pause(); p != nil {
 		t.Errorf("pause_until %v, want none", *p)
 	}
-	big := fmt.Sprintf(`{"blob":%q}`, strings.Repeat("x", model.MaxPatchedStateBytes))
+	big := fmt.Sprintf(`{"blob":%q}`, strings.Repeat("x", model.MaxStateBytes))
 	_, err := patchCheckpoint(s, "t", "s", 4, nil, big)
 	if e := model.AsError(err); e.Code != "validation_failed" || len(e.Fields) != 1 || e.Fields[0].Field != "state_patch" {
 		t.Errorf("err = %v, want validation_failed naming state_patch", err)

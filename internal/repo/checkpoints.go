@@ -132,10 +132,15 @@ func planCheckpoint(ctx context.Context, q querier, tenant, sessionID string, w 
 		return p, model.Internal(err)
 	}
 	p.pause = w.pause
+	if n := len(p.canonical); w.patch == nil && n > model.MaxStateBytes {
+		p.err = model.Invalid(model.FieldError{Field: "state", Message: fmt.Sprintf(
+			"takes %d bytes as canonical JSON, over the limit of %d (an export line must hold it)", n, model.MaxStateBytes)})
+		return p, nil
+	}
 	if w.patch != nil {
-		if n := len(p.canonical); n > model.MaxPatchedStateBytes && n > p.base.size {
+		if n := len(p.canonical); n > model.MaxStateBytes && n > p.base.size {
 			p.err = model.Invalid(model.FieldError{Field: "state_patch", Message: fmt.Sprintf(
-				"would grow the state to %d bytes, over the limit of %d", n, model.MaxPatchedStateBytes)})
+				"would grow the state to %d bytes, over the limit of %d", n, model.MaxStateBytes)})
 			return p, nil
 		}
 		st, err := model.ParsePatchedState(p.canonical)

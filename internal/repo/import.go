@@ -18,11 +18,10 @@ import (
 	"github.com/logbook/logbook/internal/model"
 )
 
-// MaxImportLine bounds one line of an import. A message of the largest content
-// an append accepts (1 MiB) can take six times that once its control characters
-// are escaped in JSON; a longer line cannot be an export this server made, and
-// it is refused after this many bytes instead of being held whole.
-const MaxImportLine = 8 << 20
+// MaxImportLine bounds one line of an import: what an export writes at most
+// (model.MaxExportLine). A longer line cannot be an export this server made,
+// and it is refused after this many bytes instead of being held whole.
+const MaxImportLine = model.MaxExportLine
 
 // ImportSession restores a session from an export (see ExportSession) read from
 // r: ids, seqs, timestamps, counters, metadata, parent_id and forked_at_seq (as
