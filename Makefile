@@ -70,7 +70,7 @@ profile: build
 
 # Go micro-benchmarks of the store (append paths, page reads, table layout).
 gobench:
-	$(GO) test -run '^$$' -bench . -benchmem ./internal/repo/
+	$(GO) test -run '^$$' -bench . -benchmem ./internal/repo/sqlite/
 
 # The long form of the crash test: many kill -9 cycles under load.
 crash:
@@ -80,8 +80,8 @@ crash:
 FUZZTIME ?= 60s
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzRequestBodies$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/api/
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeCursor$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/repo/
-	$(GO) test -run '^$$' -fuzz '^FuzzFTSQuery$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/repo/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeCursor$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/repo/sqlite/
+	$(GO) test -run '^$$' -fuzz '^FuzzFTSQuery$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/repo/sqlite/
 	$(GO) test -run '^$$' -fuzz '^FuzzMergePatch$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/model/
 
 # A long fault-injection simulation; LOGBOOK_SIM_SEED=N replays a run.

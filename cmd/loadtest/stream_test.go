@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"github.com/logbook/logbook/internal/repo/sqlite"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
@@ -9,7 +10,6 @@ import (
 
 	"github.com/logbook/logbook/internal/api"
 	"github.com/logbook/logbook/internal/model"
-	"github.com/logbook/logbook/internal/repo"
 	"github.com/rs/zerolog"
 )
 
@@ -17,7 +17,7 @@ import (
 // stored message, answered before the next, and closing leaves nothing unread.
 func TestStreamConnAppendsOneMessagePerSend(t *testing.T) {
 	ctx := context.Background()
-	store, err := repo.Open(ctx, repo.Config{Path: filepath.Join(t.TempDir(), "l.db"), Migrate: true, NoMessageIndex: true})
+	store, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(t.TempDir(), "l.db"), Migrate: true, NoMessageIndex: true})
 	if err != nil {
 		t.Fatal(err)
 	}

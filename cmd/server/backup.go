@@ -3,9 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/logbook/logbook/internal/repo/sqlite"
 	"io"
 
-	"github.com/logbook/logbook/internal/repo"
 	"github.com/urfave/cli/v3"
 )
 
@@ -31,7 +31,7 @@ func backupCommand(stdout io.Writer) *cli.Command {
 			if err := requireDatabase(cfg, false); err != nil {
 				return err
 			}
-			b, err := repo.BackupFile(ctx, cfg.DB, path)
+			b, err := sqlite.BackupFile(ctx, cfg.DB, path)
 			if err != nil {
 				return err
 			}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"github.com/logbook/logbook/internal/repo/sqlite"
 	"io"
 	"net/http"
 	"os"
@@ -11,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/logbook/logbook/internal/model"
-	"github.com/logbook/logbook/internal/repo"
 )
 
 func backupPost(t *testing.T, url, body string) (int, []byte) {
@@ -30,7 +30,7 @@ func backupPost(t *testing.T, url, body string) (int, []byte) {
 func openBackup(t *testing.T, path string, n int64) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := repo.Open(ctx, repo.Config{Path: path, ReadConns: 1})
+	st, err := sqlite.Open(ctx, sqlite.Config{Path: path, ReadConns: 1})
 	if err != nil {
 		t.Fatalf("open backup: %v", err)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"github.com/logbook/logbook/internal/repo/sqlite"
 	"io"
 	"os"
 	"path/filepath"
@@ -9,14 +10,13 @@ import (
 	"testing"
 
 	"github.com/logbook/logbook/internal/model"
-	"github.com/logbook/logbook/internal/repo"
 )
 
 // seed makes a session with messages and a checkpoint in a database file.
 func seed(t *testing.T, db, tenant string) model.Session {
 	t.Helper()
 	ctx := context.Background()
-	st, err := repo.Open(ctx, repo.Config{Path: db, Migrate: true})
+	st, err := sqlite.Open(ctx, sqlite.Config{Path: db, Migrate: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/logbook/logbook/internal/repo/sqlite"
 	"io"
 	"text/tabwriter"
 
@@ -129,9 +130,9 @@ func revokeKey(ctx context.Context, cmd *cli.Command, cfg config, stdout io.Writ
 
 // openForKeys opens an existing database file; a key written into a new, empty
 // file (a mistyped --db) would be a key no server ever reads.
-func openForKeys(ctx context.Context, cfg config) (*repo.Store, error) {
+func openForKeys(ctx context.Context, cfg config) (*sqlite.Store, error) {
 	if err := requireDatabase(cfg, false); err != nil {
 		return nil, err
 	}
-	return repo.Open(ctx, repo.Config{Path: cfg.DB, Sync: cfg.Sync, Migrate: cfg.Migrate, ReadConns: 1, NoSearch: true})
+	return sqlite.Open(ctx, sqlite.Config{Path: cfg.DB, Sync: cfg.Sync, Migrate: cfg.Migrate, ReadConns: 1, NoSearch: true})
 }

@@ -2,9 +2,9 @@ package main
 
 import (
 	"context"
+	"github.com/logbook/logbook/internal/repo/sqlite"
 	"io"
 
-	"github.com/logbook/logbook/internal/repo"
 	"github.com/urfave/cli/v3"
 )
 
@@ -23,7 +23,7 @@ func migrateCommand(stdout io.Writer) *cli.Command {
 			if err := requireDatabase(cfg, canCreate && cmd.Bool("create")); err != nil {
 				return err
 			}
-			return repo.Migrate(ctx, cfg.DB, name, stdout)
+			return sqlite.Migrate(ctx, cfg.DB, name, stdout)
 		})
 		return c
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/logbook/logbook/internal/repo/sqlite"
 	"io"
 	"net"
 	"net/http"
@@ -11,7 +12,6 @@ import (
 
 	logbook "github.com/logbook/logbook"
 	"github.com/logbook/logbook/internal/api"
-	"github.com/logbook/logbook/internal/repo"
 	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v3"
 )
@@ -54,7 +54,7 @@ func serve(ctx context.Context, cfg config, stdout io.Writer) error {
 		defer stop()
 	}
 
-	store, err := repo.Open(ctx, repo.Config{Path: cfg.DB, Sync: cfg.Sync, Migrate: cfg.Migrate, NoMessageIndex: !cfg.SearchIndex})
+	store, err := sqlite.Open(ctx, sqlite.Config{Path: cfg.DB, Sync: cfg.Sync, Migrate: cfg.Migrate, NoMessageIndex: !cfg.SearchIndex})
 	if err != nil {
 		return err
 	}

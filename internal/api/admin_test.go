@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"fmt"
+	"github.com/logbook/logbook/internal/repo/sqlite"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -303,7 +304,7 @@ func TestBackupDefaultDirectory(t *testing.T) {
 func checkBackup(t *testing.T, path, tenant, session string, messages int) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := repo.Open(ctx, repo.Config{Path: path, ReadConns: 1})
+	st, err := sqlite.Open(ctx, sqlite.Config{Path: path, ReadConns: 1})
 	if err != nil {
 		t.Fatalf("open the backup: %v", err)
 	}

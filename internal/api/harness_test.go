@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/logbook/logbook/internal/repo/sqlite"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -65,13 +66,13 @@ func loadSpec(t testing.TB) (*openapi3.T, routers.Router) {
 }
 
 // mustOpen opens a store on a fresh database file in t.TempDir().
-func mustOpen(t testing.TB, cfg repo.Config) *repo.Store {
+func mustOpen(t testing.TB, cfg sqlite.Config) *sqlite.Store {
 	t.Helper()
 	if cfg.Path == "" {
 		cfg.Path = filepath.Join(t.TempDir(), "logbook.db")
 	}
 	cfg.Migrate = true
-	st, err := repo.Open(context.Background(), cfg)
+	st, err := sqlite.Open(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
@@ -88,7 +89,7 @@ type client struct {
 	t     testing.TB
 	base  string
 	http  *http.Client
-	store *repo.Store
+	store *sqlite.Store
 	key   string // sent as a Bearer token when set
 }
 
@@ -111,7 +112,7 @@ func mustKey(t testing.TB, c *client, tenant string, scope model.Scope) model.Ne
 
 type testConfig struct {
 	api  api.Config
-	repo repo.Config
+	repo sqlite.Config
 }
 
 type testServerOption func(*testConfig)

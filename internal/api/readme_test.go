@@ -3,6 +3,7 @@ package api_test
 import (
 	"bytes"
 	"fmt"
+	"github.com/logbook/logbook/internal/repo/sqlite"
 	"net"
 	"net/http"
 	"os"
@@ -16,7 +17,6 @@ import (
 
 	logbook "github.com/logbook/logbook"
 	"github.com/logbook/logbook/internal/api"
-	"github.com/logbook/logbook/internal/repo"
 	"github.com/rs/zerolog"
 )
 
@@ -68,7 +68,7 @@ exec %q "$@"
 		t.Fatal(err)
 	}
 	loadSpec(t)
-	st := mustOpen(t, repo.Config{Path: filepath.Join(work, "data", "logbook.db")})
+	st := mustOpen(t, sqlite.Config{Path: filepath.Join(work, "data", "logbook.db")})
 	rec := &statusRecorder{t: t}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"fmt"
+	"github.com/logbook/logbook/internal/repo/sqlite"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -22,7 +23,7 @@ import (
 type node struct {
 	t     *testing.T
 	path  string
-	store *repo.Store
+	store *sqlite.Store
 	srv   *httptest.Server
 	c     *client
 }
@@ -38,7 +39,7 @@ func startNode(t *testing.T, path string, rules ...repo.FaultRule) *node {
 			t.Fatal(err)
 		}
 	}
-	st, err := repo.Open(context.Background(), repo.Config{Path: path, Migrate: true, Faults: faults})
+	st, err := sqlite.Open(context.Background(), sqlite.Config{Path: path, Migrate: true, Faults: faults})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 
 // Config is what the HTTP layer needs from the outside.
 type Config struct {
-	Store        *repo.Store
+	Store        repo.Store
 	Log          zerolog.Logger
 	MaxBodyBytes int64  // request bodies past this answer 413
 	Spec         []byte // openapi.yaml, served at /openapi.yaml
@@ -42,7 +42,7 @@ type Config struct {
 
 // Server holds the handlers' dependencies; it has no globals.
 type Server struct {
-	store   *repo.Store
+	store   repo.Store
 	log     zerolog.Logger
 	maxBody int64
 	spec    []byte

@@ -2,7 +2,7 @@
 -- Conversation search moves to a database file of its own, indexed by a
 -- goroutine with its own connection beside the writer rather than inside it:
 -- FTS5's merges made single index steps take tens of milliseconds, and every
--- tenant's writes waited for them (see internal/repo/indexer.go). The index is
+-- tenant's writes waited for them (see internal/repo/sqlite/indexer.go). The index is
 -- rebuilt there from the messages, so the old one and its progress go.
 DROP TABLE messages_fts;
 -- SQLite 3.53 leaves this shadow table of a contentless_unindexed table behind.

@@ -1,7 +1,7 @@
 -- +goose Up
 -- Checkpoints of a large state that changes a little each iteration took a
 -- whole copy each: 100 kept iterations of a 200 KB state were 20 MB a session.
--- A row now says how it keeps its state (see internal/repo/checkpoint_store.go):
+-- A row now says how it keeps its state (see internal/repo/sqlite/checkpoint_store.go):
 --   kind 'full',  body NULL:     the canonical state in `state`, as before (old
 --                                rows, and states too small to be worth more);
 --   kind 'full',  codec 'zstd':  the canonical state compressed in `body`;

@@ -105,9 +105,9 @@ func (f *Faults) Events() []FaultEvent {
 	return append([]FaultEvent(nil), f.events...)
 }
 
-// fire consults the rules of point p. It sleeps for a latency fault and returns the
+// Fire consults the rules of point p. It sleeps for a latency fault and returns the
 // kind of a failing one ("" for none).
-func (f *Faults) fire(p FaultPoint) FaultKind {
+func (f *Faults) Fire(p FaultPoint) FaultKind {
 	if f == nil {
 		return ""
 	}
@@ -143,28 +143,10 @@ func (f *Faults) fire(p FaultPoint) FaultKind {
 	return kind
 }
 
-// crashPoint fires a point inside a write where a crash may be injected: an error
-// or a crash before the commit fails the write; a crash after the commit is left
-// to the writer (pending) to apply once the group has committed.
-func (s *Store) crashPoint(p FaultPoint) error {
-	switch k := s.faults.fire(p); k {
-	case "":
-		return nil
-	case FaultCrashAfterCommit, FaultCrashBeforeCommit:
-		s.pendingCrash = k
-		if k == FaultCrashAfterCommit {
-			return nil
-		}
-		fallthrough
-	default:
-		return model.Unavailable(fmt.Errorf("%w: %s at %s", ErrInjected, k, p))
-	}
-}
-
-// check fires point p and turns a failing fault into the storage error a real
+// Check fires point p and turns a failing fault into the storage error a real
 // failure at that point would give.
-func (f *Faults) check(p FaultPoint) error {
-	if k := f.fire(p); k != "" {
+func (f *Faults) Check(p FaultPoint) error {
+	if k := f.Fire(p); k != "" {
 		return model.Unavailable(fmt.Errorf("%w: %s at %s", ErrInjected, k, p))
 	}
 	return nil

@@ -1,333 +1,120 @@
-// Package repo is Logbook's storage: one SQLite file, one writer goroutine that owns
-// the only read-write connection, and a pool of read-only connections for reads.
+// Package repo is what the API asks of storage: the Store interface, and the
+// parts every backend shares (paging, fault injection). Each backend lives in
+// its own folder beside it: sqlite/ (the embedded default: one writer
+// goroutine, group commit) and, for those who outgrow one machine, postgres/.
+// Backends map their database's errors to model's error kinds; the API maps
+// those to HTTP, so handlers never see a backend.
 package repo
 
 import (
 	"context"
-	"database/sql"
-	"database/sql/driver"
-	"errors"
-	"fmt"
-	"net/url"
-	"os"
-	"path/filepath"
-	"runtime"
-	"strings"
-	"sync"
-	"sync/atomic"
+	"io"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" driver (pure Go, no cgo)
+	"github.com/logbook/logbook/internal/model"
 )
 
-// Config says where the database lives and how hard it syncs.
-type Config struct {
-	Path      string // database file; its directory is created if missing
-	Sync      string // "full" (default: durable on power loss) or "normal"
-	ReadConns int    // read pool size; 0 picks one from the CPU count
-	Migrate   bool   // apply pending migrations on Open
-	// MaxBatch caps how many queued writes share one transaction; 0 means 1000.
-	MaxBatch int
-	// Faults injects failures at named points; tests only. Nil in production.
-	Faults *Faults
-	// NoMessageIndex turns conversation indexing off (search then finds only what
-	// was indexed before); for deployments that do not search, and benchmarks.
-	NoMessageIndex bool
-	// NoSearch leaves the search index file alone: no indexer, and no search.
-	// For the CLI, which works on a file that a server may be indexing.
-	NoSearch bool
+// Store is the storage the API uses. Every method's errors are model errors
+// (model.AsError): KindNotFound for a missing session, agent, block …,
+// KindConflict for a lost compare-and-set, and so on, as each method says.
+type Store interface {
+	Sessions
+	Messages
+	Checkpoints
+	Memory
+	Files
+	Keys
+	Admin
+	Ping(ctx context.Context) error
+	Close() error
 }
 
-// Store is the storage handle. Its methods are safe for concurrent use.
-type Store struct {
-	wdb     *sql.DB // exactly one connection, used only by the writer goroutine
-	rdb     *sql.DB // read-only pool (with the search index attached as idx)
-	cdb     *sql.DB // one connection for WAL checkpoints (checkpointer.go)
-	readDSN string  // how rdb's connections are opened, for one-off readers
-	path    string
-
-	stopCheckpoints chan struct{}
-	checkpointsDone chan struct{}
-
-	idb            *sql.DB       // the search index file, used only by the indexer (nil with NoSearch)
-	indexWake      chan struct{} // the writer's "new messages" to the indexer
-	stopIndexer    chan struct{} // nil when no indexer runs
-	indexerDone    chan struct{}
-	deletesApplied atomic.Int64 // index_deletes rows the indexer has applied
-	lastCommit     atomic.Int64 // when the writer last committed (Unix ns), for the indexer
-	lastParts      struct {     // the indexer's alone (partsOf)
-		gid   int64
-		parts []string
-	}
-
-	queue      chan *writeOp
-	mu         sync.RWMutex // guards closed against sends on a closed queue
-	closed     bool
-	writerDone chan struct{}
-	maxBatch   int
-	stats      writerStats
-	st         writerStatements // used only by the writer goroutine
-	rst        readStatements   // prepared on the read pool
-	faults     *Faults
-
-	gid          int64        // the last message gid handed out; the writer's alone
-	sessions     sessionCache // the writer's record of sessions it appends to
-	dataVersion  int64        // the writer's last PRAGMA data_version
-	lineages     lineageCache // sessions' lineages, for reads
-	lineageMoved bool         // this group may change a lineage: move lineages.epoch after it
-
-	pendingCrash FaultKind // a crash injected inside a write, applied at the group's commit
+// Sessions: create, read, list, transition, fork, rewind, export and import.
+type Sessions interface {
+	CreateSession(ctx context.Context, tenant string, in model.CreateSession) (model.Session, error)
+	GetSession(ctx context.Context, tenant, id string) (model.Session, error)
+	ListSessions(ctx context.Context, tenant string, f model.SessionFilter, p PageRequest) (model.Page[model.Session], error)
+	UpdateSession(ctx context.Context, tenant, id string, in model.UpdateSession) (model.Session, error)
+	CloseSession(ctx context.Context, tenant, id string) (model.Session, error)
+	ForkSession(ctx context.Context, tenant, parentID string, in model.ForkSession) (model.Session, error)
+	Rewind(ctx context.Context, tenant, id string, in model.Rewind) (model.RewindResult, error)
+	ExportSession(ctx context.Context, tenant, id string, w io.Writer) error
+	ImportSession(ctx context.Context, tenant string, r io.Reader, opts model.ImportOptions) (model.Session, error)
+	PurgeSession(ctx context.Context, tenant, id string) error
 }
 
-// nextGID numbers a new message. Only the writer calls it, inside the transaction
-// that inserts the message; a rolled-back number is simply never used.
-func (s *Store) nextGID() int64 {
-	s.gid++
-	return s.gid
+// Messages: appends (one, a batch, or a stream's, in order), reads, search,
+// compactions and the context window.
+type Messages interface {
+	AppendMessages(ctx context.Context, tenant, sessionID string, req model.AppendRequest) (model.AppendResult, error)
+	// QueueAppend queues an append and returns at once with a wait for its
+	// outcome; appends queued one after another from one goroutine are stored
+	// in that order. stream may be nil.
+	QueueAppend(ctx context.Context, tenant, sessionID string, req model.AppendRequest,
+		stream *AppendStream) (wait func() (model.AppendResult, error), err error)
+	GetMessage(ctx context.Context, tenant, sessionID, id string) (model.Message, error)
+	ListMessages(ctx context.Context, tenant, sessionID string, f model.MessageFilter, p PageRequest) (model.Page[model.Message], error)
+	SearchMessages(ctx context.Context, tenant string, in model.MessageSearch) (model.SearchResult[model.MessageHit], error)
+	CreateCompaction(ctx context.Context, tenant, sessionID string, in model.CreateCompaction) (model.Compaction, error)
+	ListCompactions(ctx context.Context, tenant, sessionID string, p PageRequest) (model.Page[model.Compaction], error)
+	Context(ctx context.Context, tenant, id string, q model.ContextQuery) (model.Context, error)
 }
 
-// mmapSize lets reads of hot pages skip the read() syscall: measured ~1.7× faster
-// 100-row message pages (DESIGN.md, Storage).
-const mmapSize = 256 << 20
-
-// Open opens (creating if needed) the database at cfg.Path, checks that it is in WAL
-// mode, applies migrations when cfg.Migrate is set and starts the writer, the
-// checkpointer and (unless told not to) the indexer.
-func Open(ctx context.Context, cfg Config) (s *Store, err error) {
-	if cfg.Path == "" {
-		return nil, errors.New("repo: empty database path")
-	}
-	if dir := filepath.Dir(cfg.Path); dir != "" {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("repo: create database directory: %w", err)
-		}
-	}
-	sync := strings.ToUpper(cfg.Sync)
-	switch sync {
-	case "":
-		sync = "FULL"
-	case "FULL", "NORMAL":
-	default:
-		return nil, fmt.Errorf("repo: sync must be full or normal, not %q", cfg.Sync)
-	}
-
-	var opened []*sql.DB
-	defer func() {
-		if err != nil {
-			for _, db := range opened {
-				db.Close()
-			}
-		}
-	}()
-	open := func(db *sql.DB, err error) (*sql.DB, error) {
-		if db != nil {
-			opened = append(opened, db)
-		}
-		return db, err
-	}
-
-	// The writer's own pragmas: checkpoints run beside it (checkpointer.go), and
-	// statement journals stay in memory instead of spilling to a temp file.
-	wdb, err := open(sql.Open("sqlite", dsn(cfg.Path, false, sync)+"&_pragma=wal_autocheckpoint(0)&_pragma=temp_store(MEMORY)"))
-	if err != nil {
-		return nil, fmt.Errorf("repo: open writer: %w", err)
-	}
-	wdb.SetMaxOpenConns(1)
-	wdb.SetMaxIdleConns(1)
-	wdb.SetConnMaxLifetime(0)
-	wdb.SetConnMaxIdleTime(0)
-	if err := checkWAL(ctx, wdb); err != nil {
-		return nil, err
-	}
-	if cfg.Migrate {
-		if err := MigrateUp(ctx, wdb); err != nil {
-			return nil, err
-		}
-	}
-	st, err := prepareWriterStatements(ctx, wdb)
-	if err != nil {
-		return nil, err
-	}
-	var lastGID int64
-	if err := st.maxGID.QueryRowContext(ctx).Scan(&lastGID); err != nil {
-		return nil, fmt.Errorf("repo: read the last message number: %w", err)
-	}
-	var index indexState
-	var idb *sql.DB
-	if !cfg.NoSearch {
-		if idb, index, err = openSearchIndex(ctx, cfg.Path, wdb); err != nil {
-			return nil, err
-		}
-		opened = append(opened, idb)
-	}
-
-	cdb, err := open(sql.Open("sqlite", dsn(cfg.Path, false, sync)))
-	if err != nil {
-		return nil, fmt.Errorf("repo: open checkpointer: %w", err)
-	}
-	cdb.SetMaxOpenConns(1)
-
-	readDSN := dsn(cfg.Path, true, sync)
-	var rdb *sql.DB
-	if cfg.NoSearch {
-		rdb, err = open(sql.Open("sqlite", readDSN))
-	} else {
-		var conn driver.Connector
-		if conn, err = newReadConnector(readDSN, searchIndexPath(cfg.Path)); err == nil {
-			rdb, err = open(sql.OpenDB(conn), nil)
-		}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("repo: open readers: %w", err)
-	}
-	n := cfg.ReadConns
-	if n <= 0 {
-		n = max(4, 2*runtime.NumCPU())
-	}
-	rdb.SetMaxOpenConns(n)
-	rdb.SetMaxIdleConns(n)
-	rdb.SetConnMaxIdleTime(0)
-	if err := rdb.PingContext(ctx); err != nil {
-		return nil, fmt.Errorf("repo: ping readers: %w", err)
-	}
-	rst, err := prepareReadStatements(ctx, rdb)
-	if err != nil {
-		return nil, err
-	}
-
-	s = &Store{
-		wdb:             wdb,
-		rdb:             rdb,
-		cdb:             cdb,
-		idb:             idb,
-		readDSN:         readDSN,
-		path:            cfg.Path,
-		stopCheckpoints: make(chan struct{}),
-		checkpointsDone: make(chan struct{}),
-		indexWake:       make(chan struct{}, 1),
-		queue:           make(chan *writeOp, 4096),
-		writerDone:      make(chan struct{}),
-		maxBatch:        cfg.MaxBatch,
-		st:              st,
-		rst:             rst,
-		faults:          cfg.Faults,
-		gid:             lastGID,
-		sessions:        sessionCache{m: map[sessionKey]*sessionState{}},
-	}
-	if s.maxBatch <= 0 {
-		s.maxBatch = 1000
-	}
-	s.deletesApplied.Store(index.deletesUpto)
-	go s.runWriter()
-	go runCheckpointer(s.cdb, s.stopCheckpoints, s.checkpointsDone)
-	if idb != nil && !cfg.NoMessageIndex {
-		s.stopIndexer, s.indexerDone = make(chan struct{}), make(chan struct{})
-		go s.runIndexer(index)
-	}
-	return s, nil
+// Checkpoints: fenced writes (whole or as a merge patch), reads, resume and repair.
+type Checkpoints interface {
+	PutCheckpoint(ctx context.Context, tenant, sessionID string, in model.PutCheckpoint, keep int) (model.Checkpoint, error)
+	PatchCheckpoint(ctx context.Context, tenant, sessionID string, in model.PatchCheckpoint, keep int) (model.Checkpoint, error)
+	GetCheckpoint(ctx context.Context, tenant, sessionID string, iteration int64) (model.Checkpoint, error)
+	ListCheckpoints(ctx context.Context, tenant, sessionID string, p PageRequest) (model.Page[model.Checkpoint], error)
+	Resume(ctx context.Context, tenant, sessionID string) (model.Resume, error)
+	RepairSession(ctx context.Context, tenant, id string, in model.RepairSession) (model.RepairResult, error)
 }
 
-// dsn puts every pragma in the connection string so that each pooled connection
-// gets them, not only the first one.
-func dsn(path string, readOnly bool, sync string) string {
-	q := url.Values{}
-	q.Add("_pragma", "busy_timeout(5000)")
-	q.Add("_pragma", "foreign_keys(1)")
-	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "synchronous("+sync+")")
-	q.Add("_pragma", fmt.Sprintf("mmap_size(%d)", mmapSize))
-	if readOnly {
-		q.Set("mode", "ro")
-		q.Add("_pragma", "query_only(1)")
-	} else {
-		// The writer takes the write lock at BEGIN, so a second process (the CLI)
-		// waits on busy_timeout instead of failing mid-transaction.
-		q.Set("_txlock", "immediate")
-	}
-	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
+// Memory: agents, their core memory blocks and archival passages.
+type Memory interface {
+	CreateAgent(ctx context.Context, tenant string, in model.CreateAgent) (model.Agent, error)
+	GetAgent(ctx context.Context, tenant, id string) (model.Agent, error)
+	ListAgents(ctx context.Context, tenant string, f model.AgentFilter, p PageRequest) (model.Page[model.Agent], error)
+	UpdateAgent(ctx context.Context, tenant, id string, in model.UpdateAgent) (model.Agent, error)
+	DeleteAgent(ctx context.Context, tenant, id string) error
+
+	GetBlock(ctx context.Context, tenant, agentID, label string) (model.Block, error)
+	ListBlocks(ctx context.Context, tenant, agentID string) ([]model.Block, error)
+	PutBlock(ctx context.Context, tenant, agentID, label string, in model.PutBlock, ifMatch *int64) (b model.Block, created bool, err error)
+	AppendBlock(ctx context.Context, tenant, agentID, label, content string, by BlockEdit) (model.Block, error)
+	ReplaceBlock(ctx context.Context, tenant, agentID, label, old, new string, by BlockEdit) (model.Block, error)
+	DeleteBlock(ctx context.Context, tenant, agentID, label string) error
+	BlockHistory(ctx context.Context, tenant, agentID, label string, p PageRequest) (model.Page[model.Block], error)
+
+	CreatePassage(ctx context.Context, tenant, agentID string, in model.CreatePassage) (model.Passage, error)
+	GetPassage(ctx context.Context, tenant, agentID, id string) (model.Passage, error)
+	ListPassages(ctx context.Context, tenant, agentID string, p PageRequest) (model.Page[model.Passage], error)
+	SearchPassages(ctx context.Context, tenant, agentID string, in model.PassageSearch) ([]model.PassageHit, error)
+	DeletePassage(ctx context.Context, tenant, agentID, id string) error
 }
 
-func checkWAL(ctx context.Context, db *sql.DB) error {
-	var mode string
-	if err := db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
-		return fmt.Errorf("repo: read journal_mode: %w", err)
-	}
-	if !strings.EqualFold(mode, "wal") {
-		return fmt.Errorf("repo: journal_mode is %q, want wal (is the file on a filesystem without shared memory?)", mode)
-	}
-	return nil
+// Files: content-addressed bytes that parts reference.
+type Files interface {
+	CreateFile(ctx context.Context, tenant, mediaType string, data []byte) (f model.File, created bool, err error)
+	GetFile(ctx context.Context, tenant, id string) (model.File, error)
+	// WriteFile calls head with the file's description before its first byte,
+	// then writes the bytes to w from one snapshot.
+	WriteFile(ctx context.Context, tenant, id string, head func(model.File) error, w io.Writer) error
 }
 
-// Ping reports whether the database answers a read.
-func (s *Store) Ping(ctx context.Context) error {
-	var one int
-	if err := s.rdb.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {
-		return mapErr(err)
-	}
-	return nil
+// Keys: API keys and the principals they authenticate.
+type Keys interface {
+	CreateAPIKey(ctx context.Context, tenant string, in model.CreateAPIKey) (model.NewAPIKey, error)
+	ListAPIKeys(ctx context.Context, tenant string, p PageRequest) (model.Page[model.APIKey], error)
+	RevokeAPIKey(ctx context.Context, tenant, id string) (model.APIKey, error)
+	Authenticate(ctx context.Context, text string) (model.Principal, error)
+	HasActiveKeys(ctx context.Context) (bool, error)
 }
 
-// Close stops taking writes, lets the writer finish every queued write, checkpoints
-// the WAL into the main file and closes both pools.
-func (s *Store) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return nil
-	}
-	s.closed = true
-	close(s.queue)
-	s.mu.Unlock()
-	<-s.writerDone
-	close(s.stopCheckpoints)
-	<-s.checkpointsDone
-	if s.stopIndexer != nil {
-		close(s.stopIndexer)
-		<-s.indexerDone
-	}
-
-	var errs []error
-	if _, err := s.wdb.Exec("PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
-		errs = append(errs, fmt.Errorf("repo: checkpoint: %w", err))
-	}
-	errs = append(errs, s.rdb.Close(), s.cdb.Close(), s.wdb.Close())
-	if s.idb != nil {
-		errs = append(errs, s.idb.Close())
-	}
-	return errors.Join(errs...)
-}
-
-// IntegrityCheck runs PRAGMA integrity_check on the database file and on its
-// search index file and returns the findings ("ok" when both are sound).
-//
-// It runs on a connection of its own, opened for it and closed after: a pooled
-// read connection keeps FTS5's cached picture of the search index from its last
-// read, PRAGMA integrity_check does not refresh that picture, and once the
-// indexer has merged index segments the check would read a segment that is gone
-// and report corruption that is not there.
-func (s *Store) IntegrityCheck(ctx context.Context) (string, error) {
-	var db *sql.DB
-	if s.idb == nil {
-		db = sql.OpenDB(mustConnector(s.readDSN))
-	} else {
-		conn, err := newReadConnector(s.readDSN, searchIndexPath(s.path))
-		if err != nil {
-			return "", mapErr(err)
-		}
-		db = sql.OpenDB(conn)
-	}
-	defer db.Close()
-	rows, err := db.QueryContext(ctx, "PRAGMA integrity_check")
-	if err != nil {
-		return "", mapErr(err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var line string
-		if err := rows.Scan(&line); err != nil {
-			return "", mapErr(err)
-		}
-		out = append(out, line)
-	}
-	return strings.Join(out, "\n"), mapErr(rows.Err())
+// Admin: retention, integrity and backups.
+type Admin interface {
+	PurgeSessions(ctx context.Context, tenant string, in model.PurgeRequest) (model.PurgeResult, error)
+	CheckIntegrity(ctx context.Context, tenant string, repairCounters bool) (model.IntegrityReport, error)
+	IntegrityCheck(ctx context.Context) (string, error)
+	Backup(ctx context.Context, dest string) (model.Backup, error)
+	DatabasePath(ctx context.Context) (string, error)
 }

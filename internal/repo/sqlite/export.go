@@ -1,0 +1,247 @@
+package sqlite
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"hash"
+	"io"
+	"slices"
+
+	"github.com/logbook/logbook/internal/model"
+)
+
+// exportChunk is how many messages one query of an export reads: memory stays
+// the same whatever the session's length.
+const exportChunk = 500
+
+// ExportSession writes a session as NDJSON to w (see model.ExportLine): the
+// session, the files its messages reference (in chunks), its messages in seq
+// order (a fork's inherited ones read as its own), its checkpoints and its
+// compactions oldest first, then the end line with the counts and a SHA-256 of
+// every byte before it. Everything is read in one read-only transaction, so
+// the export is one consistent snapshot however long the writing takes.
+//
+// Errors before the first write: KindNotFound, corrupted (a damaged checkpoint).
+// An error after it (w failed, the client went away) leaves the stream without
+// its end line, which an import refuses.
+func (s *Store) ExportSession(ctx context.Context, tenant, id string, w io.Writer) error {
+	tx, err := s.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return mapErr(err)
+	}
+	defer tx.Rollback() // read-only: nothing to undo
+
+	ses, err := getSession(ctx, tx, tenant, id)
+	if err != nil {
+		return err
+	}
+	segs, err := lineage(ctx, tx, tenant, id)
+	if err != nil {
+		return mapErr(err)
+	}
+	// A damaged checkpoint is refused before anything is sent, rather than
+	// exported for an import to refuse later.
+	if err := eachCheckpoint(ctx, tx, tenant, id, func(model.Checkpoint) error { return nil }); err != nil {
+		return err
+	}
+
+	e := &exporter{w: w, h: sha256.New()}
+	if err := e.line(model.ExportLine{Type: model.LineSession, Session: &ses}); err != nil {
+		return err
+	}
+	if err := e.files(ctx, tx, tenant, segs); err != nil {
+		return err
+	}
+	for _, g := range segs {
+		if err := e.segment(ctx, tx, tenant, id, g); err != nil {
+			return err
+		}
+	}
+	err = eachCheckpoint(ctx, tx, tenant, id, func(c model.Checkpoint) error {
+		e.counts.Checkpoints++
+		return e.line(model.ExportLine{Type: model.LineCheckpoint, Checkpoint: &c})
+	})
+	if err != nil {
+		return err
+	}
+	if err := e.compactions(ctx, tx, tenant, id); err != nil {
+		return err
+	}
+	end, _ := json.Marshal(model.ExportLine{Type: model.LineEnd, Counts: &e.counts, SHA256: hex.EncodeToString(e.h.Sum(nil))})
+	if _, err := w.Write(append(end, '\n')); err != nil {
+		return fmt.Errorf("export: write: %w", err)
+	}
+	return nil
+}
+
+// exporter writes lines and hashes them as it goes.
+type exporter struct {
+	w      io.Writer
+	h      hash.Hash
+	counts model.ExportCounts
+}
+
+func (e *exporter) line(l model.ExportLine) error {
+	b, err := json.Marshal(l)
+	if err != nil {
+		return model.Internal(err)
+	}
+	b = append(b, '\n')
+	e.h.Write(b)
+	if _, err := e.w.Write(b); err != nil {
+		return fmt.Errorf("export: write: %w", err)
+	}
+	return nil
+}
+
+// segment writes one stored run of the session's history, a chunk at a time.
+func (e *exporter) segment(ctx context.Context, tx *sql.Tx, tenant, sessionID string, g segment) error {
+	after := g.lo
+	for {
+		rows, err := tx.QueryContext(ctx, `SELECT `+messageColumns+` FROM messages
+			WHERE tenant_id = ? AND session_id = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?`,
+			tenant, g.owner, after, g.hi, exportChunk)
+		if err != nil {
+			return mapErr(err)
+		}
+		n := 0
+		for rows.Next() {
+			m, err := scanMessage(rows)
+			if err != nil {
+				rows.Close()
+				return mapErr(err)
+			}
+			m.SessionID = sessionID // inherited messages read as the fork's own
+			if err := e.line(model.ExportLine{Type: model.LineMessage, Message: &m}); err != nil {
+				rows.Close()
+				return err
+			}
+			e.counts.Messages++
+			after = m.Seq
+			n++
+		}
+		if err := rows.Err(); err != nil {
+			rows.Close()
+			return mapErr(err)
+		}
+		rows.Close()
+		if n < exportChunk {
+			return nil
+		}
+	}
+}
+
+// eachCheckpoint calls fn with each of a session's checkpoints, oldest first,
+// one row at a time, its state rebuilt (see ckReader); a damaged one stops the
+// walk (corrupted). q should be a transaction: a delta is read from other rows.
+func eachCheckpoint(ctx context.Context, q querier, tenant, sessionID string, fn func(model.Checkpoint) error) error {
+	rows, err := q.QueryContext(ctx, `SELECT `+checkpointColumns+` FROM checkpoints
+		WHERE tenant_id = ? AND session_id = ? ORDER BY iteration`, tenant, sessionID)
+	if err != nil {
+		return mapErr(err)
+	}
+	defer rows.Close()
+	rd := newCkReader(ctx, q, tenant, sessionID)
+	for rows.Next() {
+		row, err := scanCkRow(rows)
+		if err != nil {
+			return mapErr(err)
+		}
+		c, err := rd.read(row)
+		if err != nil {
+			return err
+		}
+		if err := fn(c); err != nil {
+			return err
+		}
+	}
+	return mapErr(rows.Err())
+}
+
+// files writes every file the lineage's messages reference, by id, each in
+// chunks of model.MaxFileChunk bytes: the file's stored chunks are that size.
+func (e *exporter) files(ctx context.Context, tx *sql.Tx, tenant string, segs []segment) error {
+	var ids []string
+	for _, g := range segs {
+		rows, err := tx.QueryContext(ctx, `SELECT DISTINCT file_id FROM message_files
+			WHERE tenant_id = ? AND session_id = ? AND seq > ? AND seq <= ?`, tenant, g.owner, g.lo, g.hi)
+		if err != nil {
+			return mapErr(err)
+		}
+		got, err := collect(rows, func(sc scanner) (string, error) {
+			var id string
+			return id, sc.Scan(&id)
+		})
+		if err != nil {
+			return mapErr(err)
+		}
+		ids = append(ids, got...)
+	}
+	slices.Sort(ids)
+	for _, id := range slices.Compact(ids) {
+		f, err := getFile(ctx, tx, tenant, id)
+		if err != nil {
+			return err
+		}
+		if err := e.file(ctx, tx, tenant, f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (e *exporter) file(ctx context.Context, tx *sql.Tx, tenant string, f model.File) error {
+	rows, err := tx.QueryContext(ctx, `SELECT data FROM file_chunks WHERE tenant_id = ? AND sha256 = ? ORDER BY n`, tenant, f.SHA256)
+	if err != nil {
+		return mapErr(err)
+	}
+	defer rows.Close()
+	line := model.ExportFile{ID: f.ID, SHA256: f.SHA256, Size: f.Size, MediaType: f.MediaType, CreatedAt: f.CreatedAt}
+	for rows.Next() {
+		if err := rows.Scan(&line.Data); err != nil {
+			return mapErr(err)
+		}
+		if line.Data == nil {
+			line.Data = []byte{} // "", as an import reads an empty file back
+		}
+		if len(line.Data) > model.MaxFileChunk || line.Offset+int64(len(line.Data)) > f.Size {
+			return model.Corrupted("file", f.ID)
+		}
+		if err := e.line(model.ExportLine{Type: model.LineFile, File: &line}); err != nil {
+			return err
+		}
+		line.Offset += int64(len(line.Data))
+	}
+	if err := rows.Err(); err != nil {
+		return mapErr(err)
+	}
+	if line.Offset != f.Size {
+		return model.Corrupted("file", f.ID)
+	}
+	e.counts.Files++
+	return nil
+}
+
+// compactions writes the session's compactions, oldest first.
+func (e *exporter) compactions(ctx context.Context, tx *sql.Tx, tenant, sessionID string) error {
+	rows, err := tx.QueryContext(ctx, `SELECT `+compactionColumns+` FROM compactions
+		WHERE tenant_id = ? AND session_id = ? ORDER BY n`, tenant, sessionID)
+	if err != nil {
+		return mapErr(err)
+	}
+	cs, err := collect(rows, scanCompaction)
+	if err != nil {
+		return mapErr(err)
+	}
+	for i := range cs {
+		if err := e.line(model.ExportLine{Type: model.LineCompaction, Compaction: &cs[i]}); err != nil {
+			return err
+		}
+		e.counts.Compactions++
+	}
+	return nil
+}

@@ -1,0 +1,86 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"github.com/logbook/logbook/internal/repo"
+	"strconv"
+
+	"github.com/logbook/logbook/internal/model"
+)
+
+// ForkSession makes a new session whose history is the parent's first AtSeq
+// messages (default: all of them), shared rather than copied: the fork costs the
+// same whatever the parent's length. The fork's counters are the parent's at
+// AtSeq, read from that message's running totals. Errors: KindNotFound,
+// validation_failed (at_seq beyond the parent), conflict (id taken).
+func (s *Store) ForkSession(ctx context.Context, tenant, parentID string, in model.ForkSession) (model.Session, error) {
+	var fork model.Session
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if err := s.faults.Check(repo.PointSessionWrite); err != nil {
+			return err
+		}
+		parent, err := getSession(ctx, tx, tenant, parentID)
+		if err != nil {
+			return err
+		}
+		at := parent.LastSeq
+		if in.AtSeq != nil {
+			at = *in.AtSeq
+		}
+		if at > parent.LastSeq {
+			return model.Invalid(model.FieldError{Field: "at_seq",
+				Message: "is beyond the parent's last seq " + itoa(parent.LastSeq)})
+		}
+		segs, err := lineage(ctx, tx, tenant, parentID)
+		if err != nil {
+			return err
+		}
+		var t runningTotals
+		if at > 0 {
+			_, totals, ok, err := messageAt(ctx, tx, tenant, segs, at)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return model.Internal(errMissingSeq(parentID, at))
+			}
+			t = totals
+		}
+		tokens, cost := t.tokens, t.cost
+		now := model.Now()
+		fork = model.Session{ID: in.ID, AgentID: parent.AgentID, Title: parent.Title, Status: model.StatusCreated,
+			Metadata: parent.Metadata, MessageCount: at, LastSeq: at, TotalTokens: tokens, TotalCost: cost, TurnCount: t.turns,
+			ParentID: &parent.ID, ForkedAtSeq: &at, CreatedAt: now, UpdatedAt: now}
+		if fork.ID == "" {
+			fork.ID = newID(model.PrefixSession)
+		}
+		if in.Title != nil {
+			fork.Title = in.Title
+		}
+		if in.Metadata != nil {
+			fork.Metadata = in.Metadata
+		}
+		meta := fork.Metadata.String()
+		_, err = tx.Exec(`INSERT INTO sessions (tenant_id, id, agent_id, title, status, metadata, message_count, last_seq,
+			total_tokens, total_cost, turn_count, parent_id, forked_at_seq, prefix_shared, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)`,
+			tenant, fork.ID, fork.AgentID, fork.Title, fork.Status, meta, at, at, tokens, cost, t.turns, parentID, at,
+			int64(now), int64(now))
+		if isConstraint(err) {
+			return model.Errorf(model.KindConflict, "conflict", "a session with id %q already exists", fork.ID)
+		}
+		if err != nil {
+			return err
+		}
+		return copyCompactions(ctx, tx, tenant, parentID, fork.ID, at)
+	})
+	return fork, err
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func errMissingSeq(session string, seq int64) error {
+	return fmt.Errorf("session %s: no message at seq %d of its lineage", session, seq)
+}

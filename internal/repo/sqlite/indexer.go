@@ -1,0 +1,200 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"time"
+)
+
+// The indexer makes messages searchable. It runs beside the writer, never in it:
+// it reads new messages through the read pool, in gid order, and writes their
+// index rows into the index file (searchindex.go) through a connection of its
+// own, so no tenant's write ever waits for tokenizing or FTS5's merges. A step is
+// bounded by the text it indexes and by time. The indexer prefers lulls: it
+// steps freely once the writer has committed nothing for indexIdle, and
+// otherwise at most once every indexBusyEvery, so that under sustained writes it
+// takes a small share of the CPU that requests need (and falls behind, saying so
+// in index_lag), while in a lull it catches up on one core. It wakes when the
+// writer commits (and once a second, for messages another process wrote).
+const (
+	indexStepBytes = 512 << 10             // text indexed by one step
+	indexStepTime  = 25 * time.Millisecond // and a step stops after this
+	indexBatch     = 32                    // messages read at a time
+	indexPoll      = time.Second
+	indexIdle      = 50 * time.Millisecond
+	indexBusyEvery = 250 * time.Millisecond
+)
+
+// runIndexer indexes until stop is closed.
+func (s *Store) runIndexer(st indexState) {
+	defer close(s.indexerDone)
+	ctx := context.Background()
+	for {
+		select {
+		case <-s.stopIndexer:
+			return
+		case <-s.indexWake:
+		case <-time.After(indexPoll):
+		}
+		var last time.Time
+		for {
+			if wait := s.untilIndexTurn(last); wait > 0 {
+				select {
+				case <-s.stopIndexer:
+					return
+				case <-time.After(wait):
+				}
+				continue
+			}
+			more, err := s.indexStep(ctx, &st)
+			last = time.Now()
+			if err != nil || !more {
+				break // an error is retried at the next wake-up
+			}
+			select {
+			case <-s.stopIndexer:
+				return
+			default:
+			}
+		}
+	}
+}
+
+// untilIndexTurn is how long the indexer should wait before its next step: not
+// at all once the writer has been idle for indexIdle; else until indexBusyEvery
+// after its last step, or until the writer would have been idle that long,
+// whichever comes first.
+func (s *Store) untilIndexTurn(lastStep time.Time) time.Duration {
+	idleFor := time.Since(time.Unix(0, s.lastCommit.Load()))
+	if idleFor >= indexIdle {
+		return 0
+	}
+	return min(indexIdle-idleFor, indexBusyEvery-time.Since(lastStep))
+}
+
+// indexStep applies queued deletions, then indexes the next parts of the next
+// messages, in one transaction of the index file, and says whether any remain.
+// st is advanced only when the transaction commits.
+func (s *Store) indexStep(ctx context.Context, st *indexState) (more bool, err error) {
+	start := time.Now()
+	next := *st
+	tx, err := s.idb.BeginTx(ctx, nil)
+	if err != nil {
+		return false, err
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	if more, err = s.applyDeletes(ctx, tx, &next); err != nil {
+		return false, err
+	}
+	rows, err := s.rdb.QueryContext(ctx, `SELECT gid, tenant_id, session_id, seq FROM messages INDEXED BY messages_by_gid
+		WHERE gid >= ? ORDER BY gid LIMIT ?`, next.nextGID, indexBatch)
+	if err != nil {
+		return false, err
+	}
+	type msg struct {
+		gid             int64
+		tenant, session string
+		seq             int64
+	}
+	batch, err := collect(rows, func(sc scanner) (msg, error) {
+		var m msg
+		return m, sc.Scan(&m.gid, &m.tenant, &m.session, &m.seq)
+	})
+	if err != nil {
+		return false, err
+	}
+	// The budget is checked only once a part is indexed: a step that spent its
+	// time before its first part (reading a large message on a busy machine)
+	// would otherwise never make progress.
+	budget, done, progressed := indexStepBytes, 0, false
+	for _, m := range batch {
+		if progressed && (budget <= 0 || time.Since(start) > indexStepTime) {
+			more = true
+			break
+		}
+		part := 0
+		if m.gid == next.nextGID {
+			part = next.nextPart // the rest of a message an earlier step began
+		}
+		parts, err := s.partsOf(ctx, m.gid, m.tenant, m.session, m.seq)
+		if err != nil {
+			return false, err
+		}
+		upto := part
+		for upto < len(parts) && (!progressed || (budget > 0 && time.Since(start) <= indexStepTime)) {
+			budget -= len(parts[upto]) + 64 // a row costs something even when empty
+			upto++
+			progressed = true
+		}
+		if err := indexPartsFrom(ctx, tx, m.tenant, m.session, m.seq, m.gid, parts[:upto], part); err != nil {
+			return false, err
+		}
+		if upto < len(parts) {
+			next.nextGID, next.nextPart, more = m.gid, upto, true
+			break
+		}
+		next.nextGID, next.nextPart = m.gid+1, 0
+		done++
+	}
+	more = more || len(batch) == indexBatch
+	if _, err := tx.ExecContext(ctx, `UPDATE index_state SET next_gid = ?, next_part = ?, deletes_upto = ? WHERE id = 1`,
+		next.nextGID, next.nextPart, next.deletesUpto); err != nil {
+		return false, err
+	}
+	if err := tx.Commit(); err != nil {
+		return false, err
+	}
+	*st = next
+	s.deletesApplied.Store(next.deletesUpto)
+	s.stats.indexed.Add(int64(done))
+	return more, nil
+}
+
+// applyDeletes removes the index rows of messages deleted since the last step,
+// as the main file's index_deletes lists them, and says whether more wait.
+func (s *Store) applyDeletes(ctx context.Context, tx *sql.Tx, st *indexState) (more bool, err error) {
+	rows, err := s.rdb.QueryContext(ctx, `SELECT id, gid, bytes FROM index_deletes WHERE id > ? ORDER BY id LIMIT 256`, st.deletesUpto)
+	if err != nil {
+		return false, err
+	}
+	type del struct{ id, gid, bytes int64 }
+	list, err := collect(rows, func(sc scanner) (del, error) {
+		var d del
+		return d, sc.Scan(&d.id, &d.gid, &d.bytes)
+	})
+	if err != nil {
+		return false, err
+	}
+	for _, d := range list {
+		if d.gid <= st.nextGID { // a message the index never reached has no rows
+			for k := 0; k <= maxPartsOf(d.bytes); k++ {
+				if _, err := tx.ExecContext(ctx, `DELETE FROM messages_fts WHERE rowid = ?`, partRowID(d.gid, k)); err != nil {
+					return false, err
+				}
+			}
+		}
+		st.deletesUpto = d.id
+	}
+	return len(list) == 256, nil
+}
+
+// partsOf is the index parts of one message's text. The last message's parts
+// are kept: a long message is indexed over many steps, and reading and cutting
+// a megabyte again for each would cost more than indexing its next part.
+func (s *Store) partsOf(ctx context.Context, gid int64, tenant, session string, seq int64) ([]string, error) {
+	if s.lastParts.gid == gid && s.lastParts.parts != nil {
+		return s.lastParts.parts, nil
+	}
+	var content string
+	if err := s.rdb.QueryRowContext(ctx, `SELECT content FROM messages WHERE tenant_id = ? AND session_id = ? AND seq = ?`,
+		tenant, session, seq).Scan(&content); err != nil {
+		return nil, err
+	}
+	parts := indexParts(content)
+	s.lastParts.gid, s.lastParts.parts = gid, parts
+	return parts, nil
+}

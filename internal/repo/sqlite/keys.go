@@ -1,0 +1,170 @@
+package sqlite
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"database/sql"
+	"encoding/hex"
+	"github.com/logbook/logbook/internal/repo"
+	"strings"
+
+	"github.com/logbook/logbook/internal/model"
+)
+
+// Key text: "lb_" + 16 hex (the key's id) + "_" + 64 hex (256 random bits). The id
+// part lets a key be found by primary key; the whole text is what is hashed.
+const (
+	keyTextPrefix = "lb_"
+	keyIDHex      = 16
+	keySecretHex  = 64
+	keyTextLen    = len(keyTextPrefix) + keyIDHex + 1 + keySecretHex
+	keyIDPrefix   = "key_"
+)
+
+func hashKey(text string) []byte {
+	h := sha256.Sum256([]byte(text))
+	return h[:]
+}
+
+// CreateAPIKey makes a key for tenant. The key text is in the result and nowhere
+// else: only its hash is stored.
+func (s *Store) CreateAPIKey(ctx context.Context, tenant string, in model.CreateAPIKey) (model.NewAPIKey, error) {
+	var raw [keyIDHex/2 + keySecretHex/2]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return model.NewAPIKey{}, model.Internal(err)
+	}
+	idHex := hex.EncodeToString(raw[:keyIDHex/2])
+	text := keyTextPrefix + idHex + "_" + hex.EncodeToString(raw[keyIDHex/2:])
+	k := model.NewAPIKey{
+		APIKey: model.APIKey{ID: keyIDPrefix + idHex, Tenant: tenant, Name: in.Name, Scope: in.Scope, CreatedAt: model.Now()},
+		Key:    text,
+	}
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.Exec(`INSERT INTO api_keys (id, tenant_id, name, scope, key_hash, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+			k.ID, tenant, k.Name, k.Scope, hashKey(text), int64(k.CreatedAt))
+		return err
+	})
+	if err != nil {
+		return model.NewAPIKey{}, err
+	}
+	return k, nil
+}
+
+const keyColumns = `id, tenant_id, name, scope, created_at, revoked_at`
+
+func scanKey(sc scanner) (model.APIKey, error) {
+	var (
+		k       model.APIKey
+		revoked sql.NullInt64
+	)
+	if err := sc.Scan(&k.ID, &k.Tenant, &k.Name, &k.Scope, &k.CreatedAt, &revoked); err != nil {
+		return k, err
+	}
+	if revoked.Valid {
+		t := model.Time(revoked.Int64)
+		k.RevokedAt = &t
+	}
+	return k, nil
+}
+
+// ListAPIKeys lists a tenant's keys, newest first; tenant "" lists every tenant's
+// (for the CLI, which has the database file and so everything already).
+func (s *Store) ListAPIKeys(ctx context.Context, tenant string, p repo.PageRequest) (model.Page[model.APIKey], error) {
+	q := fingerprint("keys", tenant)
+	cur, hasCur, err := decodeCursor(p.Cursor, q)
+	if err != nil {
+		return model.Page[model.APIKey]{}, err
+	}
+	where, args := []string{"1 = 1"}, []any{}
+	if tenant != "" {
+		where, args = append(where, "tenant_id = ?"), append(args, tenant)
+	}
+	if hasCur {
+		where, args = append(where, "(created_at, id) < (?, ?)"), append(args, cur.N, cur.S)
+	}
+	limit := p.Clamp()
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE `+strings.Join(where, " AND ")+
+		` ORDER BY created_at DESC, id DESC LIMIT ?`, append(args, limit+1)...)
+	if err != nil {
+		return model.Page[model.APIKey]{}, mapErr(err)
+	}
+	defer rows.Close()
+	var out []model.APIKey
+	for rows.Next() {
+		k, err := scanKey(rows)
+		if err != nil {
+			return model.Page[model.APIKey]{}, mapErr(err)
+		}
+		out = append(out, k)
+	}
+	if err := rows.Err(); err != nil {
+		return model.Page[model.APIKey]{}, mapErr(err)
+	}
+	return page(out, limit, func(last model.APIKey) cursor { return cursor{Q: q, N: int64(last.CreatedAt), S: last.ID} }), nil
+}
+
+// RevokeAPIKey revokes a key of tenant (any tenant's when tenant is ""). Revoking
+// a revoked key changes nothing. Errors: KindNotFound.
+func (s *Store) RevokeAPIKey(ctx context.Context, tenant, id string) (model.APIKey, error) {
+	var k model.APIKey
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		row := tx.QueryRowContext(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE id = ? AND (? = '' OR tenant_id = ?)`, id, tenant, tenant)
+		var err error
+		if k, err = scanKey(row); err == sql.ErrNoRows {
+			return model.NotFound("key", id)
+		} else if err != nil {
+			return err
+		}
+		if k.RevokedAt != nil {
+			return nil
+		}
+		now := model.Now()
+		k.RevokedAt = &now
+		_, err = tx.ExecContext(ctx, `UPDATE api_keys SET revoked_at = ? WHERE id = ?`, int64(now), id)
+		return err
+	})
+	if err != nil {
+		return model.APIKey{}, err
+	}
+	return k, nil
+}
+
+// dummyHash is compared against when no key has the presented id, so that an
+// unknown id costs the same time as a wrong secret.
+var dummyHash = hashKey("lb_0000000000000000_" + strings.Repeat("0", keySecretHex))
+
+// Authenticate returns who a key acts as. A malformed, unknown or revoked key is
+// model.ErrUnauthorized, the same error for each, so answers reveal nothing.
+func (s *Store) Authenticate(ctx context.Context, text string) (model.Principal, error) {
+	if len(text) != keyTextLen || !strings.HasPrefix(text, keyTextPrefix) || text[len(keyTextPrefix)+keyIDHex] != '_' {
+		return model.Principal{}, model.ErrUnauthorized
+	}
+	id := keyIDPrefix + text[len(keyTextPrefix):len(keyTextPrefix)+keyIDHex]
+	var (
+		p       = model.Principal{KeyID: id}
+		stored  []byte
+		revoked sql.NullInt64
+	)
+	err := s.rdb.QueryRowContext(ctx, `SELECT tenant_id, scope, key_hash, revoked_at FROM api_keys WHERE id = ?`, id).
+		Scan(&p.Tenant, &p.Scope, &stored, &revoked)
+	if err == sql.ErrNoRows {
+		stored = dummyHash
+	} else if err != nil {
+		return model.Principal{}, mapErr(err)
+	}
+	match := subtle.ConstantTimeCompare(hashKey(text), stored) == 1
+	if !match || err == sql.ErrNoRows || revoked.Valid {
+		return model.Principal{}, model.ErrUnauthorized
+	}
+	return p, nil
+}
+
+// HasActiveKeys reports whether any unrevoked key exists: without one, a server
+// on loopback runs in open mode.
+func (s *Store) HasActiveKeys(ctx context.Context) (bool, error) {
+	var n int
+	err := s.rdb.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM api_keys WHERE revoked_at IS NULL)`).Scan(&n)
+	return n == 1, mapErr(err)
+}

@@ -1,0 +1,161 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"github.com/logbook/logbook/internal/repo"
+	"strings"
+
+	"github.com/logbook/logbook/internal/model"
+)
+
+const passageColumns = `p.id, p.agent_id, p.content, p.tags, p.metadata, p.created_at`
+
+func scanPassage(sc scanner, extra ...any) (model.Passage, error) {
+	var (
+		p          model.Passage
+		tags, meta string
+	)
+	if err := sc.Scan(append([]any{&p.ID, &p.AgentID, &p.Content, &tags, &meta, &p.CreatedAt}, extra...)...); err != nil {
+		return p, err
+	}
+	var err error
+	if p.Tags, err = decodeList(tags); err != nil {
+		return p, fmt.Errorf("passage %s tags: %w", p.ID, err)
+	}
+	p.Metadata = model.Object(meta)
+	return p, nil
+}
+
+// CreatePassage adds a passage to an agent's archival memory; it is searchable
+// as soon as this returns. Errors: KindNotFound (agent).
+func (s *Store) CreatePassage(ctx context.Context, tenant, agentID string, in model.CreatePassage) (model.Passage, error) {
+	p := model.Passage{ID: newID(model.PrefixPassage), AgentID: agentID, Content: in.Content, Tags: in.Tags,
+		Metadata: in.Metadata, CreatedAt: model.Now()}
+	if p.Tags == nil {
+		p.Tags = []string{}
+	}
+	if p.Metadata == nil {
+		p.Metadata = model.Object("{}")
+	}
+	meta := p.Metadata.String()
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if err := s.faults.Check(repo.PointArchivalWrite); err != nil {
+			return err
+		}
+		if err := agentExists(ctx, tx, tenant, agentID); err != nil {
+			return err
+		}
+		_, err := tx.Exec(`INSERT INTO passages (tenant_id, agent_id, id, content, tags, metadata, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			tenant, agentID, p.ID, p.Content, encodeList(p.Tags), meta, int64(p.CreatedAt))
+		return err
+	})
+	return p, err
+}
+
+// GetPassage returns one passage. Errors: KindNotFound.
+func (s *Store) GetPassage(ctx context.Context, tenant, agentID, id string) (model.Passage, error) {
+	if err := s.faults.Check(repo.PointArchivalRead); err != nil {
+		return model.Passage{}, err
+	}
+	p, err := scanPassage(s.rdb.QueryRowContext(ctx, `SELECT `+passageColumns+` FROM passages p
+		WHERE p.tenant_id = ? AND p.agent_id = ? AND p.id = ?`, tenant, agentID, id))
+	if err == sql.ErrNoRows {
+		return p, model.NotFound("passage", id)
+	}
+	return p, mapErr(err)
+}
+
+// ListPassages returns one page of an agent's passages, newest first.
+func (s *Store) ListPassages(ctx context.Context, tenant, agentID string, pr repo.PageRequest) (model.Page[model.Passage], error) {
+	if err := s.faults.Check(repo.PointArchivalRead); err != nil {
+		return model.Page[model.Passage]{}, err
+	}
+	q := fingerprint("passages", agentID)
+	cur, hasCur, err := decodeCursor(pr.Cursor, q)
+	if err != nil {
+		return model.Page[model.Passage]{}, err
+	}
+	cond, args := "", []any{tenant, agentID}
+	if hasCur {
+		cond, args = " AND (p.created_at, p.id) < (?, ?)", append(args, cur.N, cur.S)
+	}
+	limit := pr.Clamp()
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+passageColumns+` FROM passages p WHERE p.tenant_id = ? AND p.agent_id = ?`+
+		cond+` ORDER BY p.created_at DESC, p.id DESC LIMIT ?`, append(args, limit+1)...)
+	if err != nil {
+		return model.Page[model.Passage]{}, mapErr(err)
+	}
+	out, err := collect(rows, func(sc scanner) (model.Passage, error) { return scanPassage(sc) })
+	if err != nil {
+		return model.Page[model.Passage]{}, err
+	}
+	if len(out) == 0 {
+		if err := agentExists(ctx, s.rdb, tenant, agentID); err != nil {
+			return model.Page[model.Passage]{}, err
+		}
+	}
+	return page(out, limit, func(last model.Passage) cursor { return cursor{Q: q, N: int64(last.CreatedAt), S: last.ID} }), nil
+}
+
+// DeletePassage removes a passage from memory and from the search index.
+func (s *Store) DeletePassage(ctx context.Context, tenant, agentID, id string) error {
+	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if err := s.faults.Check(repo.PointArchivalWrite); err != nil {
+			return err
+		}
+		res, err := tx.Exec(`DELETE FROM passages WHERE tenant_id = ? AND agent_id = ? AND id = ?`, tenant, agentID, id)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return model.NotFound("passage", id)
+		}
+		return nil
+	})
+}
+
+// SearchPassages ranks an agent's passages against a query with bm25. The tenant
+// and agent are conditions of the same SQL statement as the MATCH, applied before
+// the LIMIT: filtering a ranked page afterwards would both leak and lose results.
+func (s *Store) SearchPassages(ctx context.Context, tenant, agentID string, in model.PassageSearch) ([]model.PassageHit, error) {
+	if err := s.faults.Check(repo.PointArchivalRead); err != nil {
+		return nil, err
+	}
+	if err := agentExists(ctx, s.rdb, tenant, agentID); err != nil {
+		return nil, err
+	}
+	expr := ftsQuery(in.Query)
+	if expr == "" {
+		return []model.PassageHit{}, nil
+	}
+	where := []string{"passages_fts MATCH ?", "p.tenant_id = ?", "p.agent_id = ?"}
+	args := []any{expr, tenant, agentID}
+	for _, tag := range in.Tags {
+		where, args = append(where, "EXISTS (SELECT 1 FROM json_each(p.tags) WHERE value = ?)"), append(args, tag)
+	}
+	if in.After != nil {
+		where, args = append(where, "p.created_at >= ?"), append(args, int64(*in.After))
+	}
+	if in.Before != nil {
+		where, args = append(where, "p.created_at <= ?"), append(args, int64(*in.Before))
+	}
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+passageColumns+`, snippet(passages_fts, 0, '[', ']', '…', 16), bm25(passages_fts)
+		FROM passages_fts JOIN passages p ON p.pk = passages_fts.rowid
+		WHERE `+strings.Join(where, " AND ")+` ORDER BY bm25(passages_fts), p.created_at DESC LIMIT ? OFFSET ?`,
+		append(args, in.Limit, in.Offset)...)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	hits, err := collect(rows, func(sc scanner) (model.PassageHit, error) {
+		var h model.PassageHit
+		p, err := scanPassage(sc, &h.Snippet, &h.Rank)
+		h.Passage = p
+		return h, err
+	})
+	if hits == nil && err == nil {
+		hits = []model.PassageHit{}
+	}
+	return hits, err
+}

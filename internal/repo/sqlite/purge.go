@@ -1,0 +1,309 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math"
+
+	"github.com/logbook/logbook/internal/model"
+)
+
+// Purge bounds: one writer transaction erases at most purgeBatch sessions and
+// stops adding sessions once it holds purgeBatchRows messages, so that other
+// requests are served between batches however large the purge.
+const (
+	purgeBatch     = 50
+	purgeBatchRows = 20000
+	copyChunk      = 500 // messages read at a time when a fork takes its prefix over
+)
+
+// PurgeSession erases a session for good: its messages, checkpoints, idempotency
+// keys and search-index rows, in one writer transaction.
+//
+// Forks that share its prefix (prefix_shared) keep their history: each first takes
+// its whole inherited prefix, seq 1..forked_at_seq, as rows of its own (copied
+// from whichever sessions of its lineage stored them), indexed for search, and
+// stops sharing (prefix_shared = 0; parent_id and forked_at_seq stay as history).
+// The copies keep seq, content, times and running totals, but get new message ids
+// (msg_…), because an id is unique per tenant and the originals may outlive the
+// purge in an ancestor; so fetching an inherited message of such a fork by its old
+// id answers 404 afterwards. Their idempotency keys are not copied: keys belong to
+// the session that was asked. Forks of those forks still read through their own
+// parent, which now stores the prefix, and are unaffected.
+//
+// Errors: KindNotFound.
+func (s *Store) PurgeSession(ctx context.Context, tenant, id string) error {
+	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		_, _, err := s.purgeSessionTx(ctx, tx, tenant, id)
+		return err
+	})
+}
+
+// PurgeSessions erases the tenant's sessions in in.Status whose updated_at is
+// before in.Cutoff(), each as PurgeSession does, in batches of bounded size, and
+// counts what it erased; a dry run counts what it would erase and writes nothing.
+//
+// Sessions are erased leaves first: a matching session waits until no matching
+// fork still shares its prefix, so no copy is made for a fork that this purge
+// erases too, and the dry run's counts are what the real run erases (unless the
+// data changes in between). The batches walk the sessions in (created_at, id)
+// order with a cursor, so a batch never rescans what earlier ones passed; a pass
+// that erased something is followed by another, for the sessions that waited for
+// their forks. Sessions that come to match while the purge runs are left for the
+// next purge: the cutoff is clamped to the purge's start.
+//
+// A purge cut short (an error, or ctx ended) keeps the batches it committed; the
+// result counts them. Errors: KindUnavailable, context errors.
+func (s *Store) PurgeSessions(ctx context.Context, tenant string, in model.PurgeRequest) (model.PurgeResult, error) {
+	out := model.PurgeResult{DryRun: in.DryRun}
+	cutoff := min(in.Cutoff(), model.Now()+1)
+	if in.DryRun {
+		err := s.rdb.QueryRowContext(ctx, `SELECT
+			(SELECT COUNT(*) FROM sessions WHERE tenant_id = ?1 AND status = ?2 AND updated_at < ?3),
+			(SELECT COUNT(*) FROM messages m JOIN sessions s ON s.tenant_id = m.tenant_id AND s.id = m.session_id
+				WHERE s.tenant_id = ?1 AND s.status = ?2 AND s.updated_at < ?3),
+			(SELECT COUNT(*) FROM checkpoints c JOIN sessions s ON s.tenant_id = c.tenant_id AND s.id = c.session_id
+				WHERE s.tenant_id = ?1 AND s.status = ?2 AND s.updated_at < ?3)`,
+			tenant, in.Status, int64(cutoff)).Scan(&out.Sessions, &out.Messages, &out.Checkpoints)
+		return out, mapErr(err)
+	}
+	var (
+		after      *purgeCursor // nil: from the start of a pass
+		passErased int64
+	)
+	for {
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
+		var (
+			batch model.PurgeResult
+			last  *purgeCursor
+		)
+		err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+			batch, last = model.PurgeResult{}, nil
+			picked, err := purgeCandidates(ctx, tx, tenant, in.Status, cutoff, after)
+			if err != nil {
+				return err
+			}
+			for i := range picked {
+				msgs, ckps, err := s.purgeSessionTx(ctx, tx, tenant, picked[i].id)
+				if err != nil {
+					return err
+				}
+				batch.Sessions++
+				batch.Messages += msgs
+				batch.Checkpoints += ckps
+				last = &picked[i]
+			}
+			return nil
+		})
+		if err != nil {
+			return out, err
+		}
+		out.Sessions += batch.Sessions
+		out.Messages += batch.Messages
+		out.Checkpoints += batch.Checkpoints
+		passErased += batch.Sessions
+		if last != nil {
+			after = last
+			continue
+		}
+		if passErased == 0 {
+			return out, nil
+		}
+		after, passErased = nil, 0 // another pass, for the sessions that waited
+	}
+}
+
+// purgeCursor is where a pass of PurgeSessions has got to.
+type purgeCursor struct {
+	createdAt int64
+	id        string
+}
+
+// purgeCandidates picks the next batch after the cursor, in (created_at, id)
+// order: matching sessions that no matching fork shares a prefix with (leaves
+// first), up to purgeBatch sessions or about purgeBatchRows messages, at least one.
+func purgeCandidates(ctx context.Context, tx *sql.Tx, tenant string, status model.Status, cutoff model.Time, after *purgeCursor) ([]purgeCursor, error) {
+	cond, args := "", []any{tenant, status, int64(cutoff), purgeBatch}
+	if after != nil {
+		cond, args = " AND (s.created_at, s.id) > (?5, ?6)", append(args, after.createdAt, after.id)
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT s.created_at, s.id, s.message_count FROM sessions s
+		WHERE s.tenant_id = ?1 AND s.status = ?2 AND s.updated_at < ?3`+cond+`
+		AND NOT EXISTS (SELECT 1 FROM sessions c INDEXED BY sessions_by_parent
+			WHERE c.tenant_id = s.tenant_id AND c.parent_id IS NOT NULL AND c.parent_id = s.id
+			AND c.prefix_shared = 1 AND c.status = ?2 AND c.updated_at < ?3)
+		ORDER BY s.created_at, s.id LIMIT ?4`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var (
+		out   []purgeCursor
+		total int64
+	)
+	for rows.Next() {
+		var (
+			c purgeCursor
+			n int64
+		)
+		if err := rows.Scan(&c.createdAt, &c.id, &n); err != nil {
+			return nil, err
+		}
+		if len(out) > 0 && total+n > purgeBatchRows {
+			break
+		}
+		out, total = append(out, c), total+n
+	}
+	return out, rows.Err()
+}
+
+// purgeSessionTx erases one session inside the writer's transaction, after its
+// sharing forks have taken their prefixes over, and returns how many messages and
+// checkpoints it stored.
+func (s *Store) purgeSessionTx(ctx context.Context, tx *sql.Tx, tenant, id string) (msgs, ckps int64, err error) {
+	s.sessions.forget(tenant, id)
+	s.lineageMoved = true // its forks will store their prefixes themselves
+	var one int
+	err = tx.QueryRowContext(ctx, `SELECT 1 FROM sessions WHERE tenant_id = ? AND id = ?`, tenant, id).Scan(&one)
+	if err == sql.ErrNoRows {
+		return 0, 0, model.NotFound("session", id)
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	children, err := sharingForks(ctx, tx, tenant, id)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, child := range children {
+		if err := s.detachFork(ctx, tx, tenant, child); err != nil {
+			return 0, 0, err
+		}
+	}
+	// The indexer removes their index rows, found through the messages' gids.
+	if err := s.noteDeletedMessages(ctx, tx, tenant, id, 0, math.MaxInt64); err != nil {
+		return 0, 0, err
+	}
+	if err := releaseFiles(ctx, tx, tenant, id, 0); err != nil {
+		return 0, 0, err
+	}
+	if msgs, err = execCount(ctx, tx, `DELETE FROM messages WHERE tenant_id = ? AND session_id = ?`, tenant, id); err != nil {
+		return 0, 0, err
+	}
+	if ckps, err = execCount(ctx, tx, `DELETE FROM checkpoints WHERE tenant_id = ? AND session_id = ?`, tenant, id); err != nil {
+		return 0, 0, err
+	}
+	for _, table := range []string{"request_keys", "rewound_keys", "compactions", "tool_calls", "tool_results"} {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE tenant_id = ? AND session_id = ?`, tenant, id); err != nil {
+			return 0, 0, err
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE tenant_id = ? AND id = ?`, tenant, id); err != nil {
+		return 0, 0, err
+	}
+	return msgs, ckps, nil
+}
+
+func execCount(ctx context.Context, tx *sql.Tx, query string, args ...any) (int64, error) {
+	res, err := tx.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// sharingForks lists the forks that read part of their history from id's rows.
+//
+// INDEXED BY here and in purgeCandidates: without statistics SQLite prefers the
+// primary key's tenant_id prefix (every session of the tenant) to the parent index
+// as soon as the query reads a column the index does not cover.
+func sharingForks(ctx context.Context, q querier, tenant, id string) ([]string, error) {
+	rows, err := q.QueryContext(ctx, `SELECT id FROM sessions INDEXED BY sessions_by_parent
+		WHERE tenant_id = ? AND parent_id = ? AND prefix_shared = 1 ORDER BY id`, tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	return collect(rows, func(sc scanner) (string, error) {
+		var id string
+		return id, sc.Scan(&id)
+	})
+}
+
+// detachFork makes a fork store its inherited prefix itself: every message of its
+// lineage below its own segment is copied under the fork's id (new ids and gids,
+// same seqs and running totals), indexed for search, and the fork stops sharing.
+func (s *Store) detachFork(ctx context.Context, tx *sql.Tx, tenant, fork string) error {
+	segs, err := lineage(ctx, tx, tenant, fork)
+	if err != nil {
+		return err
+	}
+	// The copies get new gids, so the indexer indexes them as new messages.
+	for _, g := range segs {
+		if g.owner == fork {
+			continue
+		}
+		if err := s.copySegment(ctx, tx, tenant, fork, g); err != nil {
+			return err
+		}
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE sessions SET prefix_shared = 0 WHERE tenant_id = ? AND id = ?`, tenant, fork)
+	return err
+}
+
+// copySegment copies one stored segment of a lineage under fork, copyChunk rows
+// at a time so that a long prefix is never held in memory at once.
+func (s *Store) copySegment(ctx context.Context, tx *sql.Tx, tenant, fork string, g segment) error {
+	type row struct {
+		seq                          int64
+		role, content                string
+		name, toolCalls, toolCallID  sql.NullString
+		agentID, mdl                 sql.NullString
+		tokens, createdAt, cumTokens int64
+		cost, cumCost                float64
+		metadata                     string
+		parts, providerItem          sql.NullString
+		isError, cumTurns            int64
+	}
+	after := g.lo
+	for after < g.hi {
+		rows, err := tx.QueryContext(ctx, `SELECT seq, role, content, name, tool_calls, tool_call_id, agent_id, model,
+			tokens, cost, metadata, created_at, cum_tokens, cum_cost, parts, is_error, provider_item, cum_turns FROM messages
+			WHERE tenant_id = ? AND session_id = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?`,
+			tenant, g.owner, after, g.hi, copyChunk)
+		if err != nil {
+			return err
+		}
+		chunk, err := collect(rows, func(sc scanner) (row, error) {
+			var r row
+			err := sc.Scan(&r.seq, &r.role, &r.content, &r.name, &r.toolCalls, &r.toolCallID, &r.agentID, &r.mdl,
+				counterInt{&r.tokens}, counterFloat{&r.cost}, &r.metadata, &r.createdAt, counterInt{&r.cumTokens}, counterFloat{&r.cumCost},
+				&r.parts, &r.isError, &r.providerItem, &r.cumTurns)
+			return r, err
+		})
+		if err != nil {
+			return err
+		}
+		if len(chunk) == 0 {
+			break
+		}
+		for _, r := range chunk {
+			if _, err := tx.StmtContext(ctx, s.st.insertMessage).ExecContext(ctx, tenant, fork, r.seq, newID(model.PrefixMessage),
+				r.role, r.content, r.name, r.toolCalls, r.toolCallID, r.agentID, r.mdl, r.tokens, r.cost, r.metadata,
+				r.createdAt, nil, nil, s.nextGID(), r.cumTokens, r.cumCost, r.parts, r.isError, r.providerItem, r.cumTurns); err != nil {
+				return fmt.Errorf("copy seq %d of %s into fork %s: %w", r.seq, g.owner, fork, err)
+			}
+			after = r.seq
+		}
+	}
+	// The copies reference the files their originals did, and answer the calls
+	// theirs did.
+	if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO message_files (tenant_id, session_id, seq, file_id)
+		SELECT tenant_id, ?, seq, file_id FROM message_files WHERE tenant_id = ? AND session_id = ? AND seq > ? AND seq <= ?`,
+		fork, tenant, g.owner, g.lo, g.hi); err != nil {
+		return err
+	}
+	return copyToolRows(ctx, tx, tenant, fork, g)
+}

@@ -1,0 +1,277 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"github.com/logbook/logbook/internal/repo"
+	"strings"
+
+	"github.com/logbook/logbook/internal/model"
+)
+
+const sessionColumns = `id, agent_id, title, status, metadata, message_count, last_seq,
+	total_tokens, total_cost, turn_count, parent_id, forked_at_seq, created_at, updated_at, closed_at`
+
+// CreateSession stores a new session in status created. A client-chosen id that
+// the tenant already uses is a KindConflict.
+func (s *Store) CreateSession(ctx context.Context, tenant string, in model.CreateSession) (model.Session, error) {
+	now := model.Now()
+	ses := model.Session{
+		ID:        in.ID,
+		AgentID:   in.AgentID,
+		Title:     in.Title,
+		Status:    model.StatusCreated,
+		Metadata:  in.Metadata,
+		CreatedAt: now,
+		UpdatedAt: now,
+	}
+	if ses.ID == "" {
+		ses.ID = newID(model.PrefixSession)
+	}
+	if ses.Metadata == nil {
+		ses.Metadata = model.Object("{}")
+	}
+	meta := ses.Metadata.String()
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if err := s.faults.Check(repo.PointSessionWrite); err != nil {
+			return err
+		}
+		_, err := tx.Exec(`INSERT INTO sessions (tenant_id, id, agent_id, title, status, metadata, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			tenant, ses.ID, ses.AgentID, ses.Title, ses.Status, meta, int64(now), int64(now))
+		if isConstraint(err) {
+			return model.Errorf(model.KindConflict, "conflict", "a session with id %q already exists", ses.ID)
+		}
+		return err
+	})
+	if err != nil {
+		return model.Session{}, err
+	}
+	return ses, nil
+}
+
+// GetSession returns one session, or KindNotFound.
+func (s *Store) GetSession(ctx context.Context, tenant, id string) (model.Session, error) {
+	return getSession(ctx, s.rdb, tenant, id)
+}
+
+// querier is what both the read pool and the writer's transaction offer.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func getSession(ctx context.Context, q querier, tenant, id string) (model.Session, error) {
+	row := q.QueryRowContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE tenant_id = ? AND id = ?`, tenant, id)
+	ses, err := scanSession(row)
+	if err == sql.ErrNoRows {
+		return model.Session{}, model.NotFound("session", id)
+	}
+	if err != nil {
+		return model.Session{}, mapErr(err)
+	}
+	return ses, nil
+}
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanSession(sc scanner) (model.Session, error) {
+	var (
+		ses      model.Session
+		meta     string
+		closedAt sql.NullInt64
+	)
+	err := sc.Scan(&ses.ID, &ses.AgentID, &ses.Title, &ses.Status, &meta, &ses.MessageCount, &ses.LastSeq,
+		counterInt{&ses.TotalTokens}, counterFloat{&ses.TotalCost}, &ses.TurnCount, &ses.ParentID, &ses.ForkedAtSeq, &ses.CreatedAt, &ses.UpdatedAt, &closedAt)
+	if err != nil {
+		return ses, err
+	}
+	if closedAt.Valid {
+		t := model.Time(closedAt.Int64)
+		ses.ClosedAt = &t
+	}
+	ses.Metadata = model.Object(meta)
+	return ses, nil
+}
+
+// ListSessions returns one page of the tenant's sessions, newest first.
+// A cursor from another filter is KindBadRequest (invalid_cursor).
+func (s *Store) ListSessions(ctx context.Context, tenant string, f model.SessionFilter, p repo.PageRequest) (model.Page[model.Session], error) {
+	q := fingerprint("sessions", f)
+	cur, hasCur, err := decodeCursor(p.Cursor, q)
+	if err != nil {
+		return model.Page[model.Session]{}, err
+	}
+	var (
+		where = []string{"tenant_id = ?"}
+		args  = []any{tenant}
+	)
+	if f.Status != "" {
+		where = append(where, "status = ?")
+		args = append(args, f.Status)
+	}
+	if f.AgentID != "" {
+		where = append(where, "agent_id = ?")
+		args = append(args, f.AgentID)
+	}
+	for _, m := range f.Metadata {
+		// json_each names keys literally, so a key with dots or quotes needs no
+		// path escaping; the CASE renders values the way JSON writes them.
+		where = append(where, `EXISTS (SELECT 1 FROM json_each(sessions.metadata) j WHERE j.key = ? AND
+			CASE j.type WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' WHEN 'null' THEN 'null'
+			ELSE CAST(j.value AS TEXT) END = ?)`)
+		args = append(args, m.Key, m.Value)
+	}
+	if f.CreatedAfter != nil {
+		where = append(where, "created_at > ?")
+		args = append(args, int64(*f.CreatedAfter))
+	}
+	if f.CreatedBefore != nil {
+		where = append(where, "created_at < ?")
+		args = append(args, int64(*f.CreatedBefore))
+	}
+	if f.DueBefore != nil {
+		where = append(where, "pause_until IS NOT NULL AND pause_until <= ?")
+		args = append(args, int64(*f.DueBefore))
+	}
+	if hasCur {
+		where = append(where, "(created_at, id) < (?, ?)")
+		args = append(args, cur.N, cur.S)
+	}
+	limit := p.Clamp()
+	args = append(args, limit+1)
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE `+
+		strings.Join(where, " AND ")+` ORDER BY created_at DESC, id DESC LIMIT ?`, args...)
+	if err != nil {
+		return model.Page[model.Session]{}, mapErr(err)
+	}
+	defer rows.Close()
+	var out []model.Session
+	for rows.Next() {
+		ses, err := scanSession(rows)
+		if err != nil {
+			return model.Page[model.Session]{}, mapErr(err)
+		}
+		out = append(out, ses)
+	}
+	if err := rows.Err(); err != nil {
+		return model.Page[model.Session]{}, mapErr(err)
+	}
+	return page(out, limit, func(last model.Session) cursor {
+		return cursor{Q: q, N: int64(last.CreatedAt), S: last.ID}
+	}), nil
+}
+
+// UpdateSession changes status, title and metadata (an RFC 7396 merge patch).
+// A refused status change is KindConflict (invalid_transition).
+func (s *Store) UpdateSession(ctx context.Context, tenant, id string, in model.UpdateSession) (model.Session, error) {
+	var out model.Session
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if err := s.faults.Check(repo.PointSessionWrite); err != nil {
+			return err
+		}
+		ses, err := getSession(ctx, tx, tenant, id)
+		if err != nil {
+			return err
+		}
+		prev, changed := ses.Status, false
+		if in.Status.Set && in.Status.Value != ses.Status {
+			to := in.Status.Value
+			if !model.CanTransition(ses.Status, to) {
+				return model.InvalidTransition(ses.Status, to)
+			}
+			setStatus(&ses, to)
+			changed = true
+		}
+		if in.Title.Set {
+			ses.Title = in.Title.Ptr()
+			changed = true
+		}
+		if in.Metadata.Set {
+			if ses.Metadata, err = mergeMetadata(ses.Metadata, in.Metadata); err != nil {
+				return err
+			}
+			changed = true
+		}
+		if changed {
+			s.sessions.forget(tenant, id) // its status may change: the writer's record must not outlive it
+			if err := saveSession(tx, tenant, prev, &ses); err != nil {
+				return err
+			}
+		}
+		out = ses
+		return nil
+	})
+	return out, err
+}
+
+// mergeMetadata applies a PATCH's metadata: an RFC 7396 merge patch, or, for
+// "metadata": null, no keys at all. The result must still fit the size limit.
+func mergeMetadata(stored model.Object, patch model.Optional[model.Object]) (model.Object, error) {
+	if patch.Null {
+		return model.Object("{}"), nil
+	}
+	return stored.Merge(patch.Value, "metadata")
+}
+
+// CloseSession soft-closes a session: status completed and closed_at set. A session
+// that is already completed or archived is returned unchanged.
+func (s *Store) CloseSession(ctx context.Context, tenant, id string) (model.Session, error) {
+	var out model.Session
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if err := s.faults.Check(repo.PointSessionWrite); err != nil {
+			return err
+		}
+		ses, err := getSession(ctx, tx, tenant, id)
+		if err != nil {
+			return err
+		}
+		if !ses.Status.Closed() {
+			prev := ses.Status
+			setStatus(&ses, model.StatusCompleted)
+			s.sessions.forget(tenant, id) // its status may change: the writer's record must not outlive it
+			if err := saveSession(tx, tenant, prev, &ses); err != nil {
+				return err
+			}
+		}
+		out = ses
+		return nil
+	})
+	return out, err
+}
+
+// setStatus moves ses to a new status, keeping closed_at in step: set when the
+// session closes, cleared when it reopens.
+func setStatus(ses *model.Session, to model.Status) {
+	switch {
+	case to.Closed() && ses.ClosedAt == nil:
+		now := model.Now()
+		ses.ClosedAt = &now
+	case !to.Closed():
+		ses.ClosedAt = nil
+	}
+	ses.Status = to
+}
+
+// saveSession writes ses back as a compare-and-set on the status it was read with.
+// Inside the single writer nothing can change in between; the check still guards
+// against another process (the CLI) writing the same file.
+func saveSession(tx *sql.Tx, tenant string, prev model.Status, ses *model.Session) error {
+	meta := ses.Metadata.String()
+	ses.UpdatedAt = max(model.Now(), ses.UpdatedAt)
+	var closedAt *int64
+	if ses.ClosedAt != nil {
+		c := int64(*ses.ClosedAt)
+		closedAt = &c
+	}
+	res, err := tx.Exec(`UPDATE sessions SET status = ?, title = ?, metadata = ?, updated_at = ?, closed_at = ?
+		WHERE tenant_id = ? AND id = ? AND status = ?`,
+		ses.Status, ses.Title, meta, int64(ses.UpdatedAt), closedAt, tenant, ses.ID, prev)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return model.Errorf(model.KindConflict, "conflict", "session %q changed concurrently; retry", ses.ID)
+	}
+	return nil
+}
