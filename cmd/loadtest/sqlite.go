@@ -32,7 +32,7 @@ func openSQLite(ctx context.Context, path string, immediate bool) (*sql.DB, erro
 	if err != nil {
 		return nil, err
 	}
-	p, err := goose.NewProvider(goose.DialectSQLite3, db, migrations.FS)
+	p, err := goose.NewProvider(goose.DialectSQLite3, db, migrations.SQLite)
 	if err == nil {
 		_, err = p.Up(ctx)
 	}

@@ -166,7 +166,7 @@ func TestMigrateCommands(t *testing.T) {
 		t.Errorf("status after up: %q", out)
 	}
 	// Every migration rolls back, newest first, and the schema comes back up.
-	files, err := fs.Glob(migrations.FS, "*.sql")
+	files, err := fs.Glob(migrations.SQLite, "*.sql")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("migrations: %v %v", files, err)
 	}

@@ -11,7 +11,7 @@ import (
 )
 
 func provider(db *sql.DB) (*goose.Provider, error) {
-	p, err := goose.NewProvider(goose.DialectSQLite3, db, migrations.FS)
+	p, err := goose.NewProvider(goose.DialectSQLite3, db, migrations.SQLite)
 	if err != nil {
 		return nil, fmt.Errorf("repo: migrations: %w", err)
 	}
