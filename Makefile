@@ -80,7 +80,7 @@ crash:
 FUZZTIME ?= 60s
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzRequestBodies$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/api/
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeCursor$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/repo/sqlite/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeCursor$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/repo/
 	$(GO) test -run '^$$' -fuzz '^FuzzFTSQuery$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/repo/sqlite/
 	$(GO) test -run '^$$' -fuzz '^FuzzMergePatch$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/model/
 

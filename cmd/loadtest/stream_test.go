@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"github.com/logbook/logbook/internal/repo/sqlite"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/logbook/logbook/internal/api"
 	"github.com/logbook/logbook/internal/model"
+	"github.com/logbook/logbook/internal/repo/sqlite"
 	"github.com/rs/zerolog"
 )
 

@@ -3,9 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/logbook/logbook/internal/repo/sqlite"
 	"io"
 
+	"github.com/logbook/logbook/internal/repo/sqlite"
 	"github.com/urfave/cli/v3"
 )
 

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"github.com/logbook/logbook/internal/repo/sqlite"
 	"io"
 	"net/http"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/logbook/logbook/internal/model"
+	"github.com/logbook/logbook/internal/repo/sqlite"
 )
 
 func backupPost(t *testing.T, url, body string) (int, []byte) {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"github.com/logbook/logbook/internal/repo/sqlite"
 	"io"
 	"os"
 	"path/filepath"
@@ -10,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/logbook/logbook/internal/model"
+	"github.com/logbook/logbook/internal/repo/sqlite"
 )
 
 // seed makes a session with messages and a checkpoint in a database file.

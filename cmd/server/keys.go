@@ -3,12 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/logbook/logbook/internal/repo/sqlite"
 	"io"
 	"text/tabwriter"
 
 	"github.com/logbook/logbook/internal/model"
 	"github.com/logbook/logbook/internal/repo"
+	"github.com/logbook/logbook/internal/repo/sqlite"
 	"github.com/urfave/cli/v3"
 )
 

@@ -2,9 +2,9 @@ package main
 
 import (
 	"context"
-	"github.com/logbook/logbook/internal/repo/sqlite"
 	"io"
 
+	"github.com/logbook/logbook/internal/repo/sqlite"
 	"github.com/urfave/cli/v3"
 )
 

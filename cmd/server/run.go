@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/logbook/logbook/internal/repo/sqlite"
 	"io"
 	"net"
 	"net/http"
@@ -12,6 +11,7 @@ import (
 
 	logbook "github.com/logbook/logbook"
 	"github.com/logbook/logbook/internal/api"
+	"github.com/logbook/logbook/internal/repo/sqlite"
 	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v3"
 )

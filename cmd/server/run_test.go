@@ -1,21 +1,21 @@
 package main
 
 import (
-	"io/fs"
-	"slices"
-
 	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/logbook/logbook/internal/migrations"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/logbook/logbook/internal/migrations"
 )
 
 // envOf turns pairs into a getenv function.

@@ -3,7 +3,6 @@ package api_test
 import (
 	"bytes"
 	"fmt"
-	"github.com/logbook/logbook/internal/repo/sqlite"
 	"net"
 	"net/http"
 	"os"
@@ -17,6 +16,7 @@ import (
 
 	logbook "github.com/logbook/logbook"
 	"github.com/logbook/logbook/internal/api"
+	"github.com/logbook/logbook/internal/repo/sqlite"
 	"github.com/rs/zerolog"
 )
 

@@ -4,10 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"github.com/logbook/logbook/internal/repo"
 	"strings"
 
 	"github.com/logbook/logbook/internal/model"
+	"github.com/logbook/logbook/internal/repo"
 )
 
 const agentColumns = `id, name, agent_type, model, system, tool_ids, tags, metadata, created_at, updated_at`
@@ -88,8 +88,8 @@ func getAgent(ctx context.Context, q querier, tenant, id string) (model.Agent, e
 
 // ListAgents returns one page of the tenant's agents, newest first.
 func (s *Store) ListAgents(ctx context.Context, tenant string, f model.AgentFilter, p repo.PageRequest) (model.Page[model.Agent], error) {
-	q := fingerprint("agents", f)
-	cur, hasCur, err := decodeCursor(p.Cursor, q)
+	q := repo.Fingerprint("agents", f)
+	cur, hasCur, err := repo.DecodeCursor(p.Cursor, q)
 	if err != nil {
 		return model.Page[model.Agent]{}, err
 	}
@@ -113,7 +113,7 @@ func (s *Store) ListAgents(ctx context.Context, tenant string, f model.AgentFilt
 	if err != nil {
 		return model.Page[model.Agent]{}, err
 	}
-	return page(out, limit, func(last model.Agent) cursor { return cursor{Q: q, N: int64(last.CreatedAt), S: last.ID} }), nil
+	return repo.NewPage(out, limit, func(last model.Agent) repo.Cursor { return repo.Cursor{Q: q, N: int64(last.CreatedAt), S: last.ID} }), nil
 }
 
 // collect scans every row and closes rows.

@@ -7,9 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/logbook/logbook/internal/repo"
 
 	"github.com/logbook/logbook/internal/model"
+	"github.com/logbook/logbook/internal/repo"
 )
 
 var errStreamStopped = &model.Error{Kind: model.KindConflict, Code: "stream_stopped",

@@ -3,9 +3,9 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"github.com/logbook/logbook/internal/repo"
 
 	"github.com/logbook/logbook/internal/model"
+	"github.com/logbook/logbook/internal/repo"
 )
 
 const blockColumns = `id, agent_id, label, value, limit_chars, description, read_only, version, updated_at`
@@ -201,8 +201,8 @@ func (s *Store) BlockHistory(ctx context.Context, tenant, agentID, label string,
 	if err := s.faults.Check(repo.PointBlockRead); err != nil {
 		return model.Page[model.Block]{}, err
 	}
-	q := fingerprint("block_history", agentID, label)
-	cur, hasCur, err := decodeCursor(p.Cursor, q)
+	q := repo.Fingerprint("block_history", agentID, label)
+	cur, hasCur, err := repo.DecodeCursor(p.Cursor, q)
 	if err != nil {
 		return model.Page[model.Block]{}, err
 	}
@@ -230,5 +230,5 @@ func (s *Store) BlockHistory(ctx context.Context, tenant, agentID, label string,
 			return model.Page[model.Block]{}, err
 		}
 	}
-	return page(out, limit, func(last model.Block) cursor { return cursor{Q: q, N: last.Version} }), nil
+	return repo.NewPage(out, limit, func(last model.Block) repo.Cursor { return repo.Cursor{Q: q, N: last.Version} }), nil
 }

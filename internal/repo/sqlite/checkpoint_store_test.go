@@ -7,12 +7,12 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"github.com/logbook/logbook/internal/repo"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/logbook/logbook/internal/model"
+	"github.com/logbook/logbook/internal/repo"
 )
 
 // mustReadAll checks that every kept iteration of session reads as the state

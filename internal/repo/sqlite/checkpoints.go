@@ -8,9 +8,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/logbook/logbook/internal/repo"
 
 	"github.com/logbook/logbook/internal/model"
+	"github.com/logbook/logbook/internal/repo"
 )
 
 // DefaultCheckpointKeep is how many checkpoints a session keeps; older ones are
@@ -232,8 +232,8 @@ func (s *Store) GetCheckpoint(ctx context.Context, tenant, sessionID string, ite
 // ListCheckpoints returns a session's checkpoints, newest first. A damaged one
 // fails the page (corrupted), naming it.
 func (s *Store) ListCheckpoints(ctx context.Context, tenant, sessionID string, p repo.PageRequest) (model.Page[model.Checkpoint], error) {
-	q := fingerprint("checkpoints", sessionID)
-	cur, hasCur, err := decodeCursor(p.Cursor, q)
+	q := repo.Fingerprint("checkpoints", sessionID)
+	cur, hasCur, err := repo.DecodeCursor(p.Cursor, q)
 	if err != nil {
 		return model.Page[model.Checkpoint]{}, err
 	}
@@ -268,5 +268,5 @@ func (s *Store) ListCheckpoints(ctx context.Context, tenant, sessionID string, p
 			return model.Page[model.Checkpoint]{}, err
 		}
 	}
-	return page(out, limit, func(last model.Checkpoint) cursor { return cursor{Q: q, N: last.Iteration} }), nil
+	return repo.NewPage(out, limit, func(last model.Checkpoint) repo.Cursor { return repo.Cursor{Q: q, N: last.Iteration} }), nil
 }

@@ -4,9 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"github.com/logbook/logbook/internal/repo"
 
 	"github.com/logbook/logbook/internal/model"
+	"github.com/logbook/logbook/internal/repo"
 )
 
 const compactionColumns = `id, session_id, through_seq, summary, summary_parts, tokens, model, provider_item, created_at`
@@ -110,8 +110,8 @@ func latestCompaction(ctx context.Context, q querier, tenant, sessionID string) 
 
 // ListCompactions returns a session's compactions, newest first.
 func (s *Store) ListCompactions(ctx context.Context, tenant, sessionID string, p repo.PageRequest) (model.Page[model.Compaction], error) {
-	q := fingerprint("compactions", sessionID)
-	cur, hasCur, err := decodeCursor(p.Cursor, q)
+	q := repo.Fingerprint("compactions", sessionID)
+	cur, hasCur, err := repo.DecodeCursor(p.Cursor, q)
 	if err != nil {
 		return model.Page[model.Compaction]{}, err
 	}
@@ -134,7 +134,7 @@ func (s *Store) ListCompactions(ctx context.Context, tenant, sessionID string, p
 			return model.Page[model.Compaction]{}, err
 		}
 	}
-	return page(out, limit, func(last model.Compaction) cursor { return cursor{Q: q, N: last.ThroughSeq} }), nil
+	return repo.NewPage(out, limit, func(last model.Compaction) repo.Cursor { return repo.Cursor{Q: q, N: last.ThroughSeq} }), nil
 }
 
 // copyCompactions gives a fork the parent's compactions that lie within its

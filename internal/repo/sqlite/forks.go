@@ -4,10 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"github.com/logbook/logbook/internal/repo"
 	"strconv"
 
 	"github.com/logbook/logbook/internal/model"
+	"github.com/logbook/logbook/internal/repo"
 )
 
 // ForkSession makes a new session whose history is the parent's first AtSeq

@@ -9,7 +9,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/logbook/logbook/internal/repo"
 	"hash"
 	"io"
 	"math"
@@ -17,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/logbook/logbook/internal/model"
+	"github.com/logbook/logbook/internal/repo"
 )
 
 // MaxImportLine bounds one line of an import: what an export writes at most

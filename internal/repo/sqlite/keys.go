@@ -7,10 +7,10 @@ import (
 	"crypto/subtle"
 	"database/sql"
 	"encoding/hex"
-	"github.com/logbook/logbook/internal/repo"
 	"strings"
 
 	"github.com/logbook/logbook/internal/model"
+	"github.com/logbook/logbook/internal/repo"
 )
 
 // Key text: "lb_" + 16 hex (the key's id) + "_" + 64 hex (256 random bits). The id
@@ -72,8 +72,8 @@ func scanKey(sc scanner) (model.APIKey, error) {
 // ListAPIKeys lists a tenant's keys, newest first; tenant "" lists every tenant's
 // (for the CLI, which has the database file and so everything already).
 func (s *Store) ListAPIKeys(ctx context.Context, tenant string, p repo.PageRequest) (model.Page[model.APIKey], error) {
-	q := fingerprint("keys", tenant)
-	cur, hasCur, err := decodeCursor(p.Cursor, q)
+	q := repo.Fingerprint("keys", tenant)
+	cur, hasCur, err := repo.DecodeCursor(p.Cursor, q)
 	if err != nil {
 		return model.Page[model.APIKey]{}, err
 	}
@@ -102,7 +102,7 @@ func (s *Store) ListAPIKeys(ctx context.Context, tenant string, p repo.PageReque
 	if err := rows.Err(); err != nil {
 		return model.Page[model.APIKey]{}, mapErr(err)
 	}
-	return page(out, limit, func(last model.APIKey) cursor { return cursor{Q: q, N: int64(last.CreatedAt), S: last.ID} }), nil
+	return repo.NewPage(out, limit, func(last model.APIKey) repo.Cursor { return repo.Cursor{Q: q, N: int64(last.CreatedAt), S: last.ID} }), nil
 }
 
 // RevokeAPIKey revokes a key of tenant (any tenant's when tenant is ""). Revoking

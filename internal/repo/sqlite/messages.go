@@ -6,11 +6,11 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"github.com/logbook/logbook/internal/repo"
 	"math"
 	"slices"
 
 	"github.com/logbook/logbook/internal/model"
+	"github.com/logbook/logbook/internal/repo"
 )
 
 const messageColumns = `session_id, seq, id, role, content, name, tool_calls, tool_call_id,
@@ -268,8 +268,8 @@ func (s *Store) ListMessages(ctx context.Context, tenant, sessionID string, f mo
 	// A page is at most 201 rows: not worth stopping, and a cancellable context
 	// makes the driver arm a watch on every step of every row.
 	ctx = context.WithoutCancel(ctx)
-	q := fingerprint("messages", sessionID, f)
-	cur, hasCur, err := decodeCursor(p.Cursor, q)
+	q := repo.Fingerprint("messages", sessionID, f)
+	cur, hasCur, err := repo.DecodeCursor(p.Cursor, q)
 	if err != nil {
 		return model.Page[model.Message]{}, err
 	}
@@ -312,7 +312,7 @@ func (s *Store) ListMessages(ctx context.Context, tenant, sessionID string, f mo
 		}
 		out = append(out, rows...)
 	}
-	return page(out, limit, func(last model.Message) cursor { return cursor{Q: q, N: last.Seq} }), nil
+	return repo.NewPage(out, limit, func(last model.Message) repo.Cursor { return repo.Cursor{Q: q, N: last.Seq} }), nil
 }
 
 // scanSegment reads up to n messages of one stored segment with lo < seq < hi.

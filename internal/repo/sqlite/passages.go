@@ -4,10 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"github.com/logbook/logbook/internal/repo"
 	"strings"
 
 	"github.com/logbook/logbook/internal/model"
+	"github.com/logbook/logbook/internal/repo"
 )
 
 const passageColumns = `p.id, p.agent_id, p.content, p.tags, p.metadata, p.created_at`
@@ -72,8 +72,8 @@ func (s *Store) ListPassages(ctx context.Context, tenant, agentID string, pr rep
 	if err := s.faults.Check(repo.PointArchivalRead); err != nil {
 		return model.Page[model.Passage]{}, err
 	}
-	q := fingerprint("passages", agentID)
-	cur, hasCur, err := decodeCursor(pr.Cursor, q)
+	q := repo.Fingerprint("passages", agentID)
+	cur, hasCur, err := repo.DecodeCursor(pr.Cursor, q)
 	if err != nil {
 		return model.Page[model.Passage]{}, err
 	}
@@ -96,7 +96,7 @@ func (s *Store) ListPassages(ctx context.Context, tenant, agentID string, pr rep
 			return model.Page[model.Passage]{}, err
 		}
 	}
-	return page(out, limit, func(last model.Passage) cursor { return cursor{Q: q, N: int64(last.CreatedAt), S: last.ID} }), nil
+	return repo.NewPage(out, limit, func(last model.Passage) repo.Cursor { return repo.Cursor{Q: q, N: int64(last.CreatedAt), S: last.ID} }), nil
 }
 
 // DeletePassage removes a passage from memory and from the search index.

@@ -3,11 +3,11 @@ package sqlite
 import (
 	"context"
 	"fmt"
-	"github.com/logbook/logbook/internal/repo"
 	"reflect"
 	"testing"
 
 	"github.com/logbook/logbook/internal/model"
+	"github.com/logbook/logbook/internal/repo"
 )
 
 // purgeAppend appends one message per content to a session of tenant "t".

@@ -3,11 +3,11 @@ package sqlite
 import (
 	"context"
 	"fmt"
-	"github.com/logbook/logbook/internal/repo"
 	"strings"
 	"testing"
 
 	"github.com/logbook/logbook/internal/model"
+	"github.com/logbook/logbook/internal/repo"
 )
 
 // turn appends a user message, an assistant tool call and its result.

@@ -3,10 +3,10 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"github.com/logbook/logbook/internal/repo"
 	"time"
 
 	"github.com/logbook/logbook/internal/model"
+	"github.com/logbook/logbook/internal/repo"
 )
 
 // refuseRewound answers a key that was not found: if a rewind removed what it

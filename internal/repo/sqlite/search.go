@@ -3,11 +3,11 @@ package sqlite
 import (
 	"context"
 	"encoding/json"
-	"github.com/logbook/logbook/internal/repo"
 	"math"
 	"strings"
 
 	"github.com/logbook/logbook/internal/model"
+	"github.com/logbook/logbook/internal/repo"
 )
 
 // SearchMessages ranks a tenant's messages against a query with bm25: those of one

@@ -3,10 +3,10 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"github.com/logbook/logbook/internal/repo"
 	"strings"
 
 	"github.com/logbook/logbook/internal/model"
+	"github.com/logbook/logbook/internal/repo"
 )
 
 const sessionColumns = `id, agent_id, title, status, metadata, message_count, last_seq,
@@ -97,8 +97,8 @@ func scanSession(sc scanner) (model.Session, error) {
 // ListSessions returns one page of the tenant's sessions, newest first.
 // A cursor from another filter is KindBadRequest (invalid_cursor).
 func (s *Store) ListSessions(ctx context.Context, tenant string, f model.SessionFilter, p repo.PageRequest) (model.Page[model.Session], error) {
-	q := fingerprint("sessions", f)
-	cur, hasCur, err := decodeCursor(p.Cursor, q)
+	q := repo.Fingerprint("sessions", f)
+	cur, hasCur, err := repo.DecodeCursor(p.Cursor, q)
 	if err != nil {
 		return model.Page[model.Session]{}, err
 	}
@@ -157,8 +157,8 @@ func (s *Store) ListSessions(ctx context.Context, tenant string, f model.Session
 	if err := rows.Err(); err != nil {
 		return model.Page[model.Session]{}, mapErr(err)
 	}
-	return page(out, limit, func(last model.Session) cursor {
-		return cursor{Q: q, N: int64(last.CreatedAt), S: last.ID}
+	return repo.NewPage(out, limit, func(last model.Session) repo.Cursor {
+		return repo.Cursor{Q: q, N: int64(last.CreatedAt), S: last.ID}
 	}), nil
 }
 

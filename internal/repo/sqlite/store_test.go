@@ -5,13 +5,13 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/logbook/logbook/internal/repo"
 	"path/filepath"
 	"runtime"
 	"sync"
 	"testing"
 
 	"github.com/logbook/logbook/internal/model"
+	"github.com/logbook/logbook/internal/repo"
 )
 
 func mustOpen(t testing.TB) *Store {

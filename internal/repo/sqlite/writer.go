@@ -5,11 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/logbook/logbook/internal/repo"
 	"sync/atomic"
 	"time"
 
 	"github.com/logbook/logbook/internal/model"
+	"github.com/logbook/logbook/internal/repo"
 )
 
 // writeOp is one queued write: an append (app), which the writer stages and

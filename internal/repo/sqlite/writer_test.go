@@ -5,11 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/logbook/logbook/internal/repo"
 	"sync"
 	"testing"
 
 	"github.com/logbook/logbook/internal/model"
+	"github.com/logbook/logbook/internal/repo"
 )
 
 // appendN appends one message to each session from its own goroutine, all

@@ -1,4 +1,4 @@
-package sqlite
+package repo
 
 import (
 	"testing"
@@ -9,11 +9,11 @@ import (
 // FuzzDecodeCursor feeds arbitrary text as a cursor: it must be refused cleanly
 // (invalid_cursor) or decode to a position that encodes back to itself.
 func FuzzDecodeCursor(f *testing.F) {
-	q := fingerprint("messages", "s1", model.MessageFilter{})
-	f.Add(*encodeCursor(cursor{Q: q, N: 42}))
+	q := Fingerprint("messages", "s1", model.MessageFilter{})
+	f.Add(*EncodeCursor(Cursor{Q: q, N: 42}))
 	f.Add("")
 	f.Fuzz(func(t *testing.T, s string) {
-		c, ok, err := decodeCursor(s, q)
+		c, ok, err := DecodeCursor(s, q)
 		if err != nil {
 			if model.AsError(err).Code != "invalid_cursor" {
 				t.Fatalf("error %v, want invalid_cursor", err)
@@ -26,7 +26,7 @@ func FuzzDecodeCursor(f *testing.F) {
 			}
 			return
 		}
-		again, ok2, err := decodeCursor(*encodeCursor(c), q)
+		again, ok2, err := DecodeCursor(*EncodeCursor(c), q)
 		if err != nil || !ok2 || again != c {
 			t.Fatalf("%q: %+v re-encodes to %+v (%v)", s, c, again, err)
 		}
