@@ -5,6 +5,7 @@
 package pgtest
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -73,6 +74,20 @@ func Start(t testing.TB) *Cluster {
 	})
 	return c
 }
+
+// New starts a cluster outside any one test (a TestMain's, shared by a
+// package's tests); the caller stops it. ErrMissing when PostgreSQL is not
+// installed.
+func New() (*Cluster, error) {
+	bin, err := BinDir()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrMissing, err)
+	}
+	return start(bin)
+}
+
+// ErrMissing: PostgreSQL is not installed here.
+var ErrMissing = errors.New("PostgreSQL is not installed here")
 
 func start(bin string) (*Cluster, error) {
 	// Not t.TempDir: as root, the postgres user must be able to reach the

@@ -1,0 +1,158 @@
+package postgres
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/logbook/logbook/internal/model"
+	"github.com/logbook/logbook/internal/repo"
+)
+
+// Config says which database to use.
+type Config struct {
+	URL      string // postgres://user@host:5432/db
+	Migrate  bool   // apply pending migrations on Open
+	MaxConns int32  // pool size; 0 lets pgxpool pick (4 × CPUs, at least 4)
+	// Faults injects failures at named points; tests only. Nil in production.
+	Faults *repo.Faults
+}
+
+// Store is the PostgreSQL storage handle, safe for concurrent use by many
+// goroutines and by several Logbook processes on one database: every write is
+// one transaction whose compare-and-set (a session's last_seq, a checkpoint's
+// iteration, a block's version) is checked on the row it locks.
+type Store struct {
+	pool   *pgxpool.Pool
+	faults *repo.Faults
+	url    string
+}
+
+// Open connects to cfg.URL, applies migrations when cfg.Migrate is set, and
+// checks that the schema is there.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	pc, err := pgxpool.ParseConfig(cfg.URL)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	if cfg.MaxConns > 0 {
+		pc.MaxConns = cfg.MaxConns
+	}
+	if cfg.Migrate {
+		if err := Migrate(ctx, cfg.URL, "up", discard{}); err != nil {
+			return nil, fmt.Errorf("postgres: migrate: %w", err)
+		}
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	s := &Store{pool: pool, faults: cfg.Faults, url: cfg.URL}
+	var one int
+	if err := pool.QueryRow(ctx, `SELECT 1 FROM sessions LIMIT 1`).Scan(&one); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: is the schema migrated (server migrate up)? %w", err)
+	}
+	return s, nil
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// Close closes the pool.
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	return mapErr(s.pool.Ping(ctx))
+}
+
+// tx runs fn in one transaction, again when PostgreSQL aborted it for a
+// serialization failure or a deadlock (another process's write came first;
+// fn re-reads and decides again), at most a few times.
+func (s *Store) tx(ctx context.Context, fn func(pgx.Tx) error) error {
+	for try := 0; ; try++ {
+		err := pgx.BeginFunc(ctx, s.pool, fn)
+		if !retryable(err) || try == 8 {
+			return mapErr(err)
+		}
+		time.Sleep(time.Duration(1+try*try) * time.Millisecond)
+	}
+}
+
+func retryable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
+}
+
+// mapErr turns a database error into a model error: unique violations are
+// conflicts, a database that cannot be reached is unavailable (503, retry),
+// model errors pass through.
+func mapErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	var me *model.Error
+	if errors.As(err, &me) {
+		return err
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch {
+		case pe.Code == "23505":
+			return &model.Error{Kind: model.KindConflict, Code: "conflict", Msg: "an object with this id already exists", Err: err}
+		case pe.Code[:2] == "08", pe.Code[:2] == "53", pe.Code[:2] == "57", pe.Code == "40001", pe.Code == "40P01":
+			// connection, resources, operator intervention (a shutdown), contention
+			return model.Unavailable(err)
+		}
+		return model.Internal(err)
+	}
+	if pgconn.SafeToRetry(err) || pgconn.Timeout(err) || isConnErr(err) {
+		return model.Unavailable(err)
+	}
+	return model.Internal(err)
+}
+
+// isConstraint reports a UNIQUE or PRIMARY KEY violation.
+func isConstraint(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23505"
+}
+
+// isConnErr reports an error of the connection rather than of the statement:
+// the server went away or could not be reached.
+func isConnErr(err error) bool {
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		return true
+	}
+	var ne interface{ Timeout() bool }
+	return errors.As(err, &ne)
+}
+
+// newID makes a server-side id: the prefix and a UUIDv7 in hex, time-ordered
+// like SQLite's.
+func newID(prefix string) string {
+	u, err := uuid.NewV7()
+	if err != nil {
+		var b [16]byte
+		_, _ = rand.Read(b[:])
+		return prefix + hex.EncodeToString(b[:])
+	}
+	return prefix + hex.EncodeToString(u[:])
+}
