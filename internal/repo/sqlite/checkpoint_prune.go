@@ -3,6 +3,8 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+
+	"github.com/logbook/logbook/internal/repo/ckstate"
 )
 
 // pruneCheckpoints keeps the newest keep checkpoints of a session. Deltas lean
@@ -64,17 +66,17 @@ func dropCheckpoints(ctx context.Context, tx *sql.Tx, tenant, sessionID, cond st
 	}
 	rd := newCkReader(ctx, tx, tenant, sessionID)
 	for _, row := range stranded {
-		c, err := rd.read(row)
+		c, err := rd.Read(row)
 		if isCorrupted(err) {
 			continue
 		}
 		if err != nil {
 			return nil, err
 		}
-		st := encodeFull(c.State)
+		st := ckstate.EncodeFull(c.State)
 		if _, err := tx.ExecContext(ctx, `UPDATE checkpoints SET kind = 'full', codec = ?, base_iteration = NULL, body = ?, state = ?
 			WHERE tenant_id = ? AND session_id = ? AND iteration = ?`,
-			st.codec, blob(st.body), st.text, tenant, sessionID, row.Iteration); err != nil {
+			st.Codec, blob(st.Body), st.Text, tenant, sessionID, row.Iteration); err != nil {
 			return nil, err
 		}
 	}

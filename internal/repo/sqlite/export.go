@@ -136,7 +136,7 @@ func (e *exporter) segment(ctx context.Context, tx *sql.Tx, tenant, sessionID st
 }
 
 // eachCheckpoint calls fn with each of a session's checkpoints, oldest first,
-// one row at a time, its state rebuilt (see ckReader); a damaged one stops the
+// one row at a time, its state rebuilt (see ckstate.Reader); a damaged one stops the
 // walk (corrupted). q should be a transaction: a delta is read from other rows.
 func eachCheckpoint(ctx context.Context, q querier, tenant, sessionID string, fn func(model.Checkpoint) error) error {
 	rows, err := q.QueryContext(ctx, `SELECT `+checkpointColumns+` FROM checkpoints
@@ -151,7 +151,7 @@ func eachCheckpoint(ctx context.Context, q querier, tenant, sessionID string, fn
 		if err != nil {
 			return mapErr(err)
 		}
-		c, err := rd.read(row)
+		c, err := rd.Read(row)
 		if err != nil {
 			return err
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/logbook/logbook/internal/model"
 	"github.com/logbook/logbook/internal/repo"
+	"github.com/logbook/logbook/internal/repo/ckstate"
 )
 
 // MaxImportLine bounds one line of an import: what an export writes at most
@@ -375,11 +376,11 @@ func (p *importParser) addCheckpoint(c model.Checkpoint) error {
 	if _, err := model.ParseState(c.State); err != nil {
 		return lineError(p.line, "checkpoint", model.AsError(err))
 	}
-	state, err := canonicalJSON(c.State)
+	state, err := ckstate.Canonical(c.State)
 	if err != nil {
 		return p.fail("checkpoint.state must be a JSON object")
 	}
-	if checkpointHash(c.Iteration, c.LastSeq, state) != c.SHA256 {
+	if ckstate.Hash(c.Iteration, c.LastSeq, state) != c.SHA256 {
 		return p.fail("checkpoint.sha256 does not match its iteration, last_seq and state")
 	}
 	p.ckpIDs[c.ID] = p.line
@@ -462,8 +463,8 @@ func (s *Store) importTx(ctx context.Context, tx *sql.Tx, tenant string, sp *spo
 		cumCost    float64
 		pauseUntil *int64
 		line       int
-		prev       ckBase // the checkpoint just written
-		fileChunk  = -1   // the next chunk's n, or -1 while a file the tenant has is skipped
+		prev       ckstate.Latest // the checkpoint just written
+		fileChunk  = -1           // the next chunk's n, or -1 while a file the tenant has is skipped
 		cmpN       int64
 	)
 	insert := tx.StmtContext(ctx, s.st.insertMessage)
@@ -564,7 +565,7 @@ func (s *Store) importTx(ctx context.Context, tx *sql.Tx, tenant string, sp *spo
 			if err != nil {
 				return model.Session{}, model.Internal(err)
 			}
-			tree, err := decodeTree(c.State)
+			tree, err := ckstate.DecodeTree(c.State)
 			if err != nil {
 				return model.Session{}, model.Internal(err)
 			}
@@ -573,7 +574,7 @@ func (s *Store) importTx(ctx context.Context, tx *sql.Tx, tenant string, sp *spo
 			}
 			pauseUntil = st.PauseUntilMs
 			c.SessionID = ses.ID
-			stored := encodeFull(c.State)
+			stored := ckstate.EncodeFull(c.State)
 			err = insertCheckpoint(ctx, tx, tenant, *c, stored)
 			if isConstraint(err) {
 				return model.Session{}, importConflict(line, "a checkpoint with id %q already exists", c.ID)
@@ -582,10 +583,10 @@ func (s *Store) importTx(ctx context.Context, tx *sql.Tx, tenant string, sp *spo
 				return model.Session{}, err
 			}
 			// Stored as a PUT stores them: the one before becomes a delta from this one.
-			if err := keepAsDelta(ctx, tx, tenant, ses.ID, reverseDelta(tree, prev), c.Iteration); err != nil {
+			if err := keepAsDelta(ctx, tx, tenant, ses.ID, ckstate.ReverseDelta(tree, prev), c.Iteration); err != nil {
 				return model.Session{}, err
 			}
-			prev = ckBase{found: true, iteration: c.Iteration, sha256: c.SHA256, stored: stored.size(), size: len(c.State), tree: tree}
+			prev = ckstate.Latest{Found: true, Iteration: c.Iteration, SHA256: c.SHA256, Stored: stored.Size(), Size: len(c.State), Tree: tree}
 		}
 	}
 	if pauseUntil != nil {

@@ -2,48 +2,27 @@ package sqlite
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"crypto/subtle"
 	"database/sql"
-	"encoding/hex"
 	"strings"
 
 	"github.com/logbook/logbook/internal/model"
 	"github.com/logbook/logbook/internal/repo"
 )
 
-// Key text: "lb_" + 16 hex (the key's id) + "_" + 64 hex (256 random bits). The id
-// part lets a key be found by primary key; the whole text is what is hashed.
-const (
-	keyTextPrefix = "lb_"
-	keyIDHex      = 16
-	keySecretHex  = 64
-	keyTextLen    = len(keyTextPrefix) + keyIDHex + 1 + keySecretHex
-	keyIDPrefix   = "key_"
-)
-
-func hashKey(text string) []byte {
-	h := sha256.Sum256([]byte(text))
-	return h[:]
-}
-
 // CreateAPIKey makes a key for tenant. The key text is in the result and nowhere
 // else: only its hash is stored.
 func (s *Store) CreateAPIKey(ctx context.Context, tenant string, in model.CreateAPIKey) (model.NewAPIKey, error) {
-	var raw [keyIDHex/2 + keySecretHex/2]byte
-	if _, err := rand.Read(raw[:]); err != nil {
+	id, text, err := repo.NewKeyText()
+	if err != nil {
 		return model.NewAPIKey{}, model.Internal(err)
 	}
-	idHex := hex.EncodeToString(raw[:keyIDHex/2])
-	text := keyTextPrefix + idHex + "_" + hex.EncodeToString(raw[keyIDHex/2:])
 	k := model.NewAPIKey{
-		APIKey: model.APIKey{ID: keyIDPrefix + idHex, Tenant: tenant, Name: in.Name, Scope: in.Scope, CreatedAt: model.Now()},
+		APIKey: model.APIKey{ID: id, Tenant: tenant, Name: in.Name, Scope: in.Scope, CreatedAt: model.Now()},
 		Key:    text,
 	}
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		_, err := tx.Exec(`INSERT INTO api_keys (id, tenant_id, name, scope, key_hash, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
-			k.ID, tenant, k.Name, k.Scope, hashKey(text), int64(k.CreatedAt))
+			k.ID, tenant, k.Name, k.Scope, repo.HashKey(text), int64(k.CreatedAt))
 		return err
 	})
 	if err != nil {
@@ -131,17 +110,13 @@ func (s *Store) RevokeAPIKey(ctx context.Context, tenant, id string) (model.APIK
 	return k, nil
 }
 
-// dummyHash is compared against when no key has the presented id, so that an
-// unknown id costs the same time as a wrong secret.
-var dummyHash = hashKey("lb_0000000000000000_" + strings.Repeat("0", keySecretHex))
-
 // Authenticate returns who a key acts as. A malformed, unknown or revoked key is
 // model.ErrUnauthorized, the same error for each, so answers reveal nothing.
 func (s *Store) Authenticate(ctx context.Context, text string) (model.Principal, error) {
-	if len(text) != keyTextLen || !strings.HasPrefix(text, keyTextPrefix) || text[len(keyTextPrefix)+keyIDHex] != '_' {
+	id, ok := repo.KeyIDOf(text)
+	if !ok {
 		return model.Principal{}, model.ErrUnauthorized
 	}
-	id := keyIDPrefix + text[len(keyTextPrefix):len(keyTextPrefix)+keyIDHex]
 	var (
 		p       = model.Principal{KeyID: id}
 		stored  []byte
@@ -149,13 +124,12 @@ func (s *Store) Authenticate(ctx context.Context, text string) (model.Principal,
 	)
 	err := s.rdb.QueryRowContext(ctx, `SELECT tenant_id, scope, key_hash, revoked_at FROM api_keys WHERE id = ?`, id).
 		Scan(&p.Tenant, &p.Scope, &stored, &revoked)
-	if err == sql.ErrNoRows {
-		stored = dummyHash
-	} else if err != nil {
+	if err != nil && err != sql.ErrNoRows {
 		return model.Principal{}, mapErr(err)
 	}
-	match := subtle.ConstantTimeCompare(hashKey(text), stored) == 1
-	if !match || err == sql.ErrNoRows || revoked.Valid {
+	// stored stays nil for an unknown id, which KeyMatches refuses after the
+	// same work as a wrong secret.
+	if !repo.KeyMatches(text, stored) || revoked.Valid {
 		return model.Principal{}, model.ErrUnauthorized
 	}
 	return p, nil

@@ -91,7 +91,7 @@ func (s *Store) SearchMessages(ctx context.Context, tenant string, in model.Mess
 	hits, err := collect(rows, func(sc scanner) (model.MessageHit, error) {
 		var h model.MessageHit
 		err := sc.Scan(&h.SessionID, &h.MessageID, &h.Seq, &h.Role, &h.CreatedAt, &h.Content, &h.Rank)
-		h.Snippet = snippet(h.Content, in.Query)
+		h.Snippet = repo.Snippet(h.Content, in.Query)
 		if in.SessionID != "" {
 			h.SessionID = in.SessionID // inherited messages read as the fork's own
 		}

@@ -1,4 +1,4 @@
-package sqlite
+package repo
 
 import "testing"
 
@@ -13,8 +13,8 @@ func TestSnippet(t *testing.T) {
 		{"", "x", ""},
 		{"¡¿", "x", ""},
 	} {
-		if got := snippet(tc.text, tc.query); got != tc.want {
-			t.Errorf("snippet(%q, %q)\n got %q\nwant %q", tc.text, tc.query, got, tc.want)
+		if got := Snippet(tc.text, tc.query); got != tc.want {
+			t.Errorf("Snippet(%q, %q)\n got %q\nwant %q", tc.text, tc.query, got, tc.want)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package sqlite
+package repo
 
 import (
 	"strings"
@@ -50,9 +50,9 @@ func stem(w string) string {
 	return w
 }
 
-// snippet returns up to 16 words of text around its first word that matches the
+// Snippet returns up to 16 words of text around its first word that matches the
 // query, with matching words in [brackets], as FTS5's snippet() marks them.
-func snippet(text, query string) string {
+func Snippet(text, query string) string {
 	ws := words(text)
 	if len(ws) == 0 {
 		return ""
