@@ -76,15 +76,33 @@ CREATE SEQUENCE messages_gid;
 
 -- Conversation search: a message's text in parts of at most 8 KiB (a tsvector
 -- holds at most 1 MiB, a message's text may be more), as SQLite indexes it.
+-- Kept by the database itself, in the transaction that inserts the message (a
+-- trigger), and dropped with it (the cascade), so every process's appends are
+-- searchable once committed: index_lag is always 0 on PostgreSQL.
 CREATE TABLE message_search (
     tenant_id  TEXT     NOT NULL,
     session_id TEXT     NOT NULL,
     seq        BIGINT   NOT NULL,
     part       INTEGER  NOT NULL,
     tsv        TSVECTOR NOT NULL,
-    PRIMARY KEY (tenant_id, session_id, seq, part)
+    PRIMARY KEY (tenant_id, session_id, seq, part),
+    FOREIGN KEY (tenant_id, session_id, seq) REFERENCES messages (tenant_id, session_id, seq) ON DELETE CASCADE
 );
 CREATE INDEX message_search_tsv ON message_search USING GIN (tsv);
+
+-- Parts of 8,000 characters that overlap by 100, so a word across a cut is
+-- whole in one of them.
+-- +goose StatementBegin
+CREATE FUNCTION message_search_index() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO message_search (tenant_id, session_id, seq, part, tsv)
+    SELECT NEW.tenant_id, NEW.session_id, NEW.seq, p.n, to_tsvector('english', substr(NEW.content, p.n * 8000 + 1, 8100))
+    FROM generate_series(0, GREATEST(0, (length(NEW.content) - 1) / 8000)) AS p(n);
+    RETURN NULL;
+END
+$$;
+-- +goose StatementEnd
+CREATE TRIGGER message_search_index AFTER INSERT ON messages FOR EACH ROW EXECUTE FUNCTION message_search_index();
 
 CREATE TABLE request_keys (
     tenant_id    TEXT   NOT NULL,
@@ -270,6 +288,8 @@ DROP TABLE checkpoints;
 DROP TABLE rewound_keys;
 DROP TABLE request_keys;
 DROP TABLE message_search;
+DROP TRIGGER message_search_index ON messages;
+DROP FUNCTION message_search_index();
 DROP SEQUENCE messages_gid;
 DROP TABLE messages;
 DROP TABLE sessions;

@@ -76,3 +76,15 @@ func mustOpen(t testing.TB) *postgres.Store {
 	t.Cleanup(func() { st.Close() })
 	return st
 }
+
+// mustOpenURL opens a store on the database at url (a second process's view
+// when called twice).
+func mustOpenURL(t testing.TB, url string) *postgres.Store {
+	t.Helper()
+	st, err := postgres.Open(context.Background(), postgres.Config{URL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}

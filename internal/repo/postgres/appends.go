@@ -1,0 +1,178 @@
+package postgres
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/logbook/logbook/internal/model"
+	"github.com/logbook/logbook/internal/repo"
+)
+
+// appendStreamStoppedPG is SQLite's errStreamStopped, word for word.
+var appendStreamStoppedPG = &model.Error{Kind: model.KindConflict, Code: "stream_stopped",
+	Msg: "an earlier message of this stream failed: this one and every later one were not appended; resend from the first that failed"}
+
+// appendRowPG is a message made ready before its transaction (ids, JSON,
+// hashes), so that the transaction only decides, numbers and inserts.
+type appendRowPG struct {
+	msg          model.Message
+	toolCalls    *string
+	metadata     string
+	parts        *string // the content's parts as JSON; nil for string content
+	providerItem *string
+	files        []string // the files the parts reference
+	key          *string
+	hash         []byte
+}
+
+// appendOpPG is one append request.
+type appendOpPG struct {
+	tenant, session string
+	req             model.AppendRequest
+	reqHash         []byte
+	rows            []appendRowPG
+	now             model.Time
+}
+
+// AppendMessages appends messages to a session in one all-or-nothing write and
+// returns them with their seqs, in input order. Idempotency, errors and
+// Replayed are as on SQLite (sqlite.Store.AppendMessages).
+func (s *Store) AppendMessages(ctx context.Context, tenant, sessionID string, req model.AppendRequest) (model.AppendResult, error) {
+	wait, err := s.QueueAppend(ctx, tenant, sessionID, req, nil)
+	if err != nil {
+		return model.AppendResult{}, err
+	}
+	return wait()
+}
+
+// QueueAppend runs the append at once, in its own transaction, and returns a
+// wait that gives the outcome. SQLite queues appends for its one writer to
+// group; here each append is a transaction of its own, so running it before
+// returning is what keeps the appends one goroutine queues in their order.
+// Once an append of stream fails, the stream's later ones are refused
+// (stream_stopped).
+func (s *Store) QueueAppend(ctx context.Context, tenant, sessionID string, req model.AppendRequest,
+	stream *repo.AppendStream) (wait func() (model.AppendResult, error), err error) {
+	now := model.Now()
+	op := &appendOpPG{tenant: tenant, session: sessionID, req: req, rows: make([]appendRowPG, len(req.Messages)), now: now}
+	for i, in := range req.Messages {
+		if op.rows[i], err = prepareAppendRowPG(sessionID, now, in); err != nil {
+			return nil, err
+		}
+	}
+	if req.RequestKey != "" {
+		op.reqHash = hashAppendRequestPG(req)
+	}
+	// As SQLite's enqueue: a caller already gone queues nothing (an error
+	// here, not from wait); once begun, the append runs to its end.
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	res, appendErr := s.runAppendPG(ctx, op, stream)
+	return func() (model.AppendResult, error) { return res, appendErr }, nil
+}
+
+// runAppendPG decides and writes one append; any failure stops its stream.
+func (s *Store) runAppendPG(ctx context.Context, op *appendOpPG, stream *repo.AppendStream) (model.AppendResult, error) {
+	var res model.AppendResult
+	err := s.writeFaultedPG(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		// SQLite checks the stream inside its writer, after begin and exec.
+		if stream != nil && stream.Failed() {
+			return appendStreamStoppedPG
+		}
+		var err error
+		res, err = s.appendTxPG(ctx, tx, op)
+		return err
+	})
+	if err != nil {
+		if stream != nil {
+			stream.Fail()
+		}
+		return model.AppendResult{}, err
+	}
+	return res, nil
+}
+
+func prepareAppendRowPG(sessionID string, now model.Time, in model.NewMessage) (appendRowPG, error) {
+	r := appendRowPG{msg: model.Message{
+		ID: newID(model.PrefixMessage), SessionID: sessionID, Role: in.Role, Content: in.Content,
+		Name: in.Name, ToolCalls: in.ToolCalls, ToolCallID: in.ToolCallID, IsError: in.IsError, AgentID: in.AgentID,
+		Model: in.Model, Tokens: in.Tokens, Cost: in.Cost, Metadata: in.Metadata, ProviderItem: in.ProviderItem,
+		CreatedAt: now,
+	}}
+	var err error
+	if r.parts, r.providerItem, err = appendStoredExtrasPG(r.msg); err != nil {
+		return r, err
+	}
+	r.files = model.FileIDs(in.Content.Parts)
+	if r.msg.Metadata == nil {
+		r.msg.Metadata = model.Object("{}")
+	}
+	r.metadata = r.msg.Metadata.String()
+	if len(in.ToolCalls) > 0 {
+		tc, err := json.Marshal(in.ToolCalls)
+		if err != nil {
+			return r, model.Internal(err)
+		}
+		s := string(tc)
+		r.toolCalls = &s
+	}
+	if in.IdempotencyKey != "" {
+		k := in.IdempotencyKey
+		r.key = &k
+		r.hash = hashAppendMessagePG(in)
+	}
+	return r, nil
+}
+
+// appendStoredExtrasPG is what a message stores beside its content text: its
+// parts as JSON and its provider item, each NULL when absent (SQLite's
+// storedExtras).
+func appendStoredExtrasPG(m model.Message) (parts, item *string, err error) {
+	if m.Content.Parts != nil {
+		b, err := json.Marshal(m.Content.Parts)
+		if err != nil {
+			return nil, nil, model.Internal(err)
+		}
+		p := string(b)
+		parts = &p
+	}
+	if len(m.ProviderItem) > 0 {
+		p := string(m.ProviderItem)
+		item = &p
+	}
+	return parts, item, nil
+}
+
+// hashAppendMessagePG fingerprints a message's content as SQLite's
+// HashMessage does, so that a reused idempotency key with a different message
+// is told apart from a true retry.
+func hashAppendMessagePG(m model.NewMessage) []byte {
+	b, _ := json.Marshal(m) // struct fields in a fixed order, map keys sorted
+	h := sha256.Sum256(b)
+	return h[:]
+}
+
+// hashAppendRequestPG fingerprints a whole request, shape included, for its
+// Idempotency-Key (SQLite's hashRequest).
+func hashAppendRequestPG(req model.AppendRequest) []byte {
+	h := sha256.New()
+	if req.Batch {
+		h.Write([]byte("batch\n"))
+	} else {
+		h.Write([]byte("single\n"))
+	}
+	b, _ := json.Marshal(req.Messages)
+	h.Write(b)
+	return h.Sum(nil)
+}
+
+func appendIdempotencyConflictPG(field, key string) *model.Error {
+	return &model.Error{Kind: model.KindConflict, Code: "idempotency_conflict",
+		Msg:    fmt.Sprintf("idempotency key %q was already used with a different request body", key),
+		Fields: []model.FieldError{{Field: field, Message: "already used with a different body"}}}
+}

@@ -1,0 +1,241 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/logbook/logbook/internal/model"
+	"github.com/logbook/logbook/internal/repo"
+)
+
+const memBlockColumns = `id, agent_id, label, value, limit_chars, description, read_only, version, updated_at`
+
+func memScanBlock(row pgx.Row) (model.Block, error) {
+	var (
+		b        model.Block
+		readOnly int32
+		updated  int64
+	)
+	err := row.Scan(&b.ID, &b.AgentID, &b.Label, &b.Value, &b.Limit, &b.Description, &readOnly, &b.Version, &updated)
+	b.ReadOnly, b.UpdatedAt = readOnly != 0, model.Time(updated)
+	return b, err
+}
+
+// ListBlocks returns an agent's blocks in label order: bytewise (COLLATE "C"),
+// as SQLite orders them, whatever the database's collation. Errors: KindNotFound.
+func (s *Store) ListBlocks(ctx context.Context, tenant, agentID string) ([]model.Block, error) {
+	if err := s.faults.Check(repo.PointBlockRead); err != nil {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+memBlockColumns+` FROM blocks WHERE tenant_id = $1 AND agent_id = $2
+		ORDER BY label COLLATE "C"`, tenant, agentID)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (model.Block, error) { return memScanBlock(r) })
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	if len(out) == 0 {
+		if err := memAgentExists(ctx, s.pool, tenant, agentID); err != nil {
+			return nil, err
+		}
+		out = []model.Block{}
+	}
+	return out, nil
+}
+
+// GetBlock returns one block. Errors: KindNotFound (agent or block).
+func (s *Store) GetBlock(ctx context.Context, tenant, agentID, label string) (model.Block, error) {
+	if err := s.faults.Check(repo.PointBlockRead); err != nil {
+		return model.Block{}, err
+	}
+	return memGetBlock(ctx, s.pool, tenant, agentID, label)
+}
+
+// memGetBlock reads a block, telling a missing agent from a missing block.
+func memGetBlock(ctx context.Context, db memDB, tenant, agentID, label string) (model.Block, error) {
+	b, err := memScanBlock(db.QueryRow(ctx, `SELECT `+memBlockColumns+` FROM blocks
+		WHERE tenant_id = $1 AND agent_id = $2 AND label = $3`, tenant, agentID, label))
+	if errors.Is(err, pgx.ErrNoRows) {
+		if err := memAgentExists(ctx, db, tenant, agentID); err != nil {
+			return b, err
+		}
+		return b, model.NotFound("block", label)
+	}
+	return b, mapErr(err)
+}
+
+// memLockBlock reads a block of a locked agent and locks its row until the
+// write commits: the version read is the one the write replaces.
+func memLockBlock(ctx context.Context, tx pgx.Tx, tenant, agentID, label string) (b model.Block, found bool, err error) {
+	b, err = memScanBlock(tx.QueryRow(ctx, `SELECT `+memBlockColumns+` FROM blocks
+		WHERE tenant_id = $1 AND agent_id = $2 AND label = $3 FOR UPDATE`, tenant, agentID, label))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return model.Block{}, false, nil
+	}
+	return b, err == nil, err
+}
+
+// errBlockCreatedMeanwhile says that another transaction created the block
+// this one found missing: the write starts over and finds it.
+var errBlockCreatedMeanwhile = errors.New("postgres: block created by a concurrent write")
+
+// runBlockWrite runs a block write in one transaction with the agent's row
+// held shared (a concurrent DeleteAgent waits), again when fn lost the race
+// to create the block. Under READ COMMITTED the insert that lost waited for
+// the winner's commit, so fn's next read sees the winner's block; under a
+// stricter isolation the insert fails with a serialization error, which s.tx
+// retries.
+func runBlockWrite(ctx context.Context, s *Store, tenant, agentID string, fn func(pgx.Tx) error) error {
+	return s.tx(ctx, func(tx pgx.Tx) error {
+		if err := s.faults.Check(repo.PointBlockWrite); err != nil {
+			return err
+		}
+		if err := lockAgentForMemory(ctx, tx, tenant, agentID); err != nil {
+			return err
+		}
+		for try := 0; ; try++ {
+			err := fn(tx)
+			if !errors.Is(err, errBlockCreatedMeanwhile) || try == 4 {
+				return err
+			}
+		}
+	})
+}
+
+// PutBlock creates or replaces a block. With ifMatch set, the block must exist at
+// that version (KindPrecondition otherwise). created says which it was.
+func (s *Store) PutBlock(ctx context.Context, tenant, agentID, label string, in model.PutBlock, ifMatch *int64) (b model.Block, created bool, err error) {
+	err = runBlockWrite(ctx, s, tenant, agentID, func(tx pgx.Tx) error {
+		cur, exists, err := memLockBlock(ctx, tx, tenant, agentID, label)
+		if err != nil {
+			return err
+		}
+		if ifMatch != nil && (!exists || (*ifMatch != repo.AnyVersion && cur.Version != *ifMatch)) {
+			return model.PreconditionFailed(label, cur.Version)
+		}
+		b = model.Block{AgentID: agentID, Label: label, Value: in.Value, Limit: in.Limit,
+			Description: in.Description, ReadOnly: in.ReadOnly, ID: cur.ID, Version: cur.Version}
+		if b.Limit == 0 {
+			b.Limit = model.DefaultBlockLimit
+		}
+		created = !exists
+		return memSaveBlock(ctx, tx, tenant, &b, exists)
+	})
+	return b, created, err
+}
+
+// AppendBlock appends content on a new line. Through the API it creates a missing
+// block (append-or-create: the block's row lock, or the unique key when it is
+// missing, orders concurrent appends of every process, so none makes a second
+// block or loses text); a tool call, as in Letta, needs the block to exist.
+// Errors: KindNotFound, limit_exceeded, read_only (tools).
+func (s *Store) AppendBlock(ctx context.Context, tenant, agentID, label, content string, by repo.BlockEdit) (model.Block, error) {
+	return memEditBlock(ctx, s, tenant, agentID, label, by, by == repo.EditByAPI, func(b *model.Block) error {
+		b.Value = model.AppendValue(b.Value, content)
+		return nil
+	})
+}
+
+// ReplaceBlock replaces every occurrence of old with new. Errors: KindNotFound,
+// old_not_found, limit_exceeded, read_only (tools).
+func (s *Store) ReplaceBlock(ctx context.Context, tenant, agentID, label, old, new string, by repo.BlockEdit) (model.Block, error) {
+	return memEditBlock(ctx, s, tenant, agentID, label, by, false, func(b *model.Block) error {
+		v, err := model.ReplaceValue(label, b.Value, old, new)
+		b.Value = v
+		return err
+	})
+}
+
+func memEditBlock(ctx context.Context, s *Store, tenant, agentID, label string, by repo.BlockEdit, create bool,
+	edit func(*model.Block) error) (model.Block, error) {
+	var b model.Block
+	err := runBlockWrite(ctx, s, tenant, agentID, func(tx pgx.Tx) error {
+		var (
+			found bool
+			err   error
+		)
+		b, found, err = memLockBlock(ctx, tx, tenant, agentID, label)
+		switch {
+		case err != nil:
+			return err
+		case !found && !create:
+			return model.NotFound("block", label)
+		case !found:
+			b = model.Block{AgentID: agentID, Label: label, Limit: model.DefaultBlockLimit}
+		}
+		if b.ReadOnly && by == repo.EditByTool {
+			return model.ReadOnlyBlock(label)
+		}
+		if err := edit(&b); err != nil {
+			return err
+		}
+		return memSaveBlock(ctx, tx, tenant, &b, found)
+	})
+	return b, err
+}
+
+// memSaveBlock writes b as its next version, and that version into the
+// history. exists says whether b's row was found (and locked); when it was
+// not, the insert does nothing if another transaction made the row meanwhile.
+func memSaveBlock(ctx context.Context, tx pgx.Tx, tenant string, b *model.Block, exists bool) error {
+	if err := model.CheckLimit(b.Label, b.Value, b.Limit); err != nil {
+		return err
+	}
+	if b.ID == "" {
+		b.ID = newID(model.PrefixBlock)
+	}
+	b.Version++
+	b.UpdatedAt = model.Now()
+	readOnly := 0
+	if b.ReadOnly {
+		readOnly = 1
+	}
+	if exists {
+		if _, err := tx.Exec(ctx, `UPDATE blocks SET value = $4, limit_chars = $5, description = $6, read_only = $7, version = $8,
+			updated_at = $9 WHERE tenant_id = $1 AND agent_id = $2 AND label = $3`,
+			tenant, b.AgentID, b.Label, b.Value, b.Limit, b.Description, readOnly, b.Version, int64(b.UpdatedAt)); err != nil {
+			return err
+		}
+	} else {
+		tag, err := tx.Exec(ctx, `INSERT INTO blocks (tenant_id, agent_id, label, id, value, limit_chars, description, read_only, version, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (tenant_id, agent_id, label) DO NOTHING`,
+			tenant, b.AgentID, b.Label, b.ID, b.Value, b.Limit, b.Description, readOnly, b.Version, int64(b.UpdatedAt))
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return errBlockCreatedMeanwhile
+		}
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO block_history (tenant_id, agent_id, label, version, value, limit_chars, description, read_only, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		tenant, b.AgentID, b.Label, b.Version, b.Value, b.Limit, b.Description, readOnly, int64(b.UpdatedAt)); err != nil {
+		return err
+	}
+	return pruneBlockHistory(ctx, tx, tenant, b)
+}
+
+// DeleteBlock removes a block and its history. Errors: KindNotFound.
+func (s *Store) DeleteBlock(ctx context.Context, tenant, agentID, label string) error {
+	return runBlockWrite(ctx, s, tenant, agentID, func(tx pgx.Tx) error {
+		if _, found, err := memLockBlock(ctx, tx, tenant, agentID, label); err != nil || !found {
+			if err == nil {
+				err = model.NotFound("block", label)
+			}
+			return err
+		}
+		for _, q := range []string{
+			`DELETE FROM block_history WHERE tenant_id = $1 AND agent_id = $2 AND label = $3`,
+			`DELETE FROM blocks WHERE tenant_id = $1 AND agent_id = $2 AND label = $3`,
+		} {
+			if _, err := tx.Exec(ctx, q, tenant, agentID, label); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

@@ -1,0 +1,173 @@
+package postgres
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/logbook/logbook/internal/model"
+	"github.com/logbook/logbook/internal/repo"
+)
+
+// fileChunkBytesPG is how a file's bytes are cut for storage and for serving,
+// as on SQLite (an export's file lines are this size too).
+const fileChunkBytesPG = 256 << 10
+
+const fileColumnsPG = `id, sha256, size, media_type, created_at`
+
+func scanFilePG(row pgx.Row) (model.File, error) {
+	var (
+		f       model.File
+		created int64
+	)
+	err := row.Scan(&f.ID, &f.SHA256, &f.Size, &f.MediaType, &created)
+	f.CreatedAt = model.Time(created)
+	return f, err
+}
+
+// CreateFile stores data as a file of mediaType. The same bytes with the same
+// media type are the same file: created is false and nothing is written again.
+// Bytes shared by files of other media types are stored once.
+//
+// Two processes uploading the same bytes at once both get past the first
+// read; the file row's primary key picks one, and the other re-reads it.
+func (s *Store) CreateFile(ctx context.Context, tenant, mediaType string, data []byte) (f model.File, created bool, err error) {
+	sum := sha256.Sum256(data)
+	want := model.File{SHA256: hex.EncodeToString(sum[:]), Size: int64(len(data)), MediaType: mediaType, CreatedAt: model.Now()}
+	want.ID = model.FileIDOf(want.SHA256, mediaType)
+	err = s.tx(ctx, func(tx pgx.Tx) error {
+		if err := s.faults.Check(repo.PointFileWrite); err != nil {
+			return err
+		}
+		old, err := filesGetPG(ctx, tx, tenant, want.ID)
+		if err == nil {
+			f, created = old, false
+			return nil
+		}
+		if !model.IsNotFound(err, "file") {
+			return err
+		}
+		if err := filesHoldChunksPG(ctx, tx, tenant, want.SHA256, data); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `INSERT INTO files (tenant_id, id, sha256, size, media_type, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (tenant_id, id) DO NOTHING`,
+			tenant, want.ID, want.SHA256, want.Size, want.MediaType, int64(want.CreatedAt))
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 1 {
+			f, created = want, true
+			return nil
+		}
+		// Another upload of these bytes committed since the first read; a new
+		// statement sees it.
+		f, err = filesGetPG(ctx, tx, tenant, want.ID)
+		created = false
+		return err
+	})
+	if err != nil {
+		return model.File{}, false, err
+	}
+	return f, created, nil
+}
+
+// filesHoldChunksPG makes sure the tenant's bytes with this sum are stored,
+// writing them unless another file already has, and share-locks their first
+// chunk until the transaction ends: releaseFilesPG locks that chunk before it
+// deletes bytes no file uses, so it cannot take them from under this upload.
+func filesHoldChunksPG(ctx context.Context, tx pgx.Tx, tenant, sum string, data []byte) error {
+	for try := 0; try < 3; try++ {
+		var one int
+		err := tx.QueryRow(ctx, `SELECT 1 FROM file_chunks WHERE tenant_id = $1 AND sha256 = $2 AND n = 0 FOR SHARE`,
+			tenant, sum).Scan(&one)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		// A concurrent upload of the same bytes makes these wait for it, then
+		// do nothing; the lock above is taken on its rows at the next try.
+		for n := 0; n == 0 || n*fileChunkBytesPG < len(data); n++ {
+			chunk := data[n*fileChunkBytesPG : min(len(data), (n+1)*fileChunkBytesPG)]
+			if chunk == nil {
+				chunk = []byte{} // an empty file's one chunk: pgx would send nil as NULL
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO file_chunks (tenant_id, sha256, n, data) VALUES ($1, $2, $3, $4)
+				ON CONFLICT (tenant_id, sha256, n) DO NOTHING`, tenant, sum, n, chunk); err != nil {
+				return err
+			}
+		}
+	}
+	// Stored, then released, three times over while this upload ran.
+	return model.Unavailable(fmt.Errorf("postgres: the bytes of file %s were removed during the upload, three times", sum))
+}
+
+// GetFile returns a file's description. Errors: KindNotFound.
+func (s *Store) GetFile(ctx context.Context, tenant, id string) (model.File, error) {
+	return filesGetPG(ctx, s.pool, tenant, id)
+}
+
+// filesQuerierPG is a pool or a transaction.
+type filesQuerierPG interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+func filesGetPG(ctx context.Context, q filesQuerierPG, tenant, id string) (model.File, error) {
+	f, err := scanFilePG(q.QueryRow(ctx, `SELECT `+fileColumnsPG+` FROM files WHERE tenant_id = $1 AND id = $2`, tenant, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return model.File{}, model.NotFound("file", id)
+	}
+	return f, mapErr(err)
+}
+
+// WriteFile writes a file's bytes to w a chunk at a time, from one snapshot
+// (REPEATABLE READ), so that a purge meanwhile cannot cut it short. It returns
+// the description first through head, before any byte, so that a caller can
+// set headers.
+func (s *Store) WriteFile(ctx context.Context, tenant, id string, head func(model.File) error, w io.Writer) error {
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return mapErr(err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // read-only
+	f, err := filesGetPG(ctx, tx, tenant, id)
+	if err != nil {
+		return err
+	}
+	if err := head(f); err != nil {
+		return err
+	}
+	rows, err := tx.Query(ctx, `SELECT data FROM file_chunks WHERE tenant_id = $1 AND sha256 = $2 ORDER BY n`, tenant, f.SHA256)
+	if err != nil {
+		return mapErr(err)
+	}
+	defer rows.Close()
+	var (
+		written int64
+		chunk   []byte
+	)
+	for rows.Next() {
+		if err := rows.Scan(&chunk); err != nil {
+			return mapErr(err)
+		}
+		n, err := w.Write(chunk)
+		written += int64(n)
+		if err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return mapErr(err)
+	}
+	if written != f.Size {
+		return model.Corrupted("file", f.ID)
+	}
+	return nil
+}

@@ -1,0 +1,84 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/logbook/logbook/internal/model"
+)
+
+// lineageSegment is a run of a session's history stored under another
+// session's id: a fork shares its parent's messages up to forked_at_seq
+// instead of copying them. seq in (lo, hi] of owner.
+type lineageSegment struct {
+	owner  string
+	lo, hi int64
+}
+
+// lineageQuerier is what both the pool and a transaction offer.
+type lineageQuerier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// lineageQueryPG follows parent_id for as long as each session shares its
+// prefix, however deep the chain of forks (the same walk as SQLite's).
+const lineageQueryPG = `WITH RECURSIVE chain(id, parent_id, forked_at_seq, shared, depth) AS (
+		SELECT id, parent_id, forked_at_seq, prefix_shared, 0 FROM sessions WHERE tenant_id = $1 AND id = $2
+		UNION ALL
+		SELECT s.id, s.parent_id, s.forked_at_seq, s.prefix_shared, c.depth + 1
+		FROM chain c JOIN sessions s ON s.tenant_id = $1 AND s.id = c.parent_id
+		WHERE c.shared = 1 AND c.depth < 1000000)
+	SELECT id, parent_id, forked_at_seq, shared FROM chain ORDER BY depth`
+
+// lineagePG returns where sessionID's messages are stored, in ascending seq
+// order, one segment per session that stores part of it. Errors: KindNotFound.
+func lineagePG(ctx context.Context, q lineageQuerier, tenant, sessionID string) ([]lineageSegment, error) {
+	rows, err := q.Query(ctx, lineageQueryPG, tenant, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var (
+		segs []lineageSegment
+		hi   = int64(math.MaxInt64)
+		done bool
+		n    int
+	)
+	for rows.Next() {
+		var (
+			id       string
+			parent   *string
+			forkedAt *int64
+			shared   int
+		)
+		if err := rows.Scan(&id, &parent, &forkedAt, &shared); err != nil {
+			return nil, err
+		}
+		n++
+		if shared == 0 || parent == nil {
+			segs = append(segs, lineageSegment{owner: id, lo: 0, hi: hi})
+			done = true
+			break
+		}
+		if at := *forkedAt; at < hi {
+			segs = append(segs, lineageSegment{owner: id, lo: at, hi: hi})
+			hi = at
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	switch {
+	case n == 0:
+		return nil, model.NotFound("session", sessionID)
+	case !done:
+		return nil, model.Internal(fmt.Errorf("session %s: an ancestor is missing", sessionID))
+	}
+	slices.Reverse(segs)
+	return segs, nil
+}
