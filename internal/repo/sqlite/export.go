@@ -2,16 +2,12 @@ package sqlite
 
 import (
 	"context"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
-	"encoding/json"
-	"fmt"
-	"hash"
 	"io"
 	"slices"
 
 	"github.com/logbook/logbook/internal/model"
+	"github.com/logbook/logbook/internal/repo/transfer"
 )
 
 // exportChunk is how many messages one query of an export reads: memory stays
@@ -49,57 +45,32 @@ func (s *Store) ExportSession(ctx context.Context, tenant, id string, w io.Write
 		return err
 	}
 
-	e := &exporter{w: w, h: sha256.New()}
-	if err := e.line(model.ExportLine{Type: model.LineSession, Session: &ses}); err != nil {
+	e := transfer.NewWriter(w)
+	if err := e.Session(&ses); err != nil {
 		return err
 	}
-	if err := e.files(ctx, tx, tenant, segs); err != nil {
+	if err := exportFiles(ctx, tx, e, tenant, segs); err != nil {
 		return err
 	}
 	for _, g := range segs {
-		if err := e.segment(ctx, tx, tenant, id, g); err != nil {
+		if err := exportSegment(ctx, tx, e, tenant, id, g); err != nil {
 			return err
 		}
 	}
 	err = eachCheckpoint(ctx, tx, tenant, id, func(c model.Checkpoint) error {
-		e.counts.Checkpoints++
-		return e.line(model.ExportLine{Type: model.LineCheckpoint, Checkpoint: &c})
+		return e.Checkpoint(&c)
 	})
 	if err != nil {
 		return err
 	}
-	if err := e.compactions(ctx, tx, tenant, id); err != nil {
+	if err := exportCompactions(ctx, tx, e, tenant, id); err != nil {
 		return err
 	}
-	end, _ := json.Marshal(model.ExportLine{Type: model.LineEnd, Counts: &e.counts, SHA256: hex.EncodeToString(e.h.Sum(nil))})
-	if _, err := w.Write(append(end, '\n')); err != nil {
-		return fmt.Errorf("export: write: %w", err)
-	}
-	return nil
+	return e.End()
 }
 
-// exporter writes lines and hashes them as it goes.
-type exporter struct {
-	w      io.Writer
-	h      hash.Hash
-	counts model.ExportCounts
-}
-
-func (e *exporter) line(l model.ExportLine) error {
-	b, err := json.Marshal(l)
-	if err != nil {
-		return model.Internal(err)
-	}
-	b = append(b, '\n')
-	e.h.Write(b)
-	if _, err := e.w.Write(b); err != nil {
-		return fmt.Errorf("export: write: %w", err)
-	}
-	return nil
-}
-
-// segment writes one stored run of the session's history, a chunk at a time.
-func (e *exporter) segment(ctx context.Context, tx *sql.Tx, tenant, sessionID string, g segment) error {
+// exportSegment writes one stored run of the session's history, a chunk at a time.
+func exportSegment(ctx context.Context, tx *sql.Tx, e *transfer.Writer, tenant, sessionID string, g segment) error {
 	after := g.lo
 	for {
 		rows, err := tx.QueryContext(ctx, `SELECT `+messageColumns+` FROM messages
@@ -116,11 +87,10 @@ func (e *exporter) segment(ctx context.Context, tx *sql.Tx, tenant, sessionID st
 				return mapErr(err)
 			}
 			m.SessionID = sessionID // inherited messages read as the fork's own
-			if err := e.line(model.ExportLine{Type: model.LineMessage, Message: &m}); err != nil {
+			if err := e.Message(&m); err != nil {
 				rows.Close()
 				return err
 			}
-			e.counts.Messages++
 			after = m.Seq
 			n++
 		}
@@ -162,9 +132,9 @@ func eachCheckpoint(ctx context.Context, q querier, tenant, sessionID string, fn
 	return mapErr(rows.Err())
 }
 
-// files writes every file the lineage's messages reference, by id, each in
+// exportFiles writes every file the lineage's messages reference, by id, each in
 // chunks of model.MaxFileChunk bytes: the file's stored chunks are that size.
-func (e *exporter) files(ctx context.Context, tx *sql.Tx, tenant string, segs []segment) error {
+func exportFiles(ctx context.Context, tx *sql.Tx, e *transfer.Writer, tenant string, segs []segment) error {
 	var ids []string
 	for _, g := range segs {
 		rows, err := tx.QueryContext(ctx, `SELECT DISTINCT file_id FROM message_files
@@ -187,47 +157,36 @@ func (e *exporter) files(ctx context.Context, tx *sql.Tx, tenant string, segs []
 		if err != nil {
 			return err
 		}
-		if err := e.file(ctx, tx, tenant, f); err != nil {
+		if err := exportFile(ctx, tx, e.File(f), tenant, f); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (e *exporter) file(ctx context.Context, tx *sql.Tx, tenant string, f model.File) error {
+func exportFile(ctx context.Context, tx *sql.Tx, fl *transfer.FileLines, tenant string, f model.File) error {
 	rows, err := tx.QueryContext(ctx, `SELECT data FROM file_chunks WHERE tenant_id = ? AND sha256 = ? ORDER BY n`, tenant, f.SHA256)
 	if err != nil {
 		return mapErr(err)
 	}
 	defer rows.Close()
-	line := model.ExportFile{ID: f.ID, SHA256: f.SHA256, Size: f.Size, MediaType: f.MediaType, CreatedAt: f.CreatedAt}
+	var data []byte
 	for rows.Next() {
-		if err := rows.Scan(&line.Data); err != nil {
+		if err := rows.Scan(&data); err != nil {
 			return mapErr(err)
 		}
-		if line.Data == nil {
-			line.Data = []byte{} // "", as an import reads an empty file back
-		}
-		if len(line.Data) > model.MaxFileChunk || line.Offset+int64(len(line.Data)) > f.Size {
-			return model.Corrupted("file", f.ID)
-		}
-		if err := e.line(model.ExportLine{Type: model.LineFile, File: &line}); err != nil {
+		if err := fl.Chunk(data); err != nil {
 			return err
 		}
-		line.Offset += int64(len(line.Data))
 	}
 	if err := rows.Err(); err != nil {
 		return mapErr(err)
 	}
-	if line.Offset != f.Size {
-		return model.Corrupted("file", f.ID)
-	}
-	e.counts.Files++
-	return nil
+	return fl.Done()
 }
 
-// compactions writes the session's compactions, oldest first.
-func (e *exporter) compactions(ctx context.Context, tx *sql.Tx, tenant, sessionID string) error {
+// exportCompactions writes the session's compactions, oldest first.
+func exportCompactions(ctx context.Context, tx *sql.Tx, e *transfer.Writer, tenant, sessionID string) error {
 	rows, err := tx.QueryContext(ctx, `SELECT `+compactionColumns+` FROM compactions
 		WHERE tenant_id = ? AND session_id = ? ORDER BY n`, tenant, sessionID)
 	if err != nil {
@@ -238,10 +197,9 @@ func (e *exporter) compactions(ctx context.Context, tx *sql.Tx, tenant, sessionI
 		return mapErr(err)
 	}
 	for i := range cs {
-		if err := e.line(model.ExportLine{Type: model.LineCompaction, Compaction: &cs[i]}); err != nil {
+		if err := e.Compaction(&cs[i]); err != nil {
 			return err
 		}
-		e.counts.Compactions++
 	}
 	return nil
 }

@@ -66,15 +66,15 @@ func (s *Store) repairTx(ctx context.Context, tx *sql.Tx, tenant, id string, in 
 	if err != nil {
 		return res, err
 	}
-	if len(h.unanswered) > 0 {
-		rows := make([]newRow, len(h.unanswered))
-		for i, c := range h.unanswered {
+	if len(h.Unanswered) > 0 {
+		rows := make([]newRow, len(h.Unanswered))
+		for i, c := range h.Unanswered {
 			meta, err := model.ObjectOf(map[string]any{"logbook_repair": map[string]any{
-				"kind": "interrupted_tool_call", "call_seq": c.seq, "repaired_at": now}})
+				"kind": "interrupted_tool_call", "call_seq": c.Seq, "repaired_at": now}})
 			if err != nil {
 				return res, model.Internal(err)
 			}
-			callID, name := c.id, c.name
+			callID, name := c.ID, c.Name
 			if rows[i], err = prepareRow(id, now, model.NewMessage{Role: model.RoleTool, ToolCallID: &callID, Name: &name,
 				IsError: true, Content: model.TextContent(model.InterruptedResult), Metadata: meta}); err != nil {
 				return res, err
@@ -83,16 +83,16 @@ func (s *Store) repairTx(ctx context.Context, tx *sql.Tx, tenant, id string, in 
 		if res.Messages, err = s.appendInTx(ctx, tx, tenant, id, rows, now); err != nil {
 			return res, err
 		}
-		for i, c := range h.unanswered {
-			seq := c.seq
+		for i, c := range h.Unanswered {
+			seq := c.Seq
 			res.Repaired = append(res.Repaired, model.ResumeProblem{Code: model.ProblemUnansweredToolCall, Seq: &seq,
-				Detail: model.InterruptedDetail(c.id, c.seq, res.Messages[i].Seq)})
+				Detail: model.InterruptedDetail(c.ID, c.Seq, res.Messages[i].Seq)})
 		}
 	}
 	// The appended results are tool messages: they add no turn.
 	if after, err := getSession(ctx, tx, tenant, id); err != nil {
 		return res, err
-	} else if turns := h.turns; after.TurnCount != turns {
+	} else if turns := h.Turns; after.TurnCount != turns {
 		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET turn_count = ? WHERE tenant_id = ? AND id = ?`, turns, tenant, id); err != nil {
 			return res, err
 		}
@@ -102,7 +102,7 @@ func (s *Store) repairTx(ctx context.Context, tx *sql.Tx, tenant, id string, in 
 	if res.Session, err = getSession(ctx, tx, tenant, id); err != nil {
 		return res, err
 	}
-	for _, p := range h.problems {
+	for _, p := range h.Problems {
 		if p.Code == model.ProblemUnansweredToolCall {
 			continue
 		}

@@ -1,15 +1,13 @@
 package sqlite
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"math"
-	"slices"
 
 	"github.com/logbook/logbook/internal/model"
+	"github.com/logbook/logbook/internal/repo/history"
 )
 
 // Resume gathers what a new worker needs to continue a session: the latest
@@ -82,14 +80,14 @@ func (s *Store) Resume(ctx context.Context, tenant, sessionID string) (model.Res
 	if err != nil {
 		return r, err
 	}
-	problems = append(problems, h.problems...)
+	problems = append(problems, h.Problems...)
 	for i := range problems {
 		problems[i].Repair = model.SuggestRepair(problems[i].Code, problems[i].Seq, r.Session, iteration)
 	}
-	for i := range h.warnings {
-		h.warnings[i].Repair = model.SuggestRepair(h.warnings[i].Code, h.warnings[i].Seq, r.Session, iteration)
+	for i := range h.Warnings {
+		h.Warnings[i].Repair = model.SuggestRepair(h.Warnings[i].Code, h.Warnings[i].Seq, r.Session, iteration)
 	}
-	r.Validation.Warnings = h.warnings
+	r.Validation.Warnings = h.Warnings
 
 	page, err := listLineage(ctx, tx, tenant, segs, since, model.ResumeMessageLimit)
 	if err != nil {
@@ -127,104 +125,39 @@ func listLineage(ctx context.Context, q querier, tenant string, segs []segment, 
 	return out, nil
 }
 
-// history is what checkHistory found.
-type history struct {
-	problems, warnings []model.ResumeProblem
-	unanswered         []unansweredCall // in seq order
-	turns              int64            // user messages in the rows
-}
-
-// unansweredCall is a tool call with no result that no checkpoint lists as
-// pending.
-type unansweredCall struct {
-	id, name string
-	seq      int64
-}
-
-// checkHistory walks the whole history once, reading only what the checks need:
-// seqs must run 1..last_seq with no gap, the counters must equal the rows, every
-// tool result must answer an earlier call, and every call must be answered or
-// listed as pending by the checkpoint.
+// checkHistory feeds the whole history, in seq order, to the shared checks,
+// reading only the columns they need.
 func checkHistory(ctx context.Context, q querier, tenant string, segs []segment, ses model.Session,
-	pending []model.PendingToolCall) (history, error) {
-	var (
-		h                           = history{problems: []model.ResumeProblem{}, warnings: []model.ResumeProblem{}}
-		expect, count, tokens int64 = 1, 0, 0
-		cost                  float64
-		calls                 = map[string]unansweredCall{} // until answered
-	)
-	report := func(code string, seq int64, format string, args ...any) {
-		p := model.ResumeProblem{Code: code, Detail: fmt.Sprintf(format, args...)}
-		if seq > 0 {
-			p.Seq = &seq
-		}
-		h.problems = append(h.problems, p)
-	}
+	pending []model.PendingToolCall) (history.Result, error) {
+	c := history.NewChecker()
 	for _, g := range segs {
 		rows, err := q.QueryContext(ctx, `SELECT seq, role, tool_calls, tool_call_id, tokens, cost FROM messages
 			WHERE tenant_id = ? AND session_id = ? AND seq > ? AND seq <= ? ORDER BY seq`, tenant, g.owner, g.lo, g.hi)
 		if err != nil {
-			return h, mapErr(err)
+			return history.Result{}, mapErr(err)
 		}
 		for rows.Next() {
 			var (
-				seq, tk    int64
-				role       model.Role
+				r          history.Row
 				toolCalls  sql.NullString
 				toolCallID sql.NullString
-				c          float64
 			)
-			if err := rows.Scan(&seq, &role, &toolCalls, &toolCallID, counterInt{&tk}, counterFloat{&c}); err != nil {
+			if err := rows.Scan(&r.Seq, &r.Role, &toolCalls, &toolCallID, counterInt{&r.Tokens}, counterFloat{&r.Cost}); err != nil {
 				rows.Close()
-				return h, mapErr(err)
-			}
-			if seq != expect {
-				report(model.ProblemSeqGap, seq, "expected seq %d, found %d", expect, seq)
-			}
-			expect = seq + 1
-			count, tokens, cost = count+1, tokens+tk, cost+c
-			if role == model.RoleUser {
-				h.turns++
+				return history.Result{}, mapErr(err)
 			}
 			if toolCalls.Valid {
-				var tcs []model.ToolCall
-				if json.Unmarshal([]byte(toolCalls.String), &tcs) == nil {
-					for _, tc := range tcs {
-						calls[tc.ID] = unansweredCall{id: tc.ID, name: tc.Name, seq: seq}
-					}
-				}
+				r.ToolCalls = []byte(toolCalls.String)
 			}
-			if role == model.RoleTool && toolCallID.Valid {
-				if _, ok := calls[toolCallID.String]; !ok {
-					report(model.ProblemOrphanToolResult, seq, "tool result for call %q matches no earlier assistant tool call "+
-						"(or a second result for it): rewind to seq %d to drop it and what followed, or fork at seq %d to keep this session as it is",
-						toolCallID.String, seq-1, seq-1)
-				}
-				delete(calls, toolCallID.String)
+			if toolCallID.Valid {
+				r.ToolCallID = &toolCallID.String
 			}
+			c.Add(r)
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return h, mapErr(err)
+			return history.Result{}, mapErr(err)
 		}
 	}
-	for _, p := range pending {
-		delete(calls, p.ID)
-	}
-	for _, c := range calls {
-		h.unanswered = append(h.unanswered, c)
-	}
-	slices.SortFunc(h.unanswered, func(a, b unansweredCall) int { return cmp.Or(cmp.Compare(a.seq, b.seq), cmp.Compare(a.id, b.id)) })
-	for _, c := range h.unanswered {
-		report(model.ProblemUnansweredToolCall, c.seq, "tool call %q has no result and is not pending in the checkpoint", c.id)
-	}
-	if count != ses.MessageCount || expect-1 != ses.LastSeq || tokens != ses.TotalTokens || math.Abs(cost-ses.TotalCost) > 1e-9*max(1, math.Abs(cost)) {
-		report(model.ProblemCounterMismatch, 0, "the rows hold %d messages up to seq %d with %d tokens and cost %v; the session says %d, %d, %d, %v",
-			count, expect-1, tokens, cost, ses.MessageCount, ses.LastSeq, ses.TotalTokens, ses.TotalCost)
-	}
-	if h.turns != ses.TurnCount {
-		h.warnings = append(h.warnings, model.ResumeProblem{Code: model.ProblemTurnCountMismatch,
-			Detail: fmt.Sprintf("the rows hold %d user messages; the session's turn_count says %d", h.turns, ses.TurnCount)})
-	}
-	return h, nil
+	return c.Finish(ses, pending), nil
 }
