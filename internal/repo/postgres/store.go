@@ -156,3 +156,5 @@ func newID(prefix string) string {
 	}
 	return prefix + hex.EncodeToString(u[:])
 }
+
+var _ repo.Store = (*Store)(nil)

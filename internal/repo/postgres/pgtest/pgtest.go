@@ -21,7 +21,8 @@ import (
 // LOGBOOK_PG_BIN and PATH: Debian's packages install them here.
 var BinDirs = []string{"/usr/lib/postgresql/17/bin", "/usr/lib/postgresql/16/bin", "/usr/lib/postgresql/15/bin"}
 
-// BinDir finds initdb and pg_ctl, or says where it looked.
+// BinDir finds a directory with initdb, pg_ctl and pg_basebackup, or says
+// where it looked.
 func BinDir() (string, error) {
 	dirs := []string{}
 	if d := os.Getenv("LOGBOOK_PG_BIN"); d != "" {
@@ -32,13 +33,11 @@ func BinDir() (string, error) {
 	}
 	dirs = append(dirs, BinDirs...)
 	for _, d := range dirs {
-		if _, err := os.Stat(filepath.Join(d, "initdb")); err == nil {
-			if _, err := os.Stat(filepath.Join(d, "pg_ctl")); err == nil {
-				return d, nil
-			}
+		if hasAll(d, "initdb", "pg_ctl", "pg_basebackup") {
+			return d, nil
 		}
 	}
-	return "", fmt.Errorf("no initdb and pg_ctl in LOGBOOK_PG_BIN, PATH or %s", strings.Join(BinDirs, ", "))
+	return "", fmt.Errorf("no initdb, pg_ctl and pg_basebackup in LOGBOOK_PG_BIN, PATH or %s", strings.Join(BinDirs, ", "))
 }
 
 // Cluster is a running throwaway server.
@@ -98,17 +97,8 @@ func start(bin string) (*Cluster, error) {
 	}
 	c := &Cluster{Dir: filepath.Join(root, "data"), bin: bin, asPG: os.Geteuid() == 0}
 	if c.asPG {
-		pg, err := user.Lookup("postgres")
-		if err != nil {
+		if err := chownToPostgres(root); err != nil {
 			os.RemoveAll(root)
-			return nil, fmt.Errorf("running as root, initdb needs the postgres user: %w", err)
-		}
-		uid, _ := strconv.Atoi(pg.Uid)
-		gid, _ := strconv.Atoi(pg.Gid)
-		if err := os.Chmod(root, 0o755); err != nil {
-			return nil, err
-		}
-		if err := os.Chown(root, uid, gid); err != nil {
 			return nil, err
 		}
 	}
@@ -179,4 +169,28 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// chownToPostgres hands dir to the postgres user, whom initdb and the server
+// run as when the tests run as root.
+func chownToPostgres(dir string) error {
+	pg, err := user.Lookup("postgres")
+	if err != nil {
+		return fmt.Errorf("running as root, PostgreSQL needs the postgres user: %w", err)
+	}
+	uid, _ := strconv.Atoi(pg.Uid)
+	gid, _ := strconv.Atoi(pg.Gid)
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return err
+	}
+	return os.Chown(dir, uid, gid)
+}
+
+func hasAll(dir string, progs ...string) bool {
+	for _, p := range progs {
+		if _, err := os.Stat(filepath.Join(dir, p)); err != nil {
+			return false
+		}
+	}
+	return true
 }

@@ -1,0 +1,193 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/logbook/logbook/internal/model"
+)
+
+// Purge bounds, as SQLite's: one transaction erases at most purgeBatchPG
+// sessions and stops adding sessions once it holds purgeBatchRowsPG messages,
+// so that no transaction holds its locks for long however large the purge.
+const (
+	purgeBatchPG     = 50
+	purgeBatchRowsPG = 20000
+)
+
+// PurgeSession erases a session for good: its messages (their search rows
+// with them), checkpoints, idempotency keys, compactions and file references,
+// in one transaction. Forks that share its prefix first take it over, as on
+// SQLite (sqlite.Store.PurgeSession): their copies get new message ids and no
+// idempotency keys. Errors: KindNotFound.
+func (s *Store) PurgeSession(ctx context.Context, tenant, id string) error {
+	return s.writeFaultedPG(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		_, _, err := purgeSessionTxPG(ctx, tx, tenant, id)
+		return err
+	})
+}
+
+// PurgeSessions erases the tenant's sessions in in.Status whose updated_at is
+// before in.Cutoff(), each as PurgeSession does, in batches of bounded size,
+// leaves first, and counts what it erased; a dry run counts what it would
+// erase and writes nothing. The walk, its passes and its cutoff are SQLite's
+// (sqlite.Store.PurgeSessions). A purge cut short keeps the batches it
+// committed; the result counts them. Errors: KindUnavailable, context errors.
+func (s *Store) PurgeSessions(ctx context.Context, tenant string, in model.PurgeRequest) (model.PurgeResult, error) {
+	out := model.PurgeResult{DryRun: in.DryRun}
+	cutoff := min(in.Cutoff(), model.Now()+1)
+	if in.DryRun {
+		err := s.pool.QueryRow(ctx, `SELECT
+			(SELECT COUNT(*) FROM sessions WHERE tenant_id = $1 AND status = $2 AND updated_at < $3),
+			(SELECT COUNT(*) FROM messages m JOIN sessions s ON s.tenant_id = m.tenant_id AND s.id = m.session_id
+				WHERE s.tenant_id = $1 AND s.status = $2 AND s.updated_at < $3),
+			(SELECT COUNT(*) FROM checkpoints c JOIN sessions s ON s.tenant_id = c.tenant_id AND s.id = c.session_id
+				WHERE s.tenant_id = $1 AND s.status = $2 AND s.updated_at < $3)`,
+			tenant, string(in.Status), int64(cutoff)).Scan(&out.Sessions, &out.Messages, &out.Checkpoints)
+		return out, mapErr(err)
+	}
+	var (
+		after      *purgeCursorPG // nil: from the start of a pass
+		passErased int64
+	)
+	for {
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
+		var (
+			batch model.PurgeResult
+			last  *purgeCursorPG
+		)
+		err := s.writeFaultedPG(ctx, func(ctx context.Context, tx pgx.Tx) error {
+			batch, last = model.PurgeResult{}, nil
+			picked, err := purgeCandidatesPG(ctx, tx, tenant, in.Status, cutoff, after)
+			if err != nil {
+				return err
+			}
+			for i := range picked {
+				msgs, ckps, err := purgeSessionTxPG(ctx, tx, tenant, picked[i].id)
+				if err != nil {
+					return err
+				}
+				batch.Sessions++
+				batch.Messages += msgs
+				batch.Checkpoints += ckps
+				last = &picked[i]
+			}
+			return nil
+		})
+		if err != nil {
+			return out, err
+		}
+		out.Sessions += batch.Sessions
+		out.Messages += batch.Messages
+		out.Checkpoints += batch.Checkpoints
+		passErased += batch.Sessions
+		if last != nil {
+			after = last
+			continue
+		}
+		if passErased == 0 {
+			return out, nil
+		}
+		after, passErased = nil, 0 // another pass, for the sessions that waited
+	}
+}
+
+// purgeCursorPG is where a pass of PurgeSessions has got to.
+type purgeCursorPG struct {
+	createdAt int64
+	id        string
+}
+
+// purgeCandidatesPG picks and locks the next batch after the cursor, in
+// (created_at, id) order, ids bytewise as SQLite compares them: matching
+// sessions that no matching fork shares a prefix with (leaves first), up to
+// purgeBatchPG sessions or about purgeBatchRowsPG messages, at least one.
+//
+// The lock makes the pick hold until the commit: a session that another
+// process appended to or reopened while this waited for its row no longer
+// matches (the locking read checks the row's newest version) and is left.
+func purgeCandidatesPG(ctx context.Context, tx pgx.Tx, tenant string, status model.Status, cutoff model.Time, after *purgeCursorPG) ([]purgeCursorPG, error) {
+	cond, args := "", []any{tenant, string(status), int64(cutoff), purgeBatchPG}
+	if after != nil {
+		cond, args = ` AND (s.created_at, s.id COLLATE "C") > ($5, $6)`, append(args, after.createdAt, after.id)
+	}
+	rows, err := tx.Query(ctx, `SELECT s.created_at, s.id, s.message_count FROM sessions s
+		WHERE s.tenant_id = $1 AND s.status = $2 AND s.updated_at < $3`+cond+`
+		AND NOT EXISTS (SELECT 1 FROM sessions c
+			WHERE c.tenant_id = s.tenant_id AND c.parent_id IS NOT NULL AND c.parent_id = s.id
+			AND c.prefix_shared = 1 AND c.status = $2 AND c.updated_at < $3)
+		ORDER BY s.created_at, s.id COLLATE "C" LIMIT $4 FOR UPDATE OF s`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var (
+		out   []purgeCursorPG
+		total int64
+	)
+	for rows.Next() {
+		var (
+			c purgeCursorPG
+			n int64
+		)
+		if err := rows.Scan(&c.createdAt, &c.id, &n); err != nil {
+			return nil, err
+		}
+		if len(out) > 0 && total+n > purgeBatchRowsPG {
+			break
+		}
+		out, total = append(out, c), total+n
+	}
+	return out, rows.Err()
+}
+
+// purgeSessionTxPG erases one session inside tx, after its sharing forks have
+// taken their prefixes over, and returns how many messages and checkpoints
+// it stored. The session's row is locked first: an append, rewind or fork of
+// it from another process either commits before (and its rows are erased
+// with the rest) or finds the session gone.
+func purgeSessionTxPG(ctx context.Context, tx pgx.Tx, tenant, id string) (msgs, ckps int64, err error) {
+	var one int
+	err = tx.QueryRow(ctx, `SELECT 1 FROM sessions WHERE tenant_id = $1 AND id = $2 FOR UPDATE`, tenant, id).Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, 0, model.NotFound("session", id)
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	children, err := forkLockSharingPG(ctx, tx, tenant, id, -1)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, child := range children {
+		if err := forkDetachPG(ctx, tx, tenant, child); err != nil {
+			return 0, 0, err
+		}
+	}
+	if err := releaseFilesPG(ctx, tx, tenant, id, 0); err != nil {
+		return 0, 0, err
+	}
+	// message_search rows go with their messages (ON DELETE CASCADE).
+	tag, err := tx.Exec(ctx, `DELETE FROM messages WHERE tenant_id = $1 AND session_id = $2`, tenant, id)
+	if err != nil {
+		return 0, 0, err
+	}
+	msgs = tag.RowsAffected()
+	if tag, err = tx.Exec(ctx, `DELETE FROM checkpoints WHERE tenant_id = $1 AND session_id = $2`, tenant, id); err != nil {
+		return 0, 0, err
+	}
+	ckps = tag.RowsAffected()
+	b := &pgx.Batch{}
+	for _, table := range []string{"request_keys", "rewound_keys", "compactions", "tool_calls", "tool_results"} {
+		b.Queue(`DELETE FROM `+table+` WHERE tenant_id = $1 AND session_id = $2`, tenant, id)
+	}
+	b.Queue(`DELETE FROM sessions WHERE tenant_id = $1 AND id = $2`, tenant, id)
+	if err := appendSendPG(ctx, tx, b); err != nil {
+		return 0, 0, err
+	}
+	return msgs, ckps, nil
+}
