@@ -18,6 +18,7 @@ build:
 test: deps fmt vet tools
 	$(GO) test -race -count=1 $(PKGS)
 	$(GO) test -count=1 -run 'TestLargestMessageRoundTrips' ./internal/api/
+	LOGBOOK_TEST_BACKEND=postgres $(GO) test -count=1 ./internal/api/
 
 check: lint test
 

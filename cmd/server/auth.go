@@ -3,9 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/logbook/logbook/internal/repo"
 	"net"
 
-	"github.com/logbook/logbook/internal/repo/sqlite"
 	"github.com/rs/zerolog"
 )
 
@@ -20,7 +20,7 @@ func isLoopback(addr net.Addr) bool {
 // tenant, refusing to serve an unauthenticated API to the network by accident.
 // It is decided here, once: a server that starts with a key demands keys until it
 // exits, whatever happens to its keys meanwhile.
-func decideOpenMode(ctx context.Context, store *sqlite.Store, addr net.Addr, insecure bool, log zerolog.Logger) (bool, error) {
+func decideOpenMode(ctx context.Context, store repo.Keys, addr net.Addr, insecure bool, log zerolog.Logger) (bool, error) {
 	hasKeys, err := store.HasActiveKeys(ctx)
 	if err != nil {
 		return false, err

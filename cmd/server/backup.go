@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
 
 	"github.com/logbook/logbook/internal/repo/sqlite"
 	"github.com/urfave/cli/v3"
@@ -28,6 +31,9 @@ func backupCommand(stdout io.Writer) *cli.Command {
 			if path == "" {
 				return fmt.Errorf("%s needs a PATH that is not empty", cmd.FullName())
 			}
+			if isPostgres(cfg.DB) {
+				return pgDump(ctx, cfg.DB, path, stdout)
+			}
 			if err := requireDatabase(cfg, false); err != nil {
 				return err
 			}
@@ -39,4 +45,27 @@ func backupCommand(stdout io.Writer) *cli.Command {
 			return nil
 		}),
 	}
+}
+
+// pgDump backs a PostgreSQL database up the way PostgreSQL does, with
+// pg_dump, and says the command it ran (without the password).
+func pgDump(ctx context.Context, url, path string, stdout io.Writer) error {
+	if _, err := os.Stat(path); err == nil {
+		return fmt.Errorf("%s exists: a backup never overwrites a file", path)
+	}
+	shown := "pg_dump --format=custom --file=" + path + " '" + displayDB(url) + "'"
+	bin, err := exec.LookPath("pg_dump")
+	if err != nil {
+		matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pg_dump")
+		if len(matches) == 0 {
+			return fmt.Errorf("this database is PostgreSQL: back it up with pg_dump, which is not installed here; run: %s", shown)
+		}
+		bin = matches[len(matches)-1]
+	}
+	out, err := exec.CommandContext(ctx, bin, "--format=custom", "--file="+path, url).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s: %v: %s", shown, err, out)
+	}
+	fmt.Fprintf(stdout, "backed up with: %s\n", shown)
+	return nil
 }

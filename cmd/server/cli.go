@@ -112,6 +112,9 @@ func wantArgs(cmd *cli.Command, n int, name string) error {
 // or write keys into) a new empty database. create is the explicit --create: it
 // makes the directory too, as serving does.
 func requireDatabase(cfg config, create bool) error {
+	if isPostgres(cfg.DB) {
+		return nil // the server says whether it answers, and whether its schema is there
+	}
 	if create {
 		if err := os.MkdirAll(filepath.Dir(cfg.DB), 0o755); err != nil {
 			return fmt.Errorf("create database directory: %w", err)

@@ -154,7 +154,7 @@ func TestHelpOnEveryCommand(t *testing.T) {
 				if stderr != "" {
 					t.Errorf("stderr = %q, want nothing", stderr)
 				}
-				for _, want := range []string{"NAME:\n   " + name + " ", "--db FILE", "[$LOGBOOK_DB]", "--sync", "[$LOGBOOK_SYNC]", "--help, -h"} {
+				for _, want := range []string{"NAME:\n   " + name + " ", "--db DB", "[$LOGBOOK_DB]", "--sync", "[$LOGBOOK_SYNC]", "--help, -h"} {
 					if !strings.Contains(stdout, want) {
 						t.Errorf("help lacks %q:\n%s", want, stdout)
 					}

@@ -40,7 +40,7 @@ func globalFlags(getenv func(string) string) []cli.Flag {
 		&cli.StringFlag{Name: "addr", Value: "127.0.0.1:8080", Sources: env("LOGBOOK_ADDR"),
 			Usage: "address to listen on, as `HOST:PORT`"},
 		&cli.StringFlag{Name: "db", Value: "data/logbook.db", Sources: env("LOGBOOK_DB"), TakesFile: true,
-			Usage: "SQLite database `FILE`; serving creates it and its directory, other commands need it to exist"},
+			Usage: "`DB`: a SQLite file (serving creates it and its directory, other commands need it to exist), or a PostgreSQL URL (postgres://user@host:5432/db)"},
 		&cli.StringFlag{Name: "sync", Value: "full", Sources: env("LOGBOOK_SYNC"),
 			Usage: "full survives power loss; normal is faster and survives a process crash"},
 		&cli.StringFlag{Name: "log-level", Value: "info", Sources: env("LOGBOOK_LOG_LEVEL"),

@@ -4,11 +4,11 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/logbook/logbook/internal/repo"
 	"io"
 	"os"
 
 	"github.com/logbook/logbook/internal/model"
-	"github.com/logbook/logbook/internal/repo/sqlite"
 	"github.com/urfave/cli/v3"
 )
 
@@ -97,9 +97,9 @@ func importCommand(stdout, stderr io.Writer) *cli.Command {
 
 // openForTransfer opens the database for a one-shot command. It does not index
 // for search: a server on the file indexes imported messages in its idle time.
-func openForTransfer(ctx context.Context, cfg config, create bool) (*sqlite.Store, error) {
+func openForTransfer(ctx context.Context, cfg config, create bool) (repo.Store, error) {
 	if err := requireDatabase(cfg, create); err != nil {
 		return nil, err
 	}
-	return sqlite.Open(ctx, sqlite.Config{Path: cfg.DB, Sync: cfg.Sync, Migrate: cfg.Migrate, ReadConns: 1, NoSearch: true})
+	return openStore(ctx, cfg, false)
 }

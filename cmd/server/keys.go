@@ -8,7 +8,6 @@ import (
 
 	"github.com/logbook/logbook/internal/model"
 	"github.com/logbook/logbook/internal/repo"
-	"github.com/logbook/logbook/internal/repo/sqlite"
 	"github.com/urfave/cli/v3"
 )
 
@@ -130,9 +129,9 @@ func revokeKey(ctx context.Context, cmd *cli.Command, cfg config, stdout io.Writ
 
 // openForKeys opens an existing database file; a key written into a new, empty
 // file (a mistyped --db) would be a key no server ever reads.
-func openForKeys(ctx context.Context, cfg config) (*sqlite.Store, error) {
+func openForKeys(ctx context.Context, cfg config) (repo.Store, error) {
 	if err := requireDatabase(cfg, false); err != nil {
 		return nil, err
 	}
-	return sqlite.Open(ctx, sqlite.Config{Path: cfg.DB, Sync: cfg.Sync, Migrate: cfg.Migrate, ReadConns: 1, NoSearch: true})
+	return openStore(ctx, cfg, false)
 }

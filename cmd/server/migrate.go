@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"github.com/logbook/logbook/internal/repo/postgres"
 	"io"
 
 	"github.com/logbook/logbook/internal/repo/sqlite"
@@ -22,6 +23,9 @@ func migrateCommand(stdout io.Writer) *cli.Command {
 			}
 			if err := requireDatabase(cfg, canCreate && cmd.Bool("create")); err != nil {
 				return err
+			}
+			if isPostgres(cfg.DB) {
+				return postgres.Migrate(ctx, cfg.DB, name, stdout)
 			}
 			return sqlite.Migrate(ctx, cfg.DB, name, stdout)
 		})

@@ -11,7 +11,6 @@ import (
 
 	logbook "github.com/logbook/logbook"
 	"github.com/logbook/logbook/internal/api"
-	"github.com/logbook/logbook/internal/repo/sqlite"
 	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v3"
 )
@@ -54,7 +53,7 @@ func serve(ctx context.Context, cfg config, stdout io.Writer) error {
 		defer stop()
 	}
 
-	store, err := sqlite.Open(ctx, sqlite.Config{Path: cfg.DB, Sync: cfg.Sync, Migrate: cfg.Migrate, NoMessageIndex: !cfg.SearchIndex})
+	store, err := openStore(ctx, cfg, true)
 	if err != nil {
 		return err
 	}
@@ -85,7 +84,7 @@ func serve(ctx context.Context, cfg config, stdout io.Writer) error {
 		IdleTimeout:       120 * time.Second,
 	}
 	// Logged at every level: tests and scripts started with --addr :0 read the port here.
-	log.Log().Str("addr", ln.Addr().String()).Str("db", cfg.DB).Str("sync", cfg.Sync).Str("version", v).Msg("listening")
+	log.Log().Str("addr", ln.Addr().String()).Str("db", displayDB(cfg.DB)).Str("sync", cfg.Sync).Str("version", v).Msg("listening")
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -245,6 +246,7 @@ func TestIntegrityOverHTTP(t *testing.T) {
 }
 
 func TestBackupOverHTTP(t *testing.T) {
+	requireSQLite(t, "a backup copies the database file; PostgreSQL's is pg_dump's: TestBackupOnPostgresNamesPgDump")
 	dir := filepath.Join(t.TempDir(), "snapshots")
 	c := newClient(t, withoutOpenMode(), withBackupDir(dir))
 	w, admin := adminClientsOf(t, c, model.DefaultTenant)
@@ -285,6 +287,7 @@ func TestBackupOverHTTP(t *testing.T) {
 
 // Without a configured directory, backups go next to the database file.
 func TestBackupDefaultDirectory(t *testing.T) {
+	requireSQLite(t, "the default directory is beside the database file")
 	c := newClient(t)
 	mustCreateSession(t, c, map[string]any{"id": "kept"})
 	var b model.Backup
@@ -319,5 +322,22 @@ func checkBackup(t *testing.T, path, tenant, session string, messages int) {
 	page, err := st.ListMessages(ctx, tenant, session, model.MessageFilter{}, repo.PageRequest{Limit: 50})
 	if err != nil || len(page.Data) != messages || ses.MessageCount != int64(messages) {
 		t.Errorf("the backup holds %d messages (count %d), want %d: %v", len(page.Data), ses.MessageCount, messages, err)
+	}
+}
+
+// On PostgreSQL a backup is PostgreSQL's own: the answer says which command
+// makes one, without the password, and nothing is written.
+func TestBackupOnPostgresNamesPgDump(t *testing.T) {
+	if !onPostgres {
+		t.Skip("PostgreSQL only (run with LOGBOOK_TEST_BACKEND=postgres, as make test does)")
+	}
+	dir := filepath.Join(t.TempDir(), "snapshots")
+	c := newClient(t, withBackupDir(dir))
+	p := c.do("POST", "/v1/admin/backup", map[string]any{}).wantProblem(t, http.StatusConflict, "conflict")
+	if !strings.Contains(p.Detail, "pg_dump") {
+		t.Errorf("detail %q does not name pg_dump", p.Detail)
+	}
+	if _, err := os.Stat(dir); err == nil {
+		t.Errorf("%s was created", dir)
 	}
 }

@@ -14,6 +14,7 @@ import (
 // process (or an older build) would, to put rows in states the API refuses.
 func mustRawDB(t *testing.T, path string) *sql.DB {
 	t.Helper()
+	requireSQLite(t, "the test edits the database file directly")
 	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)")
 	if err != nil {
 		t.Fatal(err)

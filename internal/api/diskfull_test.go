@@ -16,6 +16,7 @@ import (
 // cleanly (503 storage_unavailable, nothing half-written), reads must go on, the
 // file must stay sound, and writes must succeed again once space returns.
 func TestDiskFull(t *testing.T) {
+	requireSQLite(t, "it fills the file system under the database file")
 	dir := t.TempDir()
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=6m", "tmpfs", dir).CombinedOutput(); err != nil {
 		t.Skipf("cannot mount a tmpfs here (needs root and mount rights): %v %s", err, bytes.TrimSpace(out))

@@ -89,7 +89,7 @@ type client struct {
 	t     testing.TB
 	base  string
 	http  *http.Client
-	store *sqlite.Store
+	store repo.Store
 	key   string // sent as a Bearer token when set
 }
 
@@ -154,7 +154,12 @@ func newClient(t testing.TB, opts ...testServerOption) *client {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	st := mustOpen(t, cfg.repo)
+	var st repo.Store
+	if onPostgres {
+		st = openPostgres(t, cfg.repo.Path, cfg.repo.Faults)
+	} else {
+		st = mustOpen(t, cfg.repo)
+	}
 	cfg.api.Store = st
 	ts := httptest.NewServer(api.New(cfg.api))
 	t.Cleanup(ts.Close)

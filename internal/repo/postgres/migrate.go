@@ -13,6 +13,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx", for goose
 	"github.com/logbook/logbook/internal/migrations"
 	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
 )
 
 // Migrate applies the PostgreSQL migrations to the database at url: "up" (all
@@ -23,7 +24,13 @@ func Migrate(ctx context.Context, url, command string, w io.Writer) error {
 		return err
 	}
 	defer db.Close()
-	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.Postgres)
+	// Several Logbook processes may start on one database at once: an advisory
+	// lock lets one migrate while the others wait, then find nothing to do.
+	locker, err := lock.NewPostgresSessionLocker()
+	if err != nil {
+		return err
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.Postgres, goose.WithSessionLocker(locker))
 	if err != nil {
 		return err
 	}

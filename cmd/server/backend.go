@@ -1,0 +1,53 @@
+package main
+
+import (
+	"context"
+	"net/url"
+	"strings"
+
+	"github.com/logbook/logbook/internal/repo"
+	"github.com/logbook/logbook/internal/repo/postgres"
+	"github.com/logbook/logbook/internal/repo/sqlite"
+)
+
+// isPostgres reports whether --db names a PostgreSQL database (a postgres://
+// URL) rather than a SQLite file.
+func isPostgres(db string) bool {
+	return strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://")
+}
+
+// openStore opens the backend --db names. serving: the server's own store (with
+// the search indexer on SQLite); otherwise a one-shot command's, which leaves
+// indexing to a server on the same file.
+func openStore(ctx context.Context, cfg config, serving bool) (repo.Store, error) {
+	if isPostgres(cfg.DB) {
+		st, err := postgres.Open(ctx, postgres.Config{URL: cfg.DB, Migrate: cfg.Migrate})
+		if err != nil {
+			return nil, err
+		}
+		return st, nil
+	}
+	c := sqlite.Config{Path: cfg.DB, Sync: cfg.Sync, Migrate: cfg.Migrate}
+	if serving {
+		c.NoMessageIndex = !cfg.SearchIndex
+	} else {
+		c.ReadConns, c.NoSearch = 1, true
+	}
+	st, err := sqlite.Open(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// displayDB is --db as logs and messages may show it: a URL without its password.
+func displayDB(db string) string {
+	if !isPostgres(db) {
+		return db
+	}
+	u, err := url.Parse(db)
+	if err != nil {
+		return "postgres://…"
+	}
+	return u.Redacted()
+}
