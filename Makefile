@@ -4,7 +4,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: run build test check fmt vet lint deps tools bench profile gobench crash fuzz sim clean
+.PHONY: run build test check fmt vet lint deps tools bench profile gobench crash fuzz sim pg-failover clean
 
 run:
 	$(GO) run ./cmd/server
@@ -68,6 +68,11 @@ profile: build
 	$(GO) run ./cmd/loadtest -server bin/server -only batch -batch-rounds 1 -server-flag=--cpu-profile=$(CURDIR)/profiles/batch.pprof
 	$(GO) run ./cmd/loadtest -server bin/server -only paging -server-flag=--cpu-profile=$(CURDIR)/profiles/paging.pprof
 	@for p in appends stream batch paging; do echo "== $$p"; $(GO) tool pprof -top -nodecount=25 bin/server profiles/$$p.pprof 2>/dev/null | tail -n +6; done
+
+# PostgreSQL with a synchronous standby: kill the primary under load, promote the
+# standby, count the acknowledged appends lost (docs/scale.md).
+pg-failover:
+	$(GO) test -count=1 -v -run 'TestFailoverToSynchronousStandbyLosesNothing' ./internal/repo/postgres/
 
 # Go micro-benchmarks of the store (append paths, page reads, table layout).
 gobench:

@@ -28,6 +28,8 @@ import (
 	"time"
 
 	_ "modernc.org/sqlite"
+
+	"github.com/logbook/logbook/internal/repo/postgres/pgtest"
 )
 
 const (
@@ -49,6 +51,30 @@ func TestCrash(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test starts and kills server processes; skipped with -short")
 	}
+	runCrash(t, filepath.Join(t.TempDir(), "logbook.db"), nil)
+}
+
+// TestCrashPostgres is the same on PostgreSQL, where every other cycle kills
+// the database server instead (immediate shutdown, then a restart): Logbook
+// answers 503 meanwhile, clients resend, and Logbook goes on by itself. Every
+// acknowledged append must be there once either way.
+func TestCrashPostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash test starts and kills server processes; skipped with -short")
+	}
+	cluster := pgtest.Start(t)
+	runCrash(t, cluster.URL("postgres"), func() error {
+		if err := cluster.Kill(); err != nil {
+			return err
+		}
+		time.Sleep(200 * time.Millisecond) // down for a while, under load
+		return cluster.Restart()
+	})
+}
+
+// runCrash runs the crash test on db; with killDB, even cycles kill the
+// database rather than Logbook.
+func runCrash(t *testing.T, db string, killDB func() error) {
 	cycles := envInt(t, "LOGBOOK_CRASH_CYCLES", 5)
 	phase := envDuration(t, "LOGBOOK_CRASH_PHASE", 700*time.Millisecond)
 	seed := uint64(time.Now().UnixNano())
@@ -69,7 +95,6 @@ func TestCrash(t *testing.T) {
 	defer cancel()
 
 	bin := buildServer(t)
-	db := filepath.Join(t.TempDir(), "logbook.db")
 	client := &http.Client{
 		Timeout: crashHTTPTimeout,
 		Transport: &http.Transport{
@@ -105,7 +130,7 @@ func TestCrash(t *testing.T) {
 		workers[i] = &crashWorker{
 			t: t, id: i, client: client, cluster: cl, sessions: sessions,
 			rng: rand.New(rand.NewPCG(seed, uint64(i)+1)), stop: &stop, acked: &acked, cancel: cancel,
-			last: map[string]ack{}, failed: &failed,
+			last: map[string]ack{}, failed: &failed, dbCanDie: killDB != nil,
 		}
 		wg.Add(1)
 		go func(w *crashWorker) {
@@ -133,6 +158,14 @@ func TestCrash(t *testing.T) {
 			t.Fatalf("cycle %d: out of time: %v; seed=%d", cycle, ctx.Err(), seed)
 		}
 		srv.mustBeRunning(t)
+		if killDB != nil && cycle%2 == 0 {
+			n := acked.Load() - before
+			if err := killDB(); err != nil {
+				t.Fatalf("cycle %d: kill the database: %v", cycle, err)
+			}
+			t.Logf("cycle %d: database killed after %v and restarted, %d writes acknowledged before", cycle, delay.Round(time.Millisecond), n)
+			continue
+		}
 		cl.setDown()
 		srv.kill(t)
 		client.CloseIdleConnections()
@@ -162,7 +195,9 @@ func TestCrash(t *testing.T) {
 	}
 	perSession := verifyAPI(t, client, srv.base, sessions, acks)
 	srv.terminate(t)
-	verifyFile(t, db, len(acks))
+	if !isPostgres(db) {
+		verifyFile(t, db, len(acks))
+	}
 
 	var replays, cut, cutFresh, resends int
 	for _, a := range acks {
@@ -206,6 +241,9 @@ type crashWorker struct {
 	acks     []ack
 	failed   *atomic.Bool
 	last     map[string]ack // per session: this worker waits for each ack, so its seqs must grow
+	// dbCanDie: a 503 (the database went away, perhaps mid-commit) leaves the
+	// request's fate unknown, like a cut connection: resend it.
+	dbCanDie bool
 }
 
 type appendBody struct {
@@ -272,6 +310,11 @@ func (w *crashWorker) send(ctx context.Context, session, key string, body append
 		if err != nil {
 			cut = true
 			sleepCtx(ctx, 5*time.Millisecond) // the server is dying or down: do not spin
+			continue
+		}
+		if status == http.StatusServiceUnavailable && w.dbCanDie {
+			cut = true
+			sleepCtx(ctx, 20*time.Millisecond)
 			continue
 		}
 		if status != http.StatusCreated && status != http.StatusOK {

@@ -6,6 +6,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -135,10 +138,15 @@ func isConstraint(err error) bool {
 }
 
 // isConnErr reports an error of the connection rather than of the statement:
-// the server went away or could not be reached.
+// the server went away (mid-statement: an EOF or a reset where an answer was
+// due) or could not be reached.
 func isConnErr(err error) bool {
 	var ce *pgconn.ConnectError
 	if errors.As(err, &ce) {
+		return true
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNREFUSED) {
 		return true
 	}
 	var ne interface{ Timeout() bool }
