@@ -119,6 +119,10 @@ func mapErr(err error) error {
 		switch {
 		case pe.Code == "23505":
 			return &model.Error{Kind: model.KindConflict, Code: "conflict", Msg: "an object with this id already exists", Err: err}
+		case pe.Code == "22021" || pe.Code == "22P05":
+			// PostgreSQL's text cannot hold U+0000, which JSON can carry ("\u0000").
+			return model.Invalid(model.FieldError{Field: "body",
+				Message: "a text value contains U+0000 (NUL), which this server's database (PostgreSQL) cannot store; remove it"})
 		case pe.Code[:2] == "08", pe.Code[:2] == "53", pe.Code[:2] == "57", pe.Code == "40001", pe.Code == "40P01":
 			// connection, resources, operator intervention (a shutdown), contention
 			return model.Unavailable(err)

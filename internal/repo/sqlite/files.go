@@ -55,6 +55,9 @@ func insertFile(ctx context.Context, tx *sql.Tx, tenant string, f model.File, da
 	if err == sql.ErrNoRows {
 		for n := 0; n == 0 || n*fileChunkBytes < len(data); n++ {
 			chunk := data[n*fileChunkBytes : min(len(data), (n+1)*fileChunkBytes)]
+			if chunk == nil {
+				chunk = []byte{} // an empty file: a NULL would fail the NOT NULL data column
+			}
 			if _, err := tx.ExecContext(ctx, `INSERT INTO file_chunks (tenant_id, sha256, n, data) VALUES (?, ?, ?, ?)`,
 				tenant, f.SHA256, n, chunk); err != nil {
 				return err

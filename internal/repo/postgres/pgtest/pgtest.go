@@ -46,6 +46,24 @@ type Cluster struct {
 	Port int
 	bin  string
 	asPG bool // commands run as the postgres user (initdb refuses root)
+	opts Options
+}
+
+// Options change how a cluster runs. The zero value is what Start and New
+// give.
+type Options struct {
+	// Durable keeps PostgreSQL's own defaults, fsync and full_page_writes on,
+	// where the zero value turns both off: a benchmark that sets PostgreSQL
+	// beside SQLite with synchronous=FULL must pay for the same fsyncs.
+	Durable bool
+}
+
+// settings are the server's -o options beyond address and socket directory.
+func (o Options) settings() string {
+	if o.Durable {
+		return "-c fsync=on -c full_page_writes=on -c max_connections=200"
+	}
+	return "-c fsync=off -c full_page_writes=off -c max_connections=200"
 }
 
 // URL is a connection string for database db on the cluster.
@@ -62,7 +80,7 @@ func Start(t testing.TB) *Cluster {
 	if err != nil {
 		t.Skipf("PostgreSQL is not installed here (%v): the PostgreSQL half of this test is skipped", err)
 	}
-	c, err := start(bin)
+	c, err := start(bin, Options{})
 	if err != nil {
 		t.Fatalf("start PostgreSQL: %v", err)
 	}
@@ -82,20 +100,29 @@ func New() (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrMissing, err)
 	}
-	return start(bin)
+	return start(bin, Options{})
+}
+
+// NewWith is New with opts.
+func NewWith(opts Options) (*Cluster, error) {
+	bin, err := BinDir()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrMissing, err)
+	}
+	return start(bin, opts)
 }
 
 // ErrMissing: PostgreSQL is not installed here.
 var ErrMissing = errors.New("PostgreSQL is not installed here")
 
-func start(bin string) (*Cluster, error) {
+func start(bin string, o Options) (*Cluster, error) {
 	// Not t.TempDir: as root, the postgres user must be able to reach the
 	// directory, and a test's temporary directories are root's alone.
 	root, err := os.MkdirTemp("", "logbook-pg-")
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{Dir: filepath.Join(root, "data"), bin: bin, asPG: os.Geteuid() == 0}
+	c := &Cluster{Dir: filepath.Join(root, "data"), bin: bin, asPG: os.Geteuid() == 0, opts: o}
 	if c.asPG {
 		if err := chownToPostgres(root); err != nil {
 			os.RemoveAll(root)
@@ -110,8 +137,7 @@ func start(bin string) (*Cluster, error) {
 		if c.Port, err = freePort(); err != nil {
 			return nil, err
 		}
-		opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s -c fsync=off -c full_page_writes=off -c max_connections=200",
-			c.Port, root)
+		opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s %s", c.Port, root, o.settings())
 		out, err := c.run("pg_ctl", "-D", c.Dir, "-w", "-t", "60", "-l", filepath.Join(root, "log"), "-o", opts, "start")
 		if err == nil {
 			return c, nil
@@ -133,8 +159,7 @@ func (c *Cluster) Kill() error {
 
 // Restart starts a stopped server again on the same port.
 func (c *Cluster) Restart() error {
-	opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s -c fsync=off -c full_page_writes=off -c max_connections=200",
-		c.Port, filepath.Dir(c.Dir))
+	opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s %s", c.Port, filepath.Dir(c.Dir), c.opts.settings())
 	out, err := c.run("pg_ctl", "-D", c.Dir, "-w", "-t", "60", "-l", filepath.Join(filepath.Dir(c.Dir), "log"), "-o", opts, "start")
 	if err != nil {
 		return fmt.Errorf("pg_ctl start: %v: %s", err, out)
