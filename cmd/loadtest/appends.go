@@ -72,15 +72,33 @@ func appendRound(ctx context.Context, e *env, kind string, round int) (stats, er
 	var op func(ctx context.Context, i int) error
 	if kind == "pocketbase" {
 		op = pbAppendOp(e, srv, name)
-	} else {
-		urls, bodies, err := appendTargets(ctx, e, srv, name, e.opts.clients, func(i int) []byte { return mustJSON(messageJSON(i)) })
-		if err != nil {
-			return stats{}, err
-		}
-		op = func(ctx context.Context, i int) error {
-			return post(ctx, e.client, urls[i], bodies[i], http.StatusCreated)
-		}
+	} else if op, err = appendOp(ctx, e, []*server{srv}, name); err != nil {
+		return stats{}, err
 	}
+	return timeAppends(ctx, e, name, []*server{srv}, nil, op)
+}
+
+// appendOp makes one session per client, the clients spread over srvs in turn
+// (servers on one database), and appends one message per call to client i's.
+func appendOp(ctx context.Context, e *env, srvs []*server, name string) (func(ctx context.Context, i int) error, error) {
+	ids, err := createSessions(ctx, e, "http://"+srvs[0].addr, name, e.opts.clients)
+	if err != nil {
+		return nil, err
+	}
+	urls := make([]string, len(ids))
+	bodies := make([][]byte, len(ids))
+	for i, id := range ids {
+		urls[i] = "http://" + srvs[i%len(srvs)].addr + "/v1/sessions/" + id + "/messages"
+		bodies[i] = mustJSON(messageJSON(i))
+	}
+	return func(ctx context.Context, i int) error {
+		return post(ctx, e.client, urls[i], bodies[i], http.StatusCreated)
+	}, nil
+}
+
+// timeAppends times op from e.opts.clients clients on srvs, whose CPU it sums,
+// and db's (nil: the database is inside the servers).
+func timeAppends(ctx context.Context, e *env, name string, srvs []*server, db cpuReader, op func(ctx context.Context, i int) error) (stats, error) {
 	// One untimed append per client opens its connection and takes each session
 	// from created to active, so the round measures the steady state.
 	for i := range e.opts.clients {
@@ -88,9 +106,15 @@ func appendRound(ctx context.Context, e *env, kind string, round int) (stats, er
 			return stats{}, fmt.Errorf("%s warm-up: %w", name, err)
 		}
 	}
-	st, err := measure(ctx, srv.pid, e.opts.clients, e.opts.duration, 1, op)
-	if err == nil {
-		err = srv.exitedEarly()
+	pids := make([]int, len(srvs))
+	for i, s := range srvs {
+		pids[i] = s.pid
+	}
+	st, err := measureProcs(ctx, pids, db, e.opts.clients, e.opts.duration, 1, op)
+	for _, s := range srvs {
+		if err == nil {
+			err = s.exitedEarly()
+		}
 	}
 	if err != nil {
 		return stats{}, fmt.Errorf("%s: %w", name, err)

@@ -157,18 +157,50 @@ type stats struct {
 	// OtherCPU is what everything else on the machine used meanwhile, in % of one
 	// core: more than a few % means the round competed with something.
 	OtherCPU float64 `json:"other_cpu_percent"`
+	// DBCPU and DBCPUPercent are PostgreSQL's processes' CPU, with a server on
+	// PostgreSQL; 0 on SQLite, which runs inside the server; -1 when unavailable.
+	DBCPU        float64 `json:"db_cpu_us_per_unit,omitempty"`
+	DBCPUPercent float64 `json:"db_cpu_percent,omitempty"`
 }
 
 // measure runs the load while reading the CPU the process pid (the server, or
 // this tool itself for the direct baseline) and this tool spend on it. unit is how
 // many items (messages) one request carries.
 func measure(ctx context.Context, pid, clients int, d time.Duration, unit int, op func(ctx context.Context, client int) error) (stats, error) {
+	return measureProcs(ctx, []int{pid}, nil, clients, d, unit, op)
+}
+
+// cpuReader reads a CPU total that only ever grows.
+type cpuReader func() (time.Duration, error)
+
+// measureProcs is measure with the server's CPU summed over pids (several
+// server processes share one database) and, when db is not nil, the CPU of a
+// database that runs in processes of its own (PostgreSQL's): that is part of
+// what an append costs, reported apart, and not counted as other work.
+func measureProcs(ctx context.Context, pids []int, db cpuReader, clients int, d time.Duration, unit int,
+	op func(ctx context.Context, client int) error) (stats, error) {
 	self := os.Getpid()
-	s0, serr := cpuTime(pid)
+	servers := func() (time.Duration, error) {
+		var total time.Duration
+		for _, pid := range pids {
+			t, err := cpuTime(pid)
+			if err != nil {
+				return 0, err
+			}
+			total += t
+		}
+		return total, nil
+	}
+	if db == nil {
+		db = func() (time.Duration, error) { return 0, nil }
+	}
+	s0, serr := servers()
+	d0, derr := db()
 	c0, cerr := cpuTime(self)
 	m0, merr := machineBusy()
 	r := runLoad(ctx, clients, d, op)
-	s1, serr1 := cpuTime(pid)
+	s1, serr1 := servers()
+	d1, derr1 := db()
 	c1, cerr1 := cpuTime(self)
 	m1, merr1 := machineBusy()
 	if ctx.Err() != nil {
@@ -191,17 +223,23 @@ func measure(ctx context.Context, pid, clients int, d time.Duration, unit int, o
 		ServerCPU: -1,
 		ClientCPU: -1,
 		OtherCPU:  -1,
+		DBCPU:     -1,
 	}
 	if serr == nil && serr1 == nil {
 		st.ServerCPU = float64((s1 - s0).Microseconds()) / items
 		st.CPUPercent = 100 * (s1 - s0).Seconds() / r.elapsed.Seconds()
 	}
-	if cerr == nil && cerr1 == nil && pid != self {
+	if derr == nil && derr1 == nil {
+		st.DBCPU = float64((d1 - d0).Microseconds()) / items
+		st.DBCPUPercent = 100 * (d1 - d0).Seconds() / r.elapsed.Seconds()
+	}
+	own := !slices.Contains(pids, self)
+	if cerr == nil && cerr1 == nil && own {
 		st.ClientCPU = float64((c1 - c0).Microseconds()) / items
 	}
-	if serr == nil && serr1 == nil && cerr == nil && cerr1 == nil && merr == nil && merr1 == nil {
-		other := (m1 - m0) - (s1 - s0)
-		if pid != self {
+	if serr == nil && serr1 == nil && derr == nil && derr1 == nil && cerr == nil && cerr1 == nil && merr == nil && merr1 == nil {
+		other := (m1 - m0) - (s1 - s0) - (d1 - d0)
+		if own {
 			other -= c1 - c0
 		}
 		st.OtherCPU = max(0, 100*other.Seconds()/r.elapsed.Seconds())

@@ -6,7 +6,10 @@
 // (server CPU per message, against one request per message), and the context read
 // that runs before every LLM call (GET …/context on a long, compacted session,
 // beside a plain page). Last, it measures how much one tenant's ~1 MB appends slow
-// another tenant's small ones (-fairness=false skips that).
+// another tenant's small ones (-fairness=false skips that). Before that, where
+// PostgreSQL is installed, it runs the appends and pages on Logbook over a
+// throwaway PostgreSQL cluster, with one server process and with two on one
+// database, beside Logbook on SQLite (-postgres=false skips that).
 //
 //	go build -o bin/server ./cmd/server && go run ./cmd/loadtest -server bin/server
 //	bash scripts/pocketbase.sh bin/pocketbase   # PocketBase from source, for -pocketbase bin/pocketbase
@@ -35,7 +38,7 @@ import (
 )
 
 // sectionNames are the sections, in the order they run.
-var sectionNames = []string{"appends", "stream", "batch", "paging", "context", "fairness"}
+var sectionNames = []string{"appends", "stream", "batch", "paging", "context", "postgres", "fairness"}
 
 type options struct {
 	server        string
@@ -55,13 +58,17 @@ type options struct {
 	contextReps     int
 	contextClients  int
 	contextRounds   int
-	pocketbase      string // PocketBase's binary, built by scripts/pocketbase.sh; "" skips it
-	fairness        bool
-	only            string // run this section alone
-	fairnessDur     time.Duration
-	jsonPath        string
-	dir             string
-	serverFlags     []string // extra flags for Logbook's server, e.g. --search-index=false
+	// The postgres section's rounds, and its rounds on a cluster with fsync on.
+	pgRounds      int
+	pgFsyncRounds int
+	postgres      bool
+	pocketbase    string // PocketBase's binary, built by scripts/pocketbase.sh; "" skips it
+	fairness      bool
+	only          string // run this section alone
+	fairnessDur   time.Duration
+	jsonPath      string
+	dir           string
+	serverFlags   []string // extra flags for Logbook's server, e.g. --search-index=false
 }
 
 // env is what every measurement needs.
@@ -118,6 +125,9 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.contextReps, "context-reps", 200, "timed reads of each read in the context test, one client")
 	fs.IntVar(&o.contextClients, "context-clients", 8, "concurrent clients in the context test's rounds")
 	fs.IntVar(&o.contextRounds, "context-rounds", 2, "rounds of concurrent context reads (each read every round)")
+	fs.IntVar(&o.pgRounds, "pg-rounds", 2, "rounds of the postgres section: single appends (sqlite, PostgreSQL with 1 and 2 processes), then page reads")
+	fs.IntVar(&o.pgFsyncRounds, "pg-fsync-rounds", 1, "PostgreSQL append rounds on a second cluster with fsync on (0 skips them)")
+	fs.BoolVar(&o.postgres, "postgres", true, "run Logbook on PostgreSQL beside SQLite where PostgreSQL is installed (-postgres=false skips it)")
 	fs.StringVar(&o.pocketbase, "pocketbase", "", "also compare with PocketBase, this binary (build it with: bash scripts/pocketbase.sh)")
 	fs.StringVar(&o.only, "only", "", "run one section alone: "+strings.Join(sectionNames, ", "))
 	fs.BoolVar(&o.fairness, "fairness", true, "measure a small tenant's appends beside another's 1 MB appends (-fairness=false skips it)")
@@ -135,9 +145,12 @@ func parseFlags(args []string) (options, error) {
 	case o.naiveMaxConns < 0:
 		return o, errors.New("-naive-max-conns must not be negative")
 	case o.duration <= 0 || o.rounds < 1 || o.clients < 1 || o.batchClients < 1 || o.batchRounds < 1 || o.pagingReps < 1 ||
-		o.pagingClients < 1 || o.pagingRounds < 1 || o.streamRounds < 1 || o.contextReps < 1 || o.contextClients < 1 || o.contextRounds < 1:
+		o.pagingClients < 1 || o.pagingRounds < 1 || o.streamRounds < 1 || o.contextReps < 1 || o.contextClients < 1 || o.contextRounds < 1 ||
+		o.pgRounds < 1:
 		return o, errors.New("-duration, -rounds, -clients, -batch-clients, -batch-rounds, -paging-reps, -paging-clients, -paging-rounds, " +
-			"-stream-rounds, -context-reps, -context-clients and -context-rounds must be positive")
+			"-stream-rounds, -context-reps, -context-clients, -context-rounds and -pg-rounds must be positive")
+	case o.pgFsyncRounds < 0:
+		return o, errors.New("-pg-fsync-rounds must not be negative")
 	case o.only != "" && !slices.Contains(sectionNames, o.only):
 		return o, fmt.Errorf("-only must be one of %s, not %q", strings.Join(sectionNames, ", "), o.only)
 	case o.fairnessDur <= 0:
@@ -195,6 +208,12 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		run  func(context.Context, *env, *report, io.Writer) error
 	}{{"appends", appendsSection}, {"stream", streamSection}, {"batch", batchSection}, {"paging", pagingSection},
 		{"context", contextSection}}
+	if opts.postgres {
+		sections = append(sections, struct {
+			name string
+			run  func(context.Context, *env, *report, io.Writer) error
+		}{"postgres", postgresSection})
+	}
 	if opts.fairness {
 		sections = append(sections, struct {
 			name string

@@ -37,13 +37,23 @@ func startPaging(ctx context.Context, e *env) (*server, string, pagingResult, er
 	if err != nil {
 		return nil, "", pagingResult{}, err
 	}
+	msgs, res, err := fillPaging(ctx, e, srv, nil)
+	if err != nil {
+		srv.stop()
+		return nil, "", res, err
+	}
+	return srv, msgs, res, nil
+}
+
+// fillPaging fills the paging session on srv and waits until srv, and db when
+// not nil (a database in processes of its own), have gone idle again.
+func fillPaging(ctx context.Context, e *env, srv *server, db cpuReader) (string, pagingResult, error) {
 	base := "http://" + srv.addr
 	fill := e.opts.pagingFill / batchSize * batchSize
 	res := pagingResult{Messages: fill, Reps: e.opts.pagingReps, DeepAfter: fill - pageSize}
 	ids, err := createSessions(ctx, e, base, pagingSession, 1)
 	if err != nil {
-		srv.stop()
-		return nil, "", res, err
+		return "", res, err
 	}
 	msgs := base + "/v1/sessions/" + ids[0] + "/messages"
 
@@ -51,18 +61,21 @@ func startPaging(ctx context.Context, e *env) (*server, string, pagingResult, er
 	body := batchBody(0)
 	for n := 0; n < fill; n += batchSize {
 		if err := post(ctx, e.client, msgs, body, http.StatusCreated); err != nil {
-			srv.stop()
-			return nil, "", res, fmt.Errorf("paging fill: %w", err)
+			return "", res, fmt.Errorf("paging fill: %w", err)
 		}
 	}
 	res.FillSecs = time.Since(t0).Seconds()
 	t0 = time.Now()
 	if err := waitSettled(ctx, srv.pid, 60*time.Second); err != nil {
-		srv.stop()
-		return nil, "", res, err
+		return "", res, err
+	}
+	if db != nil {
+		if err := waitIdle(ctx, db, 60*time.Second); err != nil {
+			return "", res, err
+		}
 	}
 	res.SettleSecs = time.Since(t0).Seconds()
-	return srv, msgs, res, nil
+	return msgs, res, nil
 }
 
 // pagingSession is the prefix of the paging session's id; PocketBase's records
@@ -152,10 +165,15 @@ func checkPage(body []byte, firstSeq int64) error {
 // 250 ms intervals running, so that the reads are timed against an idle server,
 // not against background work the fill left behind.
 func waitSettled(ctx context.Context, pid int, limit time.Duration) error {
+	return waitIdle(ctx, func() (time.Duration, error) { return cpuTime(pid) }, limit)
+}
+
+// waitIdle is waitSettled for the CPU cpu reads.
+func waitIdle(ctx context.Context, cpu cpuReader, limit time.Duration) error {
 	const interval = 250 * time.Millisecond
 	deadline := time.Now().Add(limit)
 	quiet := 0
-	prev, err := cpuTime(pid)
+	prev, err := cpu()
 	if err != nil {
 		return nil // without /proc there is nothing to wait on
 	}
@@ -168,7 +186,7 @@ func waitSettled(ctx context.Context, pid int, limit time.Duration) error {
 			return ctx.Err()
 		case <-time.After(interval):
 		}
-		cur, err := cpuTime(pid)
+		cur, err := cpu()
 		if err != nil {
 			return err
 		}

@@ -48,6 +48,64 @@ func cpuTime(pid int) (time.Duration, error) {
 	return time.Duration(ticks) * time.Second / clockTick, nil
 }
 
+// treeCPU is the CPU a process and its children have used so far: PostgreSQL's
+// postmaster does none of the work itself, its backends (one per connection)
+// and background processes do. A child that exited meanwhile is not lost: its
+// parent reaped it, and the kernel added its time to the parent's cutime and
+// cstime.
+func treeCPU(pid int) (time.Duration, error) {
+	_, total, err := procCPU(pid)
+	if err != nil {
+		return 0, err
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil || child == pid {
+			continue
+		}
+		ppid, d, err := procCPU(child)
+		if err == nil && ppid == pid { // a process that is gone by now is in cutime already
+			total += d
+		}
+	}
+	return total, nil
+}
+
+// procCPU is a process's parent and the CPU it and its reaped children used.
+func procCPU(pid int) (ppid int, cpu time.Duration, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, 0, fmt.Errorf("/proc/%d/stat: no ')' in %q", pid, s)
+	}
+	// f[0] is field 3 (state): ppid (4) is f[1], utime, stime, cutime and
+	// cstime (14-17) are f[11] to f[14].
+	f := strings.Fields(s[i+1:])
+	if len(f) < 15 {
+		return 0, 0, fmt.Errorf("/proc/%d/stat: only %d fields", pid, len(f))
+	}
+	if ppid, err = strconv.Atoi(f[1]); err != nil {
+		return 0, 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+	}
+	var ticks int64
+	for _, v := range f[11:15] {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+		}
+		ticks += n
+	}
+	return ppid, time.Duration(ticks) * time.Second / clockTick, nil
+}
+
 // dieWithParent makes the kernel kill a server the tool started if the tool itself
 // dies without running its clean-up (kill -9, a crash), so no server outlives it.
 func dieWithParent(cmd *exec.Cmd) {

@@ -12,6 +12,8 @@ import (
 // latency and reports the CPU columns as unavailable.
 func cpuTime(int) (time.Duration, error) { return 0, errors.New("CPU time needs /proc (Linux)") }
 
+func treeCPU(int) (time.Duration, error) { return 0, errors.New("CPU time needs /proc (Linux)") }
+
 func dieWithParent(*exec.Cmd) {}
 
 func cpuModel() string { return "unknown" }

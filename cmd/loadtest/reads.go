@@ -13,6 +13,7 @@ type pageTarget struct {
 	name string
 	srv  *server
 	url  func(after int) string // the page of the 100 messages after seq after
+	db   cpuReader              // the database's processes; nil when it runs inside srv
 }
 
 // pageReadsSection measures concurrent page reads on Logbook's paging server,
@@ -85,7 +86,7 @@ func pageReadRound(ctx context.Context, e *env, t pageTarget, messages, round in
 		}
 		return do(e.client, req, http.StatusOK, io.Discard)
 	}
-	st, err := measure(ctx, t.srv.pid, clients, e.opts.duration, 1, op)
+	st, err := measureProcs(ctx, []int{t.srv.pid}, t.db, clients, e.opts.duration, 1, op)
 	if err == nil {
 		err = t.srv.exitedEarly()
 	}

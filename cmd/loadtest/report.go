@@ -41,6 +41,7 @@ type report struct {
 	Paging   pagingReport    `json:"paging"`
 	Stream   *streamReport   `json:"stream,omitempty"`   // nil when the stream section did not run
 	Context  *contextReport  `json:"context,omitempty"`  // nil when the context section did not run
+	Postgres *postgresReport `json:"postgres,omitempty"` // nil when the postgres section did not run
 	Fairness *fairnessReport `json:"fairness,omitempty"` // nil with -fairness=false
 	// PocketBase is the third baseline; nil without -pocketbase.
 	PocketBase *pocketbaseInfo `json:"pocketbase,omitempty"`
@@ -350,6 +351,7 @@ func (r *report) summary(w io.Writer) {
 	}
 	r.pageReadsSummary(w)
 	r.contextSummary(w)
+	r.postgresSummary(w)
 	if st := r.Stream; st != nil {
 		fmt.Fprintf(w, "  stream    CPU µs per message %6.1f", st.MedianCPU)
 		if st.VsSingle != nil {

@@ -60,13 +60,32 @@ func startLogbook(ctx context.Context, binary, tmp, name string, flags ...string
 // port itself and waits for /healthz. Another process could take the port in the
 // moment between; the tool then tries again with another.
 func startLogbookIn(ctx context.Context, binary, dir, name string, flags ...string) (*server, error) {
+	return startLogbookDB(ctx, binary, dir, filepath.Join(dir, logbookDB), name, flags...)
+}
+
+// startLogbookOn is startLogbook on the database db, a PostgreSQL URL, which
+// other servers may share; its own directory stays empty.
+func startLogbookOn(ctx context.Context, binary, tmp, db, name string, flags ...string) (*server, error) {
+	dir, err := os.MkdirTemp(tmp, name+"-")
+	if err != nil {
+		return nil, err
+	}
+	s, err := startLogbookDB(ctx, binary, dir, db, name, flags...)
+	if err != nil {
+		os.RemoveAll(dir)
+	}
+	return s, err
+}
+
+// startLogbookDB is startLogbookIn with --db db, a file in dir or a URL.
+func startLogbookDB(ctx context.Context, binary, dir, db, name string, flags ...string) (*server, error) {
 	var last error
 	for attempt := 0; attempt < 3; attempt++ {
 		addr, err := freePort()
 		if err != nil {
 			return nil, err
 		}
-		s, err := start(name, dir, binary, nil, append([]string{"--addr", addr, "--db", filepath.Join(dir, logbookDB),
+		s, err := start(name, dir, binary, nil, append([]string{"--addr", addr, "--db", db,
 			"--sync", "full", "--log-level", "warn"}, flags...)...)
 		if err != nil {
 			return nil, err
