@@ -24,10 +24,15 @@ var BinDirs = []string{"/usr/lib/postgresql/17/bin", "/usr/lib/postgresql/16/bin
 // BinDir finds a directory with initdb, pg_ctl and pg_basebackup, or says
 // where it looked.
 func BinDir() (string, error) {
-	dirs := []string{}
+	// LOGBOOK_PG_BIN, when set, is the only place looked: a way to pick one of
+	// several installed versions, or (set to nowhere) to see the skips.
 	if d := os.Getenv("LOGBOOK_PG_BIN"); d != "" {
-		dirs = append(dirs, d)
+		if hasAll(d, "initdb", "pg_ctl", "pg_basebackup") {
+			return d, nil
+		}
+		return "", fmt.Errorf("no initdb, pg_ctl and pg_basebackup in LOGBOOK_PG_BIN=%s", d)
 	}
+	dirs := []string{}
 	if p, err := exec.LookPath("initdb"); err == nil {
 		dirs = append(dirs, filepath.Dir(p))
 	}
