@@ -2,9 +2,7 @@ package postgres
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
@@ -65,7 +63,7 @@ func (s *Store) QueueAppend(ctx context.Context, tenant, sessionID string, req m
 		}
 	}
 	if req.RequestKey != "" {
-		op.reqHash = hashAppendRequestPG(req)
+		op.reqHash = repo.HashRequest(req)
 	}
 	// As SQLite's enqueue: a caller already gone queues nothing (an error
 	// here, not from wait); once begun, the append runs to its end.
@@ -124,7 +122,7 @@ func prepareAppendRowPG(sessionID string, now model.Time, in model.NewMessage) (
 	if in.IdempotencyKey != "" {
 		k := in.IdempotencyKey
 		r.key = &k
-		r.hash = hashAppendMessagePG(in)
+		r.hash = repo.HashMessage(in)
 	}
 	return r, nil
 }
@@ -146,33 +144,4 @@ func appendStoredExtrasPG(m model.Message) (parts, item *string, err error) {
 		item = &p
 	}
 	return parts, item, nil
-}
-
-// hashAppendMessagePG fingerprints a message's content as SQLite's
-// HashMessage does, so that a reused idempotency key with a different message
-// is told apart from a true retry.
-func hashAppendMessagePG(m model.NewMessage) []byte {
-	b, _ := json.Marshal(m) // struct fields in a fixed order, map keys sorted
-	h := sha256.Sum256(b)
-	return h[:]
-}
-
-// hashAppendRequestPG fingerprints a whole request, shape included, for its
-// Idempotency-Key (SQLite's hashRequest).
-func hashAppendRequestPG(req model.AppendRequest) []byte {
-	h := sha256.New()
-	if req.Batch {
-		h.Write([]byte("batch\n"))
-	} else {
-		h.Write([]byte("single\n"))
-	}
-	b, _ := json.Marshal(req.Messages)
-	h.Write(b)
-	return h.Sum(nil)
-}
-
-func appendIdempotencyConflictPG(field, key string) *model.Error {
-	return &model.Error{Kind: model.KindConflict, Code: "idempotency_conflict",
-		Msg:    fmt.Sprintf("idempotency key %q was already used with a different request body", key),
-		Fields: []model.FieldError{{Field: field, Message: "already used with a different body"}}}
 }

@@ -59,7 +59,7 @@ func (s *Store) appendTxPG(ctx context.Context, tx pgx.Tx, a *appendOpPG) (model
 	if a.req.RequestKey != "" {
 		switch {
 		case lk.reqFound && !bytes.Equal(lk.reqHash, a.reqHash):
-			return model.AppendResult{}, appendIdempotencyConflictPG("Idempotency-Key", a.req.RequestKey)
+			return model.AppendResult{}, repo.IdempotencyConflict("Idempotency-Key", a.req.RequestKey)
 		case lk.reqFound:
 			msgs, err := appendMessagesBySeqsPG(ctx, tx, a.tenant, a.session, lk.reqSeqs)
 			return model.AppendResult{Messages: msgs, Replayed: true}, err
@@ -77,7 +77,7 @@ func (s *Store) appendTxPG(ctx context.Context, tx pgx.Tx, a *appendOpPG) (model
 			continue
 		}
 		if _, dup := inRequest[*r.key]; dup { // validation refuses this; the store does not rely on it
-			return model.AppendResult{}, appendIdempotencyConflictPG(fmt.Sprintf("messages[%d].idempotency_key", i), *r.key)
+			return model.AppendResult{}, repo.IdempotencyConflict(fmt.Sprintf("messages[%d].idempotency_key", i), *r.key)
 		}
 		inRequest[*r.key] = i
 		field := "idempotency_key"
@@ -91,7 +91,7 @@ func (s *Store) appendTxPG(ctx context.Context, tx pgx.Tx, a *appendOpPG) (model
 		case !found:
 			fresh = append(fresh, i)
 		case !bytes.Equal(stored.hash, r.hash):
-			return model.AppendResult{}, appendIdempotencyConflictPG(field, *r.key)
+			return model.AppendResult{}, repo.IdempotencyConflict(field, *r.key)
 		default:
 			out[i] = stored.msg
 		}

@@ -150,7 +150,7 @@ func (s *Store) stageAppend(ctx context.Context, tx *sql.Tx, g *group, a *append
 			continue
 		}
 		if _, dup := inRequest[*r.key]; dup { // validation refuses this; the writer does not rely on it
-			return idempotencyConflict(fmt.Sprintf("messages[%d].idempotency_key", i), *r.key)
+			return repo.IdempotencyConflict(fmt.Sprintf("messages[%d].idempotency_key", i), *r.key)
 		}
 		inRequest[*r.key] = i
 		m, hash, found, err := s.messageByKey(ctx, tx, g, a.tenant, a.session, *r.key)
@@ -171,7 +171,7 @@ func (s *Store) stageAppend(ctx context.Context, tx *sql.Tx, g *group, a *append
 			if a.req.Batch {
 				field = fmt.Sprintf("messages[%d].idempotency_key", i)
 			}
-			return idempotencyConflict(field, *r.key)
+			return repo.IdempotencyConflict(field, *r.key)
 		default:
 			out[i] = m
 		}
@@ -256,7 +256,7 @@ func (s *Store) stageAppend(ctx context.Context, tx *sql.Tx, g *group, a *append
 func (s *Store) replayRequest(ctx context.Context, tx *sql.Tx, g *group, a *appendOp) (bool, error) {
 	if prev, ok := g.byReqKey[keyRef{a.tenant, a.session, a.req.RequestKey}]; ok {
 		if !bytes.Equal(prev.reqHash, a.reqHash) {
-			return true, idempotencyConflict("Idempotency-Key", a.req.RequestKey)
+			return true, repo.IdempotencyConflict("Idempotency-Key", a.req.RequestKey)
 		}
 		a.result = model.AppendResult{Messages: prev.result.Messages, Replayed: true}
 		return true, nil
@@ -272,7 +272,7 @@ func (s *Store) replayRequest(ctx context.Context, tx *sql.Tx, g *group, a *appe
 	case err != nil:
 		return true, err
 	case !bytes.Equal(hash, a.reqHash):
-		return true, idempotencyConflict("Idempotency-Key", a.req.RequestKey)
+		return true, repo.IdempotencyConflict("Idempotency-Key", a.req.RequestKey)
 	}
 	msgs, err := messagesBySeqs(ctx, tx, a.tenant, a.session, seqs)
 	a.result = model.AppendResult{Messages: msgs, Replayed: true}

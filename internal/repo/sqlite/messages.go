@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"crypto/sha256"
 	"database/sql"
 	"encoding/json"
 	"fmt"
@@ -27,14 +26,6 @@ type newRow struct {
 	files        []string // the files the parts reference
 	key          *string
 	hash         []byte
-}
-
-// HashMessage fingerprints a message's content, so that a reused idempotency key
-// with a different message is told apart from a true retry.
-func HashMessage(m model.NewMessage) []byte {
-	b, _ := json.Marshal(m) // struct fields in a fixed order, map keys sorted
-	h := sha256.Sum256(b)
-	return h[:]
 }
 
 // AppendMessages appends messages to a session in one all-or-nothing write and
@@ -70,7 +61,7 @@ func (s *Store) QueueAppend(ctx context.Context, tenant, sessionID string, req m
 	}
 	op := &appendOp{tenant: tenant, session: sessionID, req: req, rows: rows, now: now, stream: stream}
 	if req.RequestKey != "" {
-		op.reqHash = hashRequest(req)
+		op.reqHash = repo.HashRequest(req)
 	}
 	w := &writeOp{app: op}
 	if err := s.enqueue(ctx, w); err != nil {
@@ -111,28 +102,9 @@ func prepareRow(sessionID string, now model.Time, in model.NewMessage) (newRow, 
 	if in.IdempotencyKey != "" {
 		k := in.IdempotencyKey
 		r.key = &k
-		r.hash = HashMessage(in)
+		r.hash = repo.HashMessage(in)
 	}
 	return r, nil
-}
-
-// hashRequest fingerprints a whole request, shape included, for its Idempotency-Key.
-func hashRequest(req model.AppendRequest) []byte {
-	h := sha256.New()
-	if req.Batch {
-		h.Write([]byte("batch\n"))
-	} else {
-		h.Write([]byte("single\n"))
-	}
-	b, _ := json.Marshal(req.Messages)
-	h.Write(b)
-	return h.Sum(nil)
-}
-
-func idempotencyConflict(field, key string) *model.Error {
-	return &model.Error{Kind: model.KindConflict, Code: "idempotency_conflict",
-		Msg:    fmt.Sprintf("idempotency key %q was already used with a different request body", key),
-		Fields: []model.FieldError{{Field: field, Message: "already used with a different body"}}}
 }
 
 func messagesBySeqs(ctx context.Context, q querier, tenant, sessionID, seqsJSON string) ([]model.Message, error) {
