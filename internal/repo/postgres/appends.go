@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/jackc/pgx/v5"
 
@@ -96,52 +95,17 @@ func (s *Store) runAppendPG(ctx context.Context, op *appendOpPG, stream *repo.Ap
 }
 
 func prepareAppendRowPG(sessionID string, now model.Time, in model.NewMessage) (appendRowPG, error) {
-	r := appendRowPG{msg: model.Message{
-		ID: newID(model.PrefixMessage), SessionID: sessionID, Role: in.Role, Content: in.Content,
-		Name: in.Name, ToolCalls: in.ToolCalls, ToolCallID: in.ToolCallID, IsError: in.IsError, AgentID: in.AgentID,
-		Model: in.Model, Tokens: in.Tokens, Cost: in.Cost, Metadata: in.Metadata, ProviderItem: in.ProviderItem,
-		CreatedAt: now,
-	}}
+	r := appendRowPG{msg: repo.NewStoredMessage(newID(model.PrefixMessage), sessionID, now, in)}
 	var err error
-	if r.parts, r.providerItem, err = appendStoredExtrasPG(r.msg); err != nil {
+	if r.parts, r.providerItem, r.toolCalls, err = repo.StoredColumns(r.msg); err != nil {
 		return r, err
 	}
 	r.files = model.FileIDs(in.Content.Parts)
-	if r.msg.Metadata == nil {
-		r.msg.Metadata = model.Object("{}")
-	}
 	r.metadata = r.msg.Metadata.String()
-	if len(in.ToolCalls) > 0 {
-		tc, err := json.Marshal(in.ToolCalls)
-		if err != nil {
-			return r, model.Internal(err)
-		}
-		s := string(tc)
-		r.toolCalls = &s
-	}
 	if in.IdempotencyKey != "" {
 		k := in.IdempotencyKey
 		r.key = &k
 		r.hash = repo.HashMessage(in)
 	}
 	return r, nil
-}
-
-// appendStoredExtrasPG is what a message stores beside its content text: its
-// parts as JSON and its provider item, each NULL when absent (SQLite's
-// storedExtras).
-func appendStoredExtrasPG(m model.Message) (parts, item *string, err error) {
-	if m.Content.Parts != nil {
-		b, err := json.Marshal(m.Content.Parts)
-		if err != nil {
-			return nil, nil, model.Internal(err)
-		}
-		p := string(b)
-		parts = &p
-	}
-	if len(m.ProviderItem) > 0 {
-		p := string(m.ProviderItem)
-		item = &p
-	}
-	return parts, item, nil
 }

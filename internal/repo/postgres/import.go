@@ -174,7 +174,7 @@ func (im *importTxPG) message(ctx context.Context, line int, m *model.Message) e
 		tc := string(b)
 		toolCalls = &tc
 	}
-	parts, item, err := appendStoredExtrasPG(*m)
+	parts, item, _, err := repo.StoredColumns(*m)
 	if err != nil {
 		return err
 	}

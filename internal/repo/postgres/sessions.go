@@ -116,24 +116,10 @@ func (s *Store) UpdateSession(ctx context.Context, tenant, id string, in model.U
 		if err != nil {
 			return err
 		}
-		prev, changed := ses.Status, false
-		if in.Status.Set && in.Status.Value != ses.Status {
-			to := in.Status.Value
-			if !model.CanTransition(ses.Status, to) {
-				return model.InvalidTransition(ses.Status, to)
-			}
-			setSessionStatusPG(&ses, to)
-			changed = true
-		}
-		if in.Title.Set {
-			ses.Title = in.Title.Ptr()
-			changed = true
-		}
-		if in.Metadata.Set {
-			if ses.Metadata, err = mergeSessionMetadataPG(ses.Metadata, in.Metadata); err != nil {
-				return err
-			}
-			changed = true
+		prev := ses.Status
+		changed, err := repo.ApplySessionUpdate(&ses, in)
+		if err != nil {
+			return err
 		}
 		if changed {
 			if err := saveSessionTx(ctx, tx, tenant, prev, &ses); err != nil {
@@ -144,15 +130,6 @@ func (s *Store) UpdateSession(ctx context.Context, tenant, id string, in model.U
 		return nil
 	})
 	return out, err
-}
-
-// mergeSessionMetadataPG applies a PATCH's metadata: an RFC 7396 merge patch,
-// or, for "metadata": null, no keys at all.
-func mergeSessionMetadataPG(stored model.Object, patch model.Optional[model.Object]) (model.Object, error) {
-	if patch.Null {
-		return model.Object("{}"), nil
-	}
-	return stored.Merge(patch.Value, "metadata")
 }
 
 // CloseSession soft-closes a session: status completed and closed_at set. A
@@ -169,7 +146,7 @@ func (s *Store) CloseSession(ctx context.Context, tenant, id string) (model.Sess
 		}
 		if !ses.Status.Closed() {
 			prev := ses.Status
-			setSessionStatusPG(&ses, model.StatusCompleted)
+			repo.SetSessionStatus(&ses, model.StatusCompleted)
 			if err := saveSessionTx(ctx, tx, tenant, prev, &ses); err != nil {
 				return err
 			}
@@ -178,19 +155,6 @@ func (s *Store) CloseSession(ctx context.Context, tenant, id string) (model.Sess
 		return nil
 	})
 	return out, err
-}
-
-// setSessionStatusPG moves ses to a new status, keeping closed_at in step: set
-// when the session closes, cleared when it reopens.
-func setSessionStatusPG(ses *model.Session, to model.Status) {
-	switch {
-	case to.Closed() && ses.ClosedAt == nil:
-		now := model.Now()
-		ses.ClosedAt = &now
-	case !to.Closed():
-		ses.ClosedAt = nil
-	}
-	ses.Status = to
 }
 
 // saveSessionTx writes ses back as a compare-and-set on the status it was read

@@ -163,7 +163,7 @@ func (s *Store) UpdateAgent(ctx context.Context, tenant, id string, in model.Upd
 			a.Tags = in.Tags.Value
 		}
 		if in.Metadata.Set {
-			if a.Metadata, err = mergeMetadata(a.Metadata, in.Metadata); err != nil {
+			if a.Metadata, err = repo.MergeMetadata(a.Metadata, in.Metadata); err != nil {
 				return err
 			}
 		}

@@ -119,7 +119,7 @@ func (s *Store) importTx(ctx context.Context, tx *sql.Tx, tenant string, sp *tra
 				tc := string(b)
 				toolCalls = &tc
 			}
-			parts, item, err := storedExtras(*m)
+			parts, item, _, err := repo.StoredColumns(*m)
 			if err != nil {
 				return model.Session{}, err
 			}

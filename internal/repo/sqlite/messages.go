@@ -76,29 +76,13 @@ func (s *Store) QueueAppend(ctx context.Context, tenant, sessionID string, req m
 }
 
 func prepareRow(sessionID string, now model.Time, in model.NewMessage) (newRow, error) {
-	r := newRow{msg: model.Message{
-		ID: newID(model.PrefixMessage), SessionID: sessionID, Role: in.Role, Content: in.Content,
-		Name: in.Name, ToolCalls: in.ToolCalls, ToolCallID: in.ToolCallID, IsError: in.IsError, AgentID: in.AgentID,
-		Model: in.Model, Tokens: in.Tokens, Cost: in.Cost, Metadata: in.Metadata, ProviderItem: in.ProviderItem,
-		CreatedAt: now,
-	}}
+	r := newRow{msg: repo.NewStoredMessage(newID(model.PrefixMessage), sessionID, now, in)}
 	var err error
-	if r.parts, r.providerItem, err = storedExtras(r.msg); err != nil {
+	if r.parts, r.providerItem, r.toolCalls, err = repo.StoredColumns(r.msg); err != nil {
 		return r, err
 	}
 	r.files = model.FileIDs(in.Content.Parts)
-	if r.msg.Metadata == nil {
-		r.msg.Metadata = model.Object("{}")
-	}
 	r.metadata = r.msg.Metadata.String()
-	if len(in.ToolCalls) > 0 {
-		tc, err := json.Marshal(in.ToolCalls)
-		if err != nil {
-			return r, model.Internal(err)
-		}
-		s := string(tc)
-		r.toolCalls = &s
-	}
 	if in.IdempotencyKey != "" {
 		k := in.IdempotencyKey
 		r.key = &k

@@ -3,28 +3,9 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 
 	"github.com/logbook/logbook/internal/model"
 )
-
-// storedExtras is what a message stores beside its content text: its parts as
-// JSON and its provider item, each NULL when absent.
-func storedExtras(m model.Message) (parts, item *string, err error) {
-	if m.Content.Parts != nil {
-		b, err := json.Marshal(m.Content.Parts)
-		if err != nil {
-			return nil, nil, model.Internal(err)
-		}
-		p := string(b)
-		parts = &p
-	}
-	if len(m.ProviderItem) > 0 {
-		p := string(m.ProviderItem)
-		item = &p
-	}
-	return parts, item, nil
-}
 
 // insertFileRefs records an imported message's references to files, which must
 // exist by then (the export's file lines come before its messages).

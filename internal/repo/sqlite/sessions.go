@@ -174,24 +174,10 @@ func (s *Store) UpdateSession(ctx context.Context, tenant, id string, in model.U
 		if err != nil {
 			return err
 		}
-		prev, changed := ses.Status, false
-		if in.Status.Set && in.Status.Value != ses.Status {
-			to := in.Status.Value
-			if !model.CanTransition(ses.Status, to) {
-				return model.InvalidTransition(ses.Status, to)
-			}
-			setStatus(&ses, to)
-			changed = true
-		}
-		if in.Title.Set {
-			ses.Title = in.Title.Ptr()
-			changed = true
-		}
-		if in.Metadata.Set {
-			if ses.Metadata, err = mergeMetadata(ses.Metadata, in.Metadata); err != nil {
-				return err
-			}
-			changed = true
+		prev := ses.Status
+		changed, err := repo.ApplySessionUpdate(&ses, in)
+		if err != nil {
+			return err
 		}
 		if changed {
 			s.sessions.forget(tenant, id) // its status may change: the writer's record must not outlive it
@@ -203,15 +189,6 @@ func (s *Store) UpdateSession(ctx context.Context, tenant, id string, in model.U
 		return nil
 	})
 	return out, err
-}
-
-// mergeMetadata applies a PATCH's metadata: an RFC 7396 merge patch, or, for
-// "metadata": null, no keys at all. The result must still fit the size limit.
-func mergeMetadata(stored model.Object, patch model.Optional[model.Object]) (model.Object, error) {
-	if patch.Null {
-		return model.Object("{}"), nil
-	}
-	return stored.Merge(patch.Value, "metadata")
 }
 
 // CloseSession soft-closes a session: status completed and closed_at set. A session
@@ -228,7 +205,7 @@ func (s *Store) CloseSession(ctx context.Context, tenant, id string) (model.Sess
 		}
 		if !ses.Status.Closed() {
 			prev := ses.Status
-			setStatus(&ses, model.StatusCompleted)
+			repo.SetSessionStatus(&ses, model.StatusCompleted)
 			s.sessions.forget(tenant, id) // its status may change: the writer's record must not outlive it
 			if err := saveSession(tx, tenant, prev, &ses); err != nil {
 				return err
@@ -238,19 +215,6 @@ func (s *Store) CloseSession(ctx context.Context, tenant, id string) (model.Sess
 		return nil
 	})
 	return out, err
-}
-
-// setStatus moves ses to a new status, keeping closed_at in step: set when the
-// session closes, cleared when it reopens.
-func setStatus(ses *model.Session, to model.Status) {
-	switch {
-	case to.Closed() && ses.ClosedAt == nil:
-		now := model.Now()
-		ses.ClosedAt = &now
-	case !to.Closed():
-		ses.ClosedAt = nil
-	}
-	ses.Status = to
 }
 
 // saveSession writes ses back as a compare-and-set on the status it was read with.
