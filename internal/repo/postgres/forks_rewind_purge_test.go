@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"regexp"
+	"strings"
 	"sync"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/logbook/logbook/internal/model"
 	"github.com/logbook/logbook/internal/repo"
@@ -661,5 +664,56 @@ func TestForkDetachRaceAcrossHandles(t *testing.T) {
 				t.Fatalf("fork %s (at %d): message %d is seq %d %q, want %q", id, at, i, m.Seq, m.Content.Text, want)
 			}
 		}
+	}
+}
+
+// The search index has no foreign key to messages (migration 00002): rewind
+// and purge delete a message's search rows themselves, and leave none behind
+// for messages that are gone, nor take any from those that stay.
+func TestRewindAndPurgeTakeTheirSearchRows(t *testing.T) {
+	ctx := context.Background()
+	url := mustDatabase(t)
+	st := mustOpenURL(t, url)
+	for _, id := range []string{"a", "b"} {
+		if _, err := st.CreateSession(ctx, "t", model.CreateSession{ID: id}); err != nil {
+			t.Fatal(err)
+		}
+		req := model.AppendRequest{Batch: true}
+		for i := range 6 {
+			req.Messages = append(req.Messages, model.NewMessage{Role: model.RoleUser,
+				Content: model.TextContent(fmt.Sprintf("needle %d of %s %s", i, id, strings.Repeat("word ", 2000*i)))})
+		}
+		if _, err := st.AppendMessages(ctx, "t", id, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	two := int64(2)
+	if _, err := st.Rewind(ctx, "t", "a", model.Rewind{ToSeq: &two}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.PurgeSession(ctx, "t", "b"); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var orphans, kept int
+	if err := conn.QueryRow(ctx, `SELECT
+			(SELECT count(*) FROM message_search ms WHERE NOT EXISTS (SELECT 1 FROM messages m
+				WHERE m.tenant_id = ms.tenant_id AND m.session_id = ms.session_id AND m.seq = ms.seq)),
+			(SELECT count(DISTINCT seq) FROM message_search WHERE tenant_id = 't' AND session_id = 'a')`).Scan(&orphans, &kept); err != nil {
+		t.Fatal(err)
+	}
+	if orphans != 0 || kept != 2 {
+		t.Errorf("%d search rows of gone messages, %d of the two kept; want 0 and 2", orphans, kept)
+	}
+	hits, err := st.SearchMessages(ctx, "t", model.MessageSearch{Query: "needle", Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits.Data) != 2 {
+		t.Errorf("search for needle found %d messages; want the 2 left", len(hits.Data))
 	}
 }

@@ -64,8 +64,8 @@ func (s *Store) CheckIntegrity(ctx context.Context, tenant string, repairCounter
 			tenant).Scan(&rep.Orphans.Messages, &rep.Orphans.Checkpoints, &rep.Orphans.RequestKeys, &rep.Orphans.Forks); err != nil {
 			return err
 		}
-		// The index is kept by the inserting transaction and the delete's
-		// cascade: a message without its part 0 means the trigger was dropped.
+		// The index is kept by the inserting statement's trigger: a message
+		// without its part 0 means the trigger was dropped.
 		rows, err := tx.Query(ctx, `SELECT m.session_id, COUNT(*) FROM messages m WHERE m.tenant_id = $1
 			AND NOT EXISTS (SELECT 1 FROM message_search ms WHERE ms.tenant_id = m.tenant_id
 				AND ms.session_id = m.session_id AND ms.seq = m.seq AND ms.part = 0)

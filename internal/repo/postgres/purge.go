@@ -171,7 +171,9 @@ func purgeSessionTxPG(ctx context.Context, tx pgx.Tx, tenant, id string) (msgs, 
 	if err := releaseFilesPG(ctx, tx, tenant, id, 0); err != nil {
 		return 0, 0, err
 	}
-	// message_search rows go with their messages (ON DELETE CASCADE).
+	if _, err := tx.Exec(ctx, `DELETE FROM message_search WHERE tenant_id = $1 AND session_id = $2`, tenant, id); err != nil {
+		return 0, 0, err
+	}
 	tag, err := tx.Exec(ctx, `DELETE FROM messages WHERE tenant_id = $1 AND session_id = $2`, tenant, id)
 	if err != nil {
 		return 0, 0, err

@@ -110,10 +110,9 @@ func rewindCutTailPG(ctx context.Context, tx pgx.Tx, tenant string, ses model.Se
 		return err
 	}
 	b = &pgx.Batch{}
-	for _, table := range []string{"tool_calls", "tool_results"} {
+	for _, table := range []string{"tool_calls", "tool_results", "message_search"} {
 		b.Queue(`DELETE FROM `+table+` WHERE tenant_id = $1 AND session_id = $2 AND seq > $3`, tenant, id, to)
 	}
-	// message_search rows go with their messages (ON DELETE CASCADE).
 	b.Queue(`DELETE FROM messages WHERE tenant_id = $1 AND session_id = $2 AND seq > $3`, tenant, id, to)
 	if err := appendSendPG(ctx, tx, b); err != nil {
 		return err

@@ -5,11 +5,13 @@ import (
 	"database/sql"
 	"fmt"
 	"io"
+	"io/fs"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/logbook/logbook/internal/migrations"
 	"github.com/logbook/logbook/internal/repo/postgres"
 	"github.com/logbook/logbook/internal/repo/postgres/pgtest"
 	"github.com/logbook/logbook/internal/repo/sqlite"
@@ -92,9 +94,15 @@ func TestSchemasDoNotDrift(t *testing.T) {
 		t.Logf("a difference that is meant to be goes in onlySQLite or onlyPostgres, with its reason")
 	}
 
-	// Down undoes the schema whole, and up builds it again.
-	if err := postgres.Migrate(ctx, cluster.URL("postgres"), "down", io.Discard); err != nil {
+	// Down, once per migration, undoes the schema whole, and up builds it again.
+	steps, err := fs.Glob(migrations.Postgres, "*.sql")
+	if err != nil {
 		t.Fatal(err)
+	}
+	for range steps {
+		if err := postgres.Migrate(ctx, cluster.URL("postgres"), "down", io.Discard); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if left := queryStrings(t, pg, `SELECT table_name FROM information_schema.tables
 		WHERE table_schema = 'public' AND table_name <> 'goose_db_version'`); len(left) != 0 {
