@@ -3,8 +3,6 @@ package postgres
 import (
 	"context"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/logbook/logbook/internal/model"
 	"github.com/logbook/logbook/internal/repo"
 )
@@ -46,11 +44,11 @@ func (s *Store) AppendMessages(ctx context.Context, tenant, sessionID string, re
 	return wait()
 }
 
-// QueueAppend runs the append at once, in its own transaction, and returns a
-// wait that gives the outcome. SQLite queues appends for its one writer to
-// group; here each append is a transaction of its own, so running it before
-// returning is what keeps the appends one goroutine queues in their order.
-// Once an append of stream fails, the stream's later ones are refused
+// QueueAppend queues an append for its session's group commit and returns a
+// wait for its outcome. Appends to one session wait in one queue, so those
+// one goroutine queues are stored in that order; whoever finds the queue idle
+// writes what has gathered in it as one transaction (runAppendGroupPG). Once
+// an append of stream fails, the stream's later ones are refused
 // (stream_stopped).
 func (s *Store) QueueAppend(ctx context.Context, tenant, sessionID string, req model.AppendRequest,
 	stream *repo.AppendStream) (wait func() (model.AppendResult, error), err error) {
@@ -65,33 +63,16 @@ func (s *Store) QueueAppend(ctx context.Context, tenant, sessionID string, req m
 		op.reqHash = repo.HashRequest(req)
 	}
 	// As SQLite's enqueue: a caller already gone queues nothing (an error
-	// here, not from wait); once begun, the append runs to its end.
+	// here, not from wait); once queued, the append runs to its end.
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	res, appendErr := s.runAppendPG(ctx, op, stream)
-	return func() (model.AppendResult, error) { return res, appendErr }, nil
-}
-
-// runAppendPG decides and writes one append; any failure stops its stream.
-func (s *Store) runAppendPG(ctx context.Context, op *appendOpPG, stream *repo.AppendStream) (model.AppendResult, error) {
-	var res model.AppendResult
-	err := s.writeFaultedPG(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		// SQLite checks the stream inside its writer, after begin and exec.
-		if stream != nil && stream.Failed() {
-			return appendStreamStoppedPG
-		}
-		var err error
-		res, err = s.appendTxPG(ctx, tx, op)
-		return err
-	})
-	if err != nil {
-		if stream != nil {
-			stream.Fail()
-		}
-		return model.AppendResult{}, err
-	}
-	return res, nil
+	job := &appendJobPG{op: op, stream: stream, done: make(chan struct{})}
+	s.appends.enqueue(s, job)
+	return func() (model.AppendResult, error) {
+		<-job.done
+		return job.res, job.err
+	}, nil
 }
 
 func prepareAppendRowPG(sessionID string, now model.Time, in model.NewMessage) (appendRowPG, error) {

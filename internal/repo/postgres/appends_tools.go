@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"context"
 	"strconv"
 
 	"github.com/jackc/pgx/v5"
@@ -13,32 +12,30 @@ import (
 // call and of its result (0: none).
 type appendToolSeqsPG struct{ call, result int64 }
 
-// appendCheckToolsPG refuses tool messages that answer no call of the session
-// (unknown_tool_call), or a call already answered (duplicate_tool_result), as
-// SQLite's checkToolResults does. A call made earlier in the same request
-// counts. The fresh rows' seqs will follow lastSeq.
-func appendCheckToolsPG(ctx context.Context, tx pgx.Tx, a *appendOpPG, fresh []int, lastSeq int64) error {
-	var ids []string
-	need := false
-	for _, i := range fresh {
+// appendToolIDsPG returns the call ids an append's rows make or answer, and
+// whether any row is a tool result (only then do stored calls matter).
+func appendToolIDsPG(a *appendOpPG) (ids []string, results bool) {
+	for i := range a.rows {
 		m := &a.rows[i].msg
 		for _, c := range m.ToolCalls {
 			ids = append(ids, c.ID)
 		}
 		if m.Role == model.RoleTool {
-			need = true
+			results = true
 			if m.ToolCallID != nil {
 				ids = append(ids, *m.ToolCallID)
 			}
 		}
 	}
-	if !need {
-		return nil
-	}
-	stored, err := appendStoredToolSeqsPG(ctx, tx, a.tenant, a.session, ids)
-	if err != nil {
-		return err
-	}
+	return ids, results
+}
+
+// appendCheckToolsPG refuses tool messages that answer no call of the session
+// (unknown_tool_call), or a call already answered (duplicate_tool_result), as
+// SQLite's checkToolResults does. A call made earlier in the same request
+// counts. stored is the session's history as the lookups read it under the
+// session's lock; the fresh rows' seqs will follow lastSeq.
+func appendCheckToolsPG(a *appendOpPG, fresh []int, lastSeq int64, stored map[string]appendToolSeqsPG) error {
 	local := map[string]appendToolSeqsPG{} // what this request does, on top of the stored history
 	seqsOf := func(id string) appendToolSeqsPG {
 		if t, ok := local[id]; ok {
@@ -81,31 +78,31 @@ func appendCheckToolsPG(ctx context.Context, tx pgx.Tx, a *appendOpPG, fresh []i
 	return nil
 }
 
-// appendStoredToolSeqsPG reads the latest call and result of each call id in
-// the session's lineage (a fork's inherited prefix included).
-func appendStoredToolSeqsPG(ctx context.Context, tx pgx.Tx, tenant, session string, ids []string) (map[string]appendToolSeqsPG, error) {
-	segs, err := lineagePG(ctx, tx, tenant, session)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]appendToolSeqsPG{}
-	for _, g := range segs {
-		rows, err := tx.Query(ctx, `SELECT 'c', call_id, MAX(seq) FROM tool_calls
-				WHERE tenant_id = $1 AND session_id = $2 AND call_id = ANY($3) AND seq > $4 AND seq <= $5 GROUP BY call_id
-			UNION ALL SELECT 'r', call_id, MAX(seq) FROM tool_results
-				WHERE tenant_id = $1 AND session_id = $2 AND call_id = ANY($3) AND seq > $4 AND seq <= $5 GROUP BY call_id`,
-			tenant, g.owner, ids, g.lo, g.hi)
-		if err != nil {
-			return nil, err
-		}
+// appendToolSeqsQueryPG reads the latest call and result of each call id in
+// the session's lineage (a fork's inherited prefix included) in one
+// statement, so that it rides in the append's lookup batch; a probe per call
+// id and segment, as appendQueueLookupsPG's reads.
+const appendToolSeqsQueryPG = lineageSegmentsPG + `
+	SELECT 'c', c.id, t.seq FROM unnest($3::text[]) AS c(id) CROSS JOIN segments g CROSS JOIN LATERAL (
+		SELECT MAX(seq) AS seq FROM tool_calls
+		WHERE tenant_id = $1 AND session_id = g.owner AND call_id = c.id AND seq > g.lo AND seq <= g.hi) t
+	WHERE t.seq IS NOT NULL
+	UNION ALL
+	SELECT 'r', c.id, t.seq FROM unnest($3::text[]) AS c(id) CROSS JOIN segments g CROSS JOIN LATERAL (
+		SELECT MAX(seq) AS seq FROM tool_results
+		WHERE tenant_id = $1 AND session_id = g.owner AND call_id = c.id AND seq > g.lo AND seq <= g.hi) t
+	WHERE t.seq IS NOT NULL`
+
+// appendQueueToolSeqsPG queues appendToolSeqsQueryPG, filling out.
+func appendQueueToolSeqsPG(b *pgx.Batch, tenant, session string, ids []string, out map[string]appendToolSeqsPG) {
+	b.Queue(appendToolSeqsQueryPG, tenant, session, ids).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var (
 				kind, id string
 				seq      int64
 			)
 			if err := rows.Scan(&kind, &id, &seq); err != nil {
-				rows.Close()
-				return nil, err
+				return err
 			}
 			t := out[id]
 			if kind == "c" {
@@ -115,12 +112,8 @@ func appendStoredToolSeqsPG(ctx context.Context, tx pgx.Tx, tenant, session stri
 			}
 			out[id] = t
 		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+		return rows.Err()
+	})
 }
 
 // appendQueueToolRowsPG indexes a stored message's calls and result.

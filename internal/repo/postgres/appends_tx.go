@@ -3,8 +3,6 @@ package postgres
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -15,56 +13,45 @@ import (
 	"github.com/logbook/logbook/internal/repo"
 )
 
-// appendSessionPG is what an append needs of its session row.
-type appendSessionPG struct {
-	exists                        bool
-	status                        model.Status
-	lastSeq, count, tokens, turns int64
-	cost                          float64
+// appendPlanPG is an append decided: its answer and, when wrote, the rows it
+// gathered into the transaction's inserts (none for a replay).
+type appendPlanPG struct {
+	res   model.AppendResult
+	wrote bool
+	fresh []int // the rows it stores
 }
 
-// appendLookupsPG is what was stored under the request's keys.
-type appendLookupsPG struct {
-	ses         appendSessionPG
-	reqFound    bool
-	reqHash     []byte
-	reqSeqs     string
-	byKey       map[string]appendStoredPG // messages by their own idempotency key
-	rewoundReq  bool
-	rewoundMsgs map[string]bool
-}
-
-type appendStoredPG struct {
-	msg  model.Message
-	hash []byte
-}
-
-// appendTxPG decides an append inside its transaction, as SQLite's
-// stageAppend does, in the same order (so that the same request meets the
-// same error first), then writes it.
+// appendDecidePG decides an append from v, as SQLite's stageAppend does, in
+// the same order (so that the same request meets the same error first).
+// Idempotency is decided before the status: a retry of something stored gets
+// its answer even after the session closed.
 //
-// The session row is locked (FOR UPDATE) before anything is read: appends to
-// one session, from any number of processes, then run one after another, so
-// seqs stay gap-free and a key looked up as new cannot be stored meanwhile by
-// another append. Idempotency is decided before the status: a retry of
-// something stored gets its answer even after the session closed.
-func (s *Store) appendTxPG(ctx context.Context, tx pgx.Tx, a *appendOpPG) (model.AppendResult, error) {
-	if err := s.faults.Check(repo.PointMessageWrite); err != nil {
-		return model.AppendResult{}, err
-	}
-	lk, err := appendLookupPG(ctx, tx, a)
-	if err != nil {
-		return model.AppendResult{}, err
-	}
-	if a.req.RequestKey != "" {
+// Unless v.locked, v is only a snapshot taken while another transaction held
+// the session: settled is then true only for the outcomes no later append can
+// change (a replay of what is stored, an idempotency error), and the caller
+// must look again under the lock otherwise.
+func appendDecidePG(a *appendOpPG, v *appendViewPG, w *appendInsertsPG) (plan appendPlanPG, settled bool, err error) {
+	if k := a.req.RequestKey; k != "" {
+		rec, found := v.requests[k]
 		switch {
-		case lk.reqFound && !bytes.Equal(lk.reqHash, a.reqHash):
-			return model.AppendResult{}, repo.IdempotencyConflict("Idempotency-Key", a.req.RequestKey)
-		case lk.reqFound:
-			msgs, err := appendMessagesBySeqsPG(ctx, tx, a.tenant, a.session, lk.reqSeqs)
-			return model.AppendResult{Messages: msgs, Replayed: true}, err
-		case lk.rewoundReq:
-			return model.AppendResult{}, model.Rewound("Idempotency-Key", a.req.RequestKey)
+		case found && !bytes.Equal(rec.hash, a.reqHash):
+			return plan, true, repo.IdempotencyConflict("Idempotency-Key", k)
+		case found:
+			msgs := make([]model.Message, len(rec.seqs))
+			for i, seq := range rec.seqs {
+				m, ok := v.reqMsgs[seq]
+				if !ok && !v.locked { // rewound between the two reads: look again
+					return plan, false, nil
+				}
+				if !ok {
+					return plan, true, model.Internal(fmt.Errorf("request key points at missing seq %d of session %s", seq, a.session))
+				}
+				msgs[i] = m
+			}
+			plan.res = model.AppendResult{Messages: msgs, Replayed: true}
+			return plan, true, nil
+		case v.rewoundReqs[k]:
+			return plan, true, model.Rewound("Idempotency-Key", k)
 		}
 	}
 	out := make([]model.Message, len(a.rows))
@@ -77,135 +64,124 @@ func (s *Store) appendTxPG(ctx context.Context, tx pgx.Tx, a *appendOpPG) (model
 			continue
 		}
 		if _, dup := inRequest[*r.key]; dup { // validation refuses this; the store does not rely on it
-			return model.AppendResult{}, repo.IdempotencyConflict(fmt.Sprintf("messages[%d].idempotency_key", i), *r.key)
+			return plan, true, repo.IdempotencyConflict(fmt.Sprintf("messages[%d].idempotency_key", i), *r.key)
 		}
 		inRequest[*r.key] = i
 		field := "idempotency_key"
 		if a.req.Batch {
 			field = fmt.Sprintf("messages[%d].idempotency_key", i)
 		}
-		stored, found := lk.byKey[*r.key]
+		stored, found := v.byKey[*r.key]
 		switch {
-		case !found && lk.rewoundMsgs[*r.key]:
-			return model.AppendResult{}, model.Rewound(field, *r.key)
+		case !found && v.rewoundMsgs[*r.key]:
+			return plan, true, model.Rewound(field, *r.key)
 		case !found:
 			fresh = append(fresh, i)
 		case !bytes.Equal(stored.hash, r.hash):
-			return model.AppendResult{}, repo.IdempotencyConflict(field, *r.key)
+			return plan, true, repo.IdempotencyConflict(field, *r.key)
 		default:
 			out[i] = stored.msg
 		}
 	}
-	st := lk.ses
-	if !st.exists {
-		return model.AppendResult{}, model.NotFound("session", a.session)
+	if !v.locked && (len(fresh) > 0 || a.req.RequestKey != "") {
+		return plan, false, nil // a write, or a new request key: decided only under the lock
 	}
-	b := &pgx.Batch{}
+	plan.res = model.AppendResult{Messages: out, Replayed: len(fresh) == 0}
+	if !v.locked {
+		return plan, true, nil
+	}
+	if !v.ses.exists {
+		return plan, true, model.NotFound("session", a.session)
+	}
 	if len(fresh) > 0 {
-		if err := s.appendCheckPG(ctx, tx, a, st, fresh); err != nil {
-			return model.AppendResult{}, err
+		if err := appendCheckPG(a, v, fresh); err != nil {
+			return plan, true, err
 		}
-		appendQueueRowsPG(b, a, st, fresh, out)
+		appendNumberRowsPG(w, a, v.ses, fresh, out)
 	}
-	res := model.AppendResult{Messages: out, Replayed: len(fresh) == 0}
 	if a.req.RequestKey != "" {
-		seqs := make([]int64, len(out))
-		for i, m := range out {
-			seqs[i] = m.Seq
+		w.addRequest(a.req.RequestKey, a.reqHash, out, a.now)
+	}
+	plan.wrote, plan.fresh = len(fresh) > 0 || a.req.RequestKey != "", fresh
+	return plan, true, nil
+}
+
+// appendApplyPG makes v show a decided append as stored, for the appends
+// decided after it in the same transaction: the session's counters, its keys,
+// its request key, its calls and results.
+func appendApplyPG(v *appendViewPG, a *appendOpPG, plan appendPlanPG) {
+	out := plan.res.Messages
+	for _, i := range plan.fresh {
+		m, r := &out[i], &a.rows[i]
+		v.ses.lastSeq, v.ses.count = m.Seq, v.ses.count+1
+		v.ses.tokens, v.ses.cost = v.ses.tokens+m.Tokens, v.ses.cost+m.Cost
+		if m.Role == model.RoleUser {
+			v.ses.turns++
 		}
-		j, _ := json.Marshal(seqs)
-		b.Queue(`INSERT INTO request_keys (tenant_id, session_id, key, request_hash, seqs, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6)`, a.tenant, a.session, a.req.RequestKey, a.reqHash, string(j), int64(a.now))
+		if v.ses.status == model.StatusCreated {
+			v.ses.status = model.StatusActive
+		}
+		if r.key != nil {
+			v.byKey[*r.key] = appendStoredPG{msg: *m, hash: r.hash}
+		}
+		for _, c := range m.ToolCalls {
+			t := v.toolSeqs[c.ID]
+			t.call = m.Seq
+			v.toolSeqs[c.ID] = t
+		}
+		if m.Role == model.RoleTool && m.ToolCallID != nil {
+			t := v.toolSeqs[*m.ToolCallID]
+			t.result = m.Seq
+			v.toolSeqs[*m.ToolCallID] = t
+		}
 	}
-	if b.Len() == 0 {
-		return res, nil
+	if k := a.req.RequestKey; k != "" {
+		rec := appendRecordedPG{hash: a.reqHash, seqs: make([]int64, len(out))}
+		for i, m := range out {
+			rec.seqs[i] = m.Seq
+			v.reqMsgs[m.Seq] = m
+		}
+		v.requests[k] = rec
 	}
+}
+
+// appendTxPG decides and writes an append inside a transaction the caller
+// holds (a rewind's replacement tail, a repair's interrupted results): the
+// session row is locked before anything is read, so the reads see every
+// append before it.
+func (s *Store) appendTxPG(ctx context.Context, tx pgx.Tx, a *appendOpPG) (model.AppendResult, error) {
+	if err := s.faults.Check(repo.PointMessageWrite); err != nil {
+		return model.AppendResult{}, err
+	}
+	v := newAppendViewPG()
+	b := &pgx.Batch{}
+	appendQueueLookupsPG(b, []*appendOpPG{a}, v, appendLockWait)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil { // runs the callbacks: v is complete only after it
+		return model.AppendResult{}, err
+	}
+	w := newAppendInsertsPG(a.tenant, a.session)
+	plan, _, err := appendDecidePG(a, v, w)
+	if err != nil || !plan.wrote {
+		return plan.res, err
+	}
+	appendApplyPG(v, a, plan)
+	b = &pgx.Batch{}
+	w.queue(b)
+	appendQueueSessionPG(b, a.tenant, a.session, v.ses)
 	if err := s.faults.Check(repo.PointAppendFlush); err != nil {
 		return model.AppendResult{}, err
 	}
 	if err := appendSendPG(ctx, tx, b); err != nil {
 		return model.AppendResult{}, err
 	}
-	return res, nil
-}
-
-// appendLookupPG locks the session row and reads what the request's keys name,
-// in one round trip: the statements of a batch run in order, so the reads
-// after the lock see every append that held it before.
-func appendLookupPG(ctx context.Context, tx pgx.Tx, a *appendOpPG) (appendLookupsPG, error) {
-	lk := appendLookupsPG{byKey: map[string]appendStoredPG{}, rewoundMsgs: map[string]bool{}}
-	var keys []string
-	for i := range a.rows {
-		if k := a.rows[i].key; k != nil {
-			keys = append(keys, *k)
-		}
-	}
-	b := &pgx.Batch{}
-	b.Queue(`SELECT status, last_seq, message_count, total_tokens, total_cost, turn_count
-		FROM sessions WHERE tenant_id = $1 AND id = $2 FOR UPDATE`, a.tenant, a.session).QueryRow(func(row pgx.Row) error {
-		var status string
-		err := row.Scan(&status, &lk.ses.lastSeq, &lk.ses.count, &lk.ses.tokens, &lk.ses.cost, &lk.ses.turns)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil
-		}
-		lk.ses.exists, lk.ses.status = err == nil, model.Status(status)
-		return err
-	})
-	if a.req.RequestKey != "" {
-		b.Queue(`SELECT request_hash, seqs FROM request_keys WHERE tenant_id = $1 AND session_id = $2 AND key = $3`,
-			a.tenant, a.session, a.req.RequestKey).QueryRow(func(row pgx.Row) error {
-			err := row.Scan(&lk.reqHash, &lk.reqSeqs)
-			if errors.Is(err, pgx.ErrNoRows) {
-				return nil
-			}
-			lk.reqFound = err == nil
-			return err
-		})
-	}
-	if len(keys) > 0 {
-		b.Queue(`SELECT `+messageColumnsPG+`, idempotency_key, request_hash FROM messages
-			WHERE tenant_id = $1 AND session_id = $2 AND idempotency_key = ANY($3)`, a.tenant, a.session, keys).Query(func(rows pgx.Rows) error {
-			var (
-				key  string
-				hash []byte
-			)
-			sc := newMsgScanRowPG(&key, &hash)
-			for rows.Next() {
-				m, err := sc.scan(rows)
-				if err != nil {
-					return err
-				}
-				lk.byKey[key] = appendStoredPG{msg: m, hash: hash}
-			}
-			return rows.Err()
-		})
-	}
-	if a.req.RequestKey != "" || len(keys) > 0 {
-		b.Queue(`SELECT kind, key FROM rewound_keys WHERE tenant_id = $1 AND session_id = $2
-			AND ((kind = 'request' AND key = $3) OR (kind = 'message' AND key = ANY($4)))`,
-			a.tenant, a.session, a.req.RequestKey, keys).Query(func(rows pgx.Rows) error {
-			var kind, key string
-			for rows.Next() {
-				if err := rows.Scan(&kind, &key); err != nil {
-					return err
-				}
-				if kind == "request" {
-					lk.rewoundReq = key == a.req.RequestKey
-				} else {
-					lk.rewoundMsgs[key] = true
-				}
-			}
-			return rows.Err()
-		})
-	}
-	err := tx.SendBatch(ctx, b).Close() // runs the callbacks above: lk is complete only after it
-	return lk, err
+	return plan.res, nil
 }
 
 // appendCheckPG refuses what SQLite's stageAppend refuses of an append with
 // fresh rows, in the same order: the fence, a closed session, then for each
 // fresh row its running totals and its files, then tool pairing.
-func (s *Store) appendCheckPG(ctx context.Context, tx pgx.Tx, a *appendOpPG, st appendSessionPG, fresh []int) error {
+func appendCheckPG(a *appendOpPG, v *appendViewPG, fresh []int) error {
+	st := v.ses
 	if e := a.req.ExpectedLastSeq; e != nil && *e != st.lastSeq {
 		return model.StaleSeq(*e, st.lastSeq)
 	}
@@ -213,13 +189,11 @@ func (s *Store) appendCheckPG(ctx context.Context, tx pgx.Tx, a *appendOpPG, st 
 		return &model.Error{Kind: model.KindConflict, Code: "session_closed",
 			Msg: fmt.Sprintf("session %q is %s; reopen it (PATCH status active) to append", a.session, st.status)}
 	}
-	files, err := appendKnownFilesPG(ctx, tx, a, fresh)
-	if err != nil {
-		return err
-	}
 	tokens, cost := st.tokens, st.cost
+	results := false
 	for _, i := range fresh {
 		m := &a.rows[i].msg
+		results = results || m.Role == model.RoleTool
 		tokens, cost = tokens+m.Tokens, cost+m.Cost
 		prefix := ""
 		if a.req.Batch {
@@ -229,78 +203,44 @@ func (s *Store) appendCheckPG(ctx context.Context, tx pgx.Tx, a *appendOpPG, st 
 			return err
 		}
 		for j, p := range m.Content.Parts {
-			if p.FileID != "" && !files[p.FileID] {
+			if p.FileID != "" && !v.files[p.FileID] {
 				return model.Invalid(model.FieldError{Field: prefix + "content[" + strconv.Itoa(j) + "].file_id",
 					Message: "names no file of this tenant; upload it first with POST /v1/files"})
 			}
 		}
 	}
-	return appendCheckToolsPG(ctx, tx, a, fresh, st.lastSeq)
+	if !results {
+		return nil
+	}
+	return appendCheckToolsPG(a, fresh, st.lastSeq, v.toolSeqs)
 }
 
-// appendKnownFilesPG returns which of the files the fresh rows reference the
-// tenant has: another tenant's file is as missing as one never uploaded.
-func appendKnownFilesPG(ctx context.Context, tx pgx.Tx, a *appendOpPG, fresh []int) (map[string]bool, error) {
-	var ids []string
-	for _, i := range fresh {
-		ids = append(ids, a.rows[i].files...)
-	}
-	known := map[string]bool{}
-	if len(ids) == 0 {
-		return known, nil
-	}
-	rows, err := tx.Query(ctx, `SELECT id FROM files WHERE tenant_id = $1 AND id = ANY($2)`, a.tenant, ids)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		known[id] = true
-	}
-	return known, rows.Err()
-}
-
-// appendQueueRowsPG numbers the fresh rows after the session's last_seq and
-// queues their inserts and the session's new counters; out gets each stored
-// message. An append's first message makes a created session active.
-func appendQueueRowsPG(b *pgx.Batch, a *appendOpPG, st appendSessionPG, fresh []int, out []model.Message) {
+// appendNumberRowsPG numbers the fresh rows after the session's last_seq and
+// gathers them, with their running totals, into w; out gets each stored
+// message.
+func appendNumberRowsPG(w *appendInsertsPG, a *appendOpPG, st appendSessionPG, fresh []int, out []model.Message) {
 	seq, tokens, cost, turns := st.lastSeq, st.tokens, st.cost, st.turns
 	for _, i := range fresh {
 		r := &a.rows[i]
-		m := &r.msg
 		seq++
-		tokens, cost = tokens+m.Tokens, cost+m.Cost
-		if m.Role == model.RoleUser {
+		tokens, cost = tokens+r.msg.Tokens, cost+r.msg.Cost
+		if r.msg.Role == model.RoleUser {
 			turns++
 		}
-		m.Seq = seq
-		isError := 0
-		if m.IsError {
-			isError = 1
-		}
-		b.Queue(`INSERT INTO messages (tenant_id, session_id, seq, id, role, content, name, tool_calls,
-			tool_call_id, agent_id, model, tokens, cost, metadata, created_at, idempotency_key, request_hash,
-			gid, cum_tokens, cum_cost, parts, is_error, provider_item, cum_turns)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
-			nextval('messages_gid'), $18, $19, $20, $21, $22, $23)`,
-			a.tenant, a.session, m.Seq, m.ID, string(m.Role), m.Content.Text, m.Name, r.toolCalls,
-			m.ToolCallID, m.AgentID, m.Model, m.Tokens, m.Cost, r.metadata, int64(m.CreatedAt), r.key, r.hash,
-			tokens, cost, r.parts, isError, r.providerItem, turns)
-		for _, f := range r.files {
-			b.Queue(`INSERT INTO message_files (tenant_id, session_id, seq, file_id) VALUES ($1, $2, $3, $4)
-				ON CONFLICT DO NOTHING`, a.tenant, a.session, m.Seq, f)
-		}
-		appendQueueToolRowsPG(b, a.tenant, a.session, m)
-		out[i] = *m
+		r.msg.Seq = seq
+		w.addMessage(r, tokens, cost, turns)
+		out[i] = r.msg
 	}
+}
+
+// appendQueueSessionPG queues the session's counters as they stand after the
+// appends of a transaction, once for all of them. An append's first message
+// makes a created session active.
+func appendQueueSessionPG(b *pgx.Batch, tenant, session string, st appendSessionPG) {
 	b.Queue(`UPDATE sessions SET message_count = $1, last_seq = $2, total_tokens = $3, total_cost = $4, turn_count = $5,
 		updated_at = $6, status = CASE WHEN status = 'created' THEN 'active' ELSE status END
 		WHERE tenant_id = $7 AND id = $8`,
-		st.count+int64(len(fresh)), seq, tokens, cost, turns, int64(model.Now()), a.tenant, a.session)
+		st.count, st.lastSeq, st.tokens, st.cost, st.turns, int64(model.Now()), tenant, session)
 }
 
 // appendSendPG runs a batch of writes and returns its first error.
@@ -313,37 +253,6 @@ func appendSendPG(ctx context.Context, tx pgx.Tx, b *pgx.Batch) error {
 		}
 	}
 	return br.Close()
-}
-
-// appendMessagesBySeqsPG reads the messages a request key recorded, in the
-// order recorded.
-func appendMessagesBySeqsPG(ctx context.Context, tx pgx.Tx, tenant, sessionID, seqsJSON string) ([]model.Message, error) {
-	var seqs []int64
-	if err := json.Unmarshal([]byte(seqsJSON), &seqs); err != nil {
-		return nil, model.Internal(err)
-	}
-	rows, err := tx.Query(ctx, `SELECT `+messageColumnsPG+` FROM messages
-		WHERE tenant_id = $1 AND session_id = $2 AND seq = ANY($3)`, tenant, sessionID, seqs)
-	if err != nil {
-		return nil, err
-	}
-	got, err := msgCollectPG(rows, len(seqs))
-	if err != nil {
-		return nil, err
-	}
-	bySeq := make(map[int64]model.Message, len(got))
-	for _, m := range got {
-		bySeq[m.Seq] = m
-	}
-	out := make([]model.Message, len(seqs))
-	for i, seq := range seqs {
-		m, ok := bySeq[seq]
-		if !ok {
-			return nil, model.Internal(fmt.Errorf("request key points at missing seq %d of session %s", seq, sessionID))
-		}
-		out[i] = m
-	}
-	return out, nil
 }
 
 // appendCheckTotalsPG refuses a write that would take a session's running

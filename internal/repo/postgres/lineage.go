@@ -24,15 +24,29 @@ type lineageQuerier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
-// lineageQueryPG follows parent_id for as long as each session shares its
-// prefix, however deep the chain of forks (the same walk as SQLite's).
-const lineageQueryPG = `WITH RECURSIVE chain(id, parent_id, forked_at_seq, shared, depth) AS (
+// lineageChainPG follows parent_id for as long as each session shares its
+// prefix, however deep the chain of forks (the same walk as SQLite's): $1 is
+// the tenant, $2 the session.
+const lineageChainPG = `WITH RECURSIVE chain(id, parent_id, forked_at_seq, shared, depth) AS (
 		SELECT id, parent_id, forked_at_seq, prefix_shared, 0 FROM sessions WHERE tenant_id = $1 AND id = $2
 		UNION ALL
 		SELECT s.id, s.parent_id, s.forked_at_seq, s.prefix_shared, c.depth + 1
 		FROM chain c JOIN sessions s ON s.tenant_id = $1 AND s.id = c.parent_id
-		WHERE c.shared = 1 AND c.depth < 1000000)
+		WHERE c.shared = 1 AND c.depth < 1000000)`
+
+const lineageQueryPG = lineageChainPG + `
 	SELECT id, parent_id, forked_at_seq, shared FROM chain ORDER BY depth`
+
+// lineageSegmentsPG is lineagePG's segments as SQL (owner, lo, hi), for a
+// query that must read through them in the same statement: a link's hi is the
+// lowest fork point below it, and a link whose range that leaves empty
+// (lo >= hi) matches no row, as lineagePG skips it.
+const lineageSegmentsPG = lineageChainPG + `,
+	segments(owner, lo, hi) AS (
+		SELECT id, CASE WHEN shared = 1 AND parent_id IS NOT NULL THEN forked_at_seq ELSE 0 END,
+			COALESCE(min(forked_at_seq) OVER (ORDER BY depth ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING),
+				9223372036854775807)
+		FROM chain)`
 
 // lineagePG returns where sessionID's messages are stored, in ascending seq
 // order, one segment per session that stores part of it. Errors: KindNotFound.

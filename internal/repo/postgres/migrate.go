@@ -1,7 +1,8 @@
 // Package postgres is the PostgreSQL backend: for teams that need a standby,
 // several Logbook processes on one database, or a database their operators
-// already run. This far it holds the schema and its migrations; the store
-// itself is being built against repo.Store (issue #11).
+// already run. Store implements repo.Store; appends to one session from every
+// goroutine of a process gather into group commits (appends_queue.go), and
+// processes take turns on the session's row lock.
 package postgres
 
 import (

@@ -34,9 +34,10 @@ type Config struct {
 // one transaction whose compare-and-set (a session's last_seq, a checkpoint's
 // iteration, a block's version) is checked on the row it locks.
 type Store struct {
-	pool   *pgxpool.Pool
-	faults *repo.Faults
-	url    string
+	pool    *pgxpool.Pool
+	faults  *repo.Faults
+	url     string
+	appends appendQueuesPG
 }
 
 // Open connects to cfg.URL, applies migrations when cfg.Migrate is set, and

@@ -1,0 +1,119 @@
+package postgres
+
+import (
+	"encoding/json"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/logbook/logbook/internal/model"
+)
+
+// appendInsertsPG gathers what the appends of one transaction store, a column
+// at a time, so that each table gets one INSERT ... SELECT FROM unnest(...)
+// however many messages the transaction carries: a 1,000-message batch or a
+// group commit of 64 appends is a handful of statements, and the search
+// trigger runs once per statement.
+type appendInsertsPG struct {
+	tenant, session string
+	rows            int
+
+	seq, tokens, createdAt, cumTokens, cumTurns []int64
+	cost, cumCost                               []float64
+	isError                                     []int32
+	id, role, content, metadata                 []string
+	name, toolCalls, toolCallID, agentID, model []*string
+	key, parts, providerItem                    []*string
+	hash                                        [][]byte
+
+	fileSeq, callSeq, resultSeq []int64
+	fileID, callID, resultID    []string
+
+	reqKey, reqSeqs []string
+	reqHash         [][]byte
+	reqCreated      []int64
+}
+
+func newAppendInsertsPG(tenant, session string) *appendInsertsPG {
+	return &appendInsertsPG{tenant: tenant, session: session}
+}
+
+// addMessage gathers a numbered message with the session's running totals
+// after it.
+func (w *appendInsertsPG) addMessage(r *appendRowPG, cumTokens int64, cumCost float64, cumTurns int64) {
+	m := &r.msg
+	w.rows++
+	isError := int32(0)
+	if m.IsError {
+		isError = 1
+	}
+	w.seq, w.tokens, w.createdAt = append(w.seq, m.Seq), append(w.tokens, m.Tokens), append(w.createdAt, int64(m.CreatedAt))
+	w.cumTokens, w.cumTurns = append(w.cumTokens, cumTokens), append(w.cumTurns, cumTurns)
+	w.cost, w.cumCost, w.isError = append(w.cost, m.Cost), append(w.cumCost, cumCost), append(w.isError, isError)
+	w.id, w.role = append(w.id, m.ID), append(w.role, string(m.Role))
+	w.content, w.metadata = append(w.content, m.Content.Text), append(w.metadata, r.metadata)
+	w.name, w.toolCalls, w.toolCallID = append(w.name, m.Name), append(w.toolCalls, r.toolCalls), append(w.toolCallID, m.ToolCallID)
+	w.agentID, w.model = append(w.agentID, m.AgentID), append(w.model, m.Model)
+	w.key, w.parts, w.providerItem = append(w.key, r.key), append(w.parts, r.parts), append(w.providerItem, r.providerItem)
+	w.hash = append(w.hash, r.hash)
+	for _, f := range r.files {
+		w.fileSeq, w.fileID = append(w.fileSeq, m.Seq), append(w.fileID, f)
+	}
+	for _, c := range m.ToolCalls {
+		w.callSeq, w.callID = append(w.callSeq, m.Seq), append(w.callID, c.ID)
+	}
+	if m.Role == model.RoleTool && m.ToolCallID != nil {
+		w.resultSeq, w.resultID = append(w.resultSeq, m.Seq), append(w.resultID, *m.ToolCallID)
+	}
+}
+
+// addRequest gathers what a request key records: the seqs of its messages.
+func (w *appendInsertsPG) addRequest(key string, hash []byte, out []model.Message, now model.Time) {
+	seqs := make([]int64, len(out))
+	for i, m := range out {
+		seqs[i] = m.Seq
+	}
+	j, _ := json.Marshal(seqs)
+	w.reqKey, w.reqHash = append(w.reqKey, key), append(w.reqHash, hash)
+	w.reqSeqs, w.reqCreated = append(w.reqSeqs, string(j)), append(w.reqCreated, int64(now))
+}
+
+// queue queues the inserts, messages first (the other tables name them).
+func (w *appendInsertsPG) queue(b *pgx.Batch) {
+	if w.rows > 0 {
+		b.Queue(`INSERT INTO messages (tenant_id, session_id, seq, id, role, content, name, tool_calls,
+			tool_call_id, agent_id, model, tokens, cost, metadata, created_at, idempotency_key, request_hash,
+			gid, cum_tokens, cum_cost, parts, is_error, provider_item, cum_turns)
+			SELECT $1, $2, u.seq, u.id, u.role, u.content, u.name, u.tool_calls::json, u.tool_call_id, u.agent_id,
+				u.model, u.tokens, u.cost, u.metadata::json, u.created_at, u.key, u.hash, nextval('messages_gid'),
+				u.cum_tokens, u.cum_cost, u.parts::json, u.is_error, u.provider_item::json, u.cum_turns
+			FROM unnest($3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
+				$10::text[], $11::text[], $12::bigint[], $13::float8[], $14::text[], $15::bigint[], $16::text[],
+				$17::bytea[], $18::bigint[], $19::float8[], $20::text[], $21::int[], $22::text[], $23::bigint[])
+			AS u(seq, id, role, content, name, tool_calls, tool_call_id, agent_id, model, tokens, cost, metadata,
+				created_at, key, hash, cum_tokens, cum_cost, parts, is_error, provider_item, cum_turns)`,
+			w.tenant, w.session, w.seq, w.id, w.role, w.content, w.name, w.toolCalls, w.toolCallID, w.agentID,
+			w.model, w.tokens, w.cost, w.metadata, w.createdAt, w.key, w.hash, w.cumTokens, w.cumCost,
+			w.parts, w.isError, w.providerItem, w.cumTurns)
+	}
+	if len(w.fileSeq) > 0 {
+		b.Queue(`INSERT INTO message_files (tenant_id, session_id, seq, file_id)
+			SELECT $1, $2, u.seq, u.file_id FROM unnest($3::bigint[], $4::text[]) AS u(seq, file_id)
+			ON CONFLICT DO NOTHING`, w.tenant, w.session, w.fileSeq, w.fileID)
+	}
+	if len(w.callSeq) > 0 {
+		b.Queue(`INSERT INTO tool_calls (tenant_id, session_id, call_id, seq)
+			SELECT $1, $2, u.call_id, u.seq FROM unnest($3::text[], $4::bigint[]) AS u(call_id, seq)
+			ON CONFLICT DO NOTHING`, w.tenant, w.session, w.callID, w.callSeq)
+	}
+	if len(w.resultSeq) > 0 {
+		b.Queue(`INSERT INTO tool_results (tenant_id, session_id, call_id, seq)
+			SELECT $1, $2, u.call_id, u.seq FROM unnest($3::text[], $4::bigint[]) AS u(call_id, seq)
+			ON CONFLICT DO NOTHING`, w.tenant, w.session, w.resultID, w.resultSeq)
+	}
+	if len(w.reqKey) > 0 {
+		b.Queue(`INSERT INTO request_keys (tenant_id, session_id, key, request_hash, seqs, created_at)
+			SELECT $1, $2, u.key, u.hash, u.seqs::json, u.created_at
+			FROM unnest($3::text[], $4::bytea[], $5::text[], $6::bigint[]) AS u(key, hash, seqs, created_at)`,
+			w.tenant, w.session, w.reqKey, w.reqHash, w.reqSeqs, w.reqCreated)
+	}
+}
