@@ -24,6 +24,7 @@ type Store interface {
 	Files
 	Keys
 	Admin
+	Events
 	Ping(ctx context.Context) error
 	Close() error
 }

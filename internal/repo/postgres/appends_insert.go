@@ -95,6 +95,13 @@ func (w *appendInsertsPG) queue(b *pgx.Batch) {
 			w.model, w.tokens, w.cost, w.metadata, w.createdAt, w.key, w.hash, w.cumTokens, w.cumCost,
 			w.parts, w.isError, w.providerItem, w.cumTurns)
 	}
+	if w.rows > 0 {
+		// The live feed's events, in seq order, told at commit (events.go).
+		b.Queue(`WITH e AS (INSERT INTO events (tenant_id, session_id, type, message_id, seq, created_at)
+				SELECT $1, $2, '`+string(model.EventMessageAppended)+`', u.id, u.seq, $5
+				FROM unnest($3::text[], $4::bigint[]) AS u(id, seq))
+			SELECT pg_notify('`+eventsRecordedChannel+`', '')`, w.tenant, w.session, w.id, w.seq, int64(model.Now()))
+	}
 	if len(w.fileSeq) > 0 {
 		b.Queue(`INSERT INTO message_files (tenant_id, session_id, seq, file_id)
 			SELECT $1, $2, u.seq, u.file_id FROM unnest($3::bigint[], $4::text[]) AS u(seq, file_id)

@@ -101,6 +101,9 @@ func (s *Store) writeCheckpointPG(ctx context.Context, tenant, sessionID string,
 			p.Pause, tenant, sessionID); err != nil {
 			return err
 		}
+		if err := recordEventPG(ctx, tx, tenant, sessionID, model.EventCheckpointCreated, repo.CheckpointEventData(c)); err != nil {
+			return err
+		}
 		return pruneCheckpointsPG(ctx, tx, tenant, sessionID, keep)
 	})
 	if err == nil && crashAfter {

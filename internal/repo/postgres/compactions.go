@@ -96,7 +96,10 @@ func (s *Store) CreateCompaction(ctx context.Context, tenant, sessionID string, 
 		_, err = tx.Exec(ctx, `INSERT INTO compactions (tenant_id, session_id, n, id, through_seq, summary, summary_parts,
 			tokens, model, provider_item, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
 			tenant, sessionID, prevN+1, c.ID, c.ThroughSeq, summary, parts, c.Tokens, c.Model, item, int64(c.CreatedAt))
-		return err
+		if err != nil {
+			return err
+		}
+		return recordEventPG(ctx, tx, tenant, sessionID, model.EventCompactionCreated, repo.CompactionEventData(c))
 	})
 	return c, err
 }

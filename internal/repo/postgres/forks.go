@@ -82,7 +82,14 @@ func (s *Store) ForkSession(ctx context.Context, tenant, parentID string, in mod
 		if tag.RowsAffected() == 0 {
 			return model.Errorf(model.KindConflict, "conflict", "a session with id %q already exists", fork.ID)
 		}
-		return forkCopyCompactionsPG(ctx, tx, tenant, parentID, fork.ID, at)
+		if err := forkCopyCompactionsPG(ctx, tx, tenant, parentID, fork.ID, at); err != nil {
+			return err
+		}
+		stored, err := getSessionTx(ctx, tx, tenant, fork.ID, "")
+		if err != nil {
+			return err
+		}
+		return recordEventPG(ctx, tx, tenant, fork.ID, model.EventSessionCreated, repo.SessionEventData(stored))
 	})
 	if err != nil {
 		return model.Session{}, err

@@ -124,7 +124,11 @@ func (im *importTxPG) run(ctx context.Context, sp *transfer.Spool) (model.Sessio
 		im.cumTurns, im.tenant, im.ses.ID); err != nil {
 		return model.Session{}, err
 	}
-	return getSessionTx(ctx, im.tx, im.tenant, im.ses.ID, "")
+	out, err := getSessionTx(ctx, im.tx, im.tenant, im.ses.ID, "")
+	if err != nil {
+		return out, err
+	}
+	return out, recordEventPG(ctx, im.tx, im.tenant, out.ID, model.EventSessionCreated, repo.SessionEventData(out))
 }
 
 // session writes the session row as the export states it, but stored whole:

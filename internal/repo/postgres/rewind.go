@@ -64,6 +64,9 @@ func (s *Store) rewindTxPG(ctx context.Context, tx pgx.Tx, tenant, id string, in
 			return res, err
 		}
 	}
+	if err := recordEventPG(ctx, tx, tenant, id, model.EventSessionRewound, repo.RewindEventData(id, to, res)); err != nil {
+		return res, err
+	}
 	if len(rows) > 0 {
 		msgs, err := s.rewindAppendTailPG(ctx, tx, tenant, id, rows, now)
 		if err != nil {

@@ -54,7 +54,7 @@ func (s *Store) CreateSession(ctx context.Context, tenant string, in model.Creat
 		if tag.RowsAffected() == 0 {
 			return model.Errorf(model.KindConflict, "conflict", "a session with id %q already exists", ses.ID)
 		}
-		return nil
+		return recordEventPG(ctx, tx, tenant, ses.ID, model.EventSessionCreated, repo.SessionEventData(ses))
 	})
 	if err != nil {
 		return model.Session{}, err
@@ -176,5 +176,5 @@ func saveSessionTx(ctx context.Context, tx pgx.Tx, tenant string, prev model.Sta
 	if tag.RowsAffected() != 1 {
 		return model.Errorf(model.KindConflict, "conflict", "session %q changed concurrently; retry", ses.ID)
 	}
-	return nil
+	return recordEventPG(ctx, tx, tenant, ses.ID, model.EventSessionUpdated, repo.SessionEventData(*ses))
 }

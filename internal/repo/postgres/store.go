@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync"
 	"syscall"
 	"time"
 
@@ -38,6 +39,11 @@ type Store struct {
 	faults  *repo.Faults
 	url     string
 	appends appendQueuesPG
+	events  repo.EventSignal
+
+	listenOnce sync.Once          // the feed's listener starts with its first reader
+	stopListen context.CancelFunc // set by listenOnce
+	listenDone chan struct{}
 }
 
 // Open connects to cfg.URL, applies migrations when cfg.Migrate is set, and
@@ -72,8 +78,13 @@ type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
 
-// Close closes the pool.
+// Close stops the feed's listener and closes the pool.
 func (s *Store) Close() error {
+	s.listenOnce.Do(func() {}) // none starts after this
+	if s.stopListen != nil {
+		s.stopListen()
+		<-s.listenDone
+	}
 	s.pool.Close()
 	return nil
 }

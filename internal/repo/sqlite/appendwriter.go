@@ -318,6 +318,9 @@ func (s *Store) flush(ctx context.Context, tx *sql.Tx, g *group) error {
 		if err := indexToolRows(ctx, tx, sr.tenant, sr.session, m); err != nil {
 			return err
 		}
+		if err := s.recordEvent(ctx, tx, sr.tenant, sr.session, model.EventMessageAppended, m.ID, m.Seq, nil); err != nil {
+			return err
+		}
 	}
 	for _, k := range g.touched {
 		st := s.sessions.m[k]

@@ -68,7 +68,10 @@ func (s *Store) CreateCompaction(ctx context.Context, tenant, sessionID string, 
 				return err
 			}
 		}
-		return insertCompaction(ctx, tx, tenant, n, c)
+		if err := insertCompaction(ctx, tx, tenant, n, c); err != nil {
+			return err
+		}
+		return s.recordEvent(ctx, tx, tenant, sessionID, model.EventCompactionCreated, "", 0, repo.CompactionEventData(c))
 	})
 	return c, err
 }

@@ -74,7 +74,14 @@ func (s *Store) ForkSession(ctx context.Context, tenant, parentID string, in mod
 		if err != nil {
 			return err
 		}
-		return copyCompactions(ctx, tx, tenant, parentID, fork.ID, at)
+		if err := copyCompactions(ctx, tx, tenant, parentID, fork.ID, at); err != nil {
+			return err
+		}
+		stored, err := getSession(ctx, tx, tenant, fork.ID)
+		if err != nil {
+			return err
+		}
+		return s.recordEvent(ctx, tx, tenant, fork.ID, model.EventSessionCreated, "", 0, repo.SessionEventData(stored))
 	})
 	return fork, err
 }

@@ -192,7 +192,11 @@ func (s *Store) importTx(ctx context.Context, tx *sql.Tx, tenant string, sp *tra
 		cumTurns, tenant, ses.ID); err != nil {
 		return model.Session{}, err
 	}
-	return getSession(ctx, tx, tenant, ses.ID)
+	out, err := getSession(ctx, tx, tenant, ses.ID)
+	if err != nil {
+		return out, err
+	}
+	return out, s.recordEvent(ctx, tx, tenant, out.ID, model.EventSessionCreated, "", 0, repo.SessionEventData(out))
 }
 
 // insertImportedSession writes the session row as the export states it.

@@ -42,7 +42,10 @@ func (s *Store) CreateSession(ctx context.Context, tenant string, in model.Creat
 		if isConstraint(err) {
 			return model.Errorf(model.KindConflict, "conflict", "a session with id %q already exists", ses.ID)
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		return s.recordEvent(ctx, tx, tenant, ses.ID, model.EventSessionCreated, "", 0, repo.SessionEventData(ses))
 	})
 	if err != nil {
 		return model.Session{}, err
@@ -181,7 +184,7 @@ func (s *Store) UpdateSession(ctx context.Context, tenant, id string, in model.U
 		}
 		if changed {
 			s.sessions.forget(tenant, id) // its status may change: the writer's record must not outlive it
-			if err := saveSession(tx, tenant, prev, &ses); err != nil {
+			if err := s.saveSession(ctx, tx, tenant, prev, &ses); err != nil {
 				return err
 			}
 		}
@@ -207,7 +210,7 @@ func (s *Store) CloseSession(ctx context.Context, tenant, id string) (model.Sess
 			prev := ses.Status
 			repo.SetSessionStatus(&ses, model.StatusCompleted)
 			s.sessions.forget(tenant, id) // its status may change: the writer's record must not outlive it
-			if err := saveSession(tx, tenant, prev, &ses); err != nil {
+			if err := s.saveSession(ctx, tx, tenant, prev, &ses); err != nil {
 				return err
 			}
 		}
@@ -217,10 +220,11 @@ func (s *Store) CloseSession(ctx context.Context, tenant, id string) (model.Sess
 	return out, err
 }
 
-// saveSession writes ses back as a compare-and-set on the status it was read with.
-// Inside the single writer nothing can change in between; the check still guards
-// against another process (the CLI) writing the same file.
-func saveSession(tx *sql.Tx, tenant string, prev model.Status, ses *model.Session) error {
+// saveSession writes ses back as a compare-and-set on the status it was read with,
+// and tells the live feed. Inside the single writer nothing can change in
+// between; the check still guards against another process (the CLI) writing
+// the same file.
+func (s *Store) saveSession(ctx context.Context, tx *sql.Tx, tenant string, prev model.Status, ses *model.Session) error {
 	meta := ses.Metadata.String()
 	ses.UpdatedAt = max(model.Now(), ses.UpdatedAt)
 	var closedAt *int64
@@ -237,5 +241,5 @@ func saveSession(tx *sql.Tx, tenant string, prev model.Status, ses *model.Sessio
 	if n, err := res.RowsAffected(); err != nil || n != 1 {
 		return model.Errorf(model.KindConflict, "conflict", "session %q changed concurrently; retry", ses.ID)
 	}
-	return nil
+	return s.recordEvent(ctx, tx, tenant, ses.ID, model.EventSessionUpdated, "", 0, repo.SessionEventData(*ses))
 }

@@ -24,6 +24,7 @@ type writerStatements struct {
 	updateSessionCounters         *sql.Stmt
 	updateSessionCountersActivate *sql.Stmt
 	insertRequestKey              *sql.Stmt
+	insertEvent                   *sql.Stmt
 }
 
 func prepareWriterStatements(ctx context.Context, db *sql.DB) (writerStatements, error) {
@@ -47,6 +48,8 @@ func prepareWriterStatements(ctx context.Context, db *sql.DB) (writerStatements,
 			tool_call_id, agent_id, model, tokens, cost, metadata, created_at, idempotency_key, request_hash,
 			gid, cum_tokens, cum_cost, parts, is_error, provider_item, cum_turns)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
+		{&st.insertEvent, `INSERT INTO events (tenant_id, session_id, type, message_id, seq, data, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`},
 		{&st.insertMessageFile, `INSERT OR IGNORE INTO message_files (tenant_id, session_id, seq, file_id) VALUES (?, ?, ?, ?)`},
 		{&st.fileExists, `SELECT 1 FROM files WHERE tenant_id = ? AND id = ?`},
 		// Two forms: status only in the one that changes it, since an UPDATE that

@@ -60,15 +60,18 @@ type Store struct {
 		parts []string
 	}
 
-	queue      chan *writeOp
-	mu         sync.RWMutex // guards closed against sends on a closed queue
-	closed     bool
-	writerDone chan struct{}
-	maxBatch   int
-	stats      writerStats
-	st         writerStatements // used only by the writer goroutine
-	rst        readStatements   // prepared on the read pool
-	faults     *repo.Faults
+	queue  chan *writeOp
+	events repo.EventSignal // the live feed's readers, woken after each commit of events
+	// eventsWritten says that the writer's current group recorded events.
+	eventsWritten bool
+	mu            sync.RWMutex // guards closed against sends on a closed queue
+	closed        bool
+	writerDone    chan struct{}
+	maxBatch      int
+	stats         writerStats
+	st            writerStatements // used only by the writer goroutine
+	rst           readStatements   // prepared on the read pool
+	faults        *repo.Faults
 
 	gid          int64        // the last message gid handed out; the writer's alone
 	sessions     sessionCache // the writer's record of sessions it appends to

@@ -102,6 +102,10 @@ func (s *Store) runWriter() {
 		}
 		s.commit(batch)
 		s.lastCommit.Store(time.Now().UnixNano())
+		if s.eventsWritten { // perhaps rolled back: a reader woken for nothing reads nothing
+			s.eventsWritten = false
+			s.events.Signal()
+		}
 		select { // new messages, perhaps: the indexer looks
 		case s.indexWake <- struct{}{}:
 		default:

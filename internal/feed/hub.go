@@ -1,0 +1,304 @@
+// Package feed fans the store's event log out to the live feed's readers: one
+// goroutine per process follows the log and keeps its newest events in
+// memory, however many readers there are, and a reader that falls behind
+// what memory holds reads the store instead. Readers only ever pull, so a
+// slow one costs the writer nothing.
+package feed
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/logbook/logbook/internal/model"
+	"github.com/logbook/logbook/internal/repo"
+)
+
+// Options bound the hub's memory and say how often it looks without being
+// told (another process's writes wake no one here on SQLite).
+type Options struct {
+	MaxEvents int           // events kept in memory; 0: 8192
+	MaxBytes  int           // their data's bytes; 0: 32 MiB
+	Poll      time.Duration // how often to look when nothing says to; 0: 1s
+	Log       zerolog.Logger
+}
+
+// Hub follows the log while it has readers.
+type Hub struct {
+	store repo.Events
+	opts  Options
+
+	mu      sync.Mutex
+	readers int
+	stop    context.CancelFunc
+	stopped chan struct{}
+	// ring holds every event with start < pos <= head, in order: a reader
+	// whose position is at least start reads it here.
+	ring        []model.Event
+	bytes       int
+	start, head int64
+	tailing     bool          // ring and head describe the log (false until the first read)
+	changed     chan struct{} // closed when head moves or the hub stops
+}
+
+// New returns a hub over store; it starts following the log with its first
+// reader and stops after its last.
+func New(store repo.Events, opts Options) *Hub {
+	if opts.MaxEvents <= 0 {
+		opts.MaxEvents = 8192
+	}
+	if opts.MaxBytes <= 0 {
+		opts.MaxBytes = 32 << 20
+	}
+	if opts.Poll <= 0 {
+		opts.Poll = time.Second
+	}
+	return &Hub{store: store, opts: opts, changed: make(chan struct{})}
+}
+
+// join counts a reader in, starting the tail with the first.
+func (h *Hub) join() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.readers++
+	if h.readers > 1 {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h.stop, h.stopped = cancel, make(chan struct{})
+	go h.tail(ctx, h.stopped)
+}
+
+// leave counts a reader out; the last one stops the tail and waits for it.
+func (h *Hub) leave() {
+	h.mu.Lock()
+	h.readers--
+	if h.readers > 0 {
+		h.mu.Unlock()
+		return
+	}
+	stop, stopped := h.stop, h.stopped
+	h.mu.Unlock()
+	stop()
+	<-stopped
+}
+
+// tail reads what the log gains into the ring until ctx ends. While nothing
+// follows the log the ring is dropped: what was written meanwhile is not in
+// it, so it would have a hole.
+func (h *Hub) tail(ctx context.Context, done chan struct{}) {
+	defer close(done)
+	defer func() {
+		h.mu.Lock()
+		h.ring, h.bytes, h.tailing = nil, 0, false
+		h.broadcastLocked()
+		h.mu.Unlock()
+	}()
+	for {
+		changed := h.store.EventsChanged() // taken before the read: a write after it closes it
+		if !h.tailing {
+			head, err := h.store.EventHead(ctx)
+			if err != nil {
+				if !h.pause(ctx, changed, err) {
+					return
+				}
+				continue
+			}
+			h.mu.Lock()
+			h.start, h.head, h.tailing = head, head, true
+			h.broadcastLocked() // readers waiting for the ring may use it now
+			h.mu.Unlock()
+		}
+		evs, err := h.store.ListEvents(ctx, "", model.EventQuery{After: h.head, Limit: 1000})
+		if err != nil {
+			if !h.pause(ctx, changed, err) {
+				return
+			}
+			continue
+		}
+		if len(evs) > 0 {
+			h.add(evs)
+			if len(evs) == 1000 {
+				continue // more waiting
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+		case <-time.After(h.opts.Poll):
+		}
+	}
+}
+
+// pause waits after a failed read; false when the hub is stopping.
+func (h *Hub) pause(ctx context.Context, changed <-chan struct{}, err error) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	h.opts.Log.Warn().Err(err).Msg("live feed: reading the event log")
+	select {
+	case <-ctx.Done():
+		return false
+	case <-changed:
+	case <-time.After(h.opts.Poll):
+	}
+	return true
+}
+
+// add appends events to the ring, trims it to its bounds and wakes readers.
+func (h *Hub) add(evs []model.Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, e := range evs {
+		if e.Type == model.EventSessionRewound {
+			h.forgetRewoundLocked(&e)
+		}
+		h.ring = append(h.ring, e)
+		h.bytes += len(e.Data)
+	}
+	h.head = evs[len(evs)-1].Pos
+	drop := 0
+	for len(h.ring)-drop > h.opts.MaxEvents || (h.bytes > h.opts.MaxBytes && len(h.ring)-drop > 1) {
+		h.bytes -= len(h.ring[drop].Data)
+		h.start = h.ring[drop].Pos
+		drop++
+	}
+	if drop > 0 {
+		h.ring = append(h.ring[:0:0], h.ring[drop:]...)
+	}
+	h.broadcastLocked()
+}
+
+// forgetRewoundLocked makes the ring's message events that a rewind removed
+// say so, as the store's log reads them from now on: a reader gets the same
+// data for an event whether memory or the store serves it.
+func (h *Hub) forgetRewoundLocked(rw *model.Event) {
+	var r model.RewindEvent
+	if json.Unmarshal(rw.Data, &r) != nil {
+		return
+	}
+	for i := range h.ring {
+		e := &h.ring[i]
+		if e.Type == model.EventMessageAppended && e.Tenant == rw.Tenant && e.SessionID == rw.SessionID && e.Seq > r.ToSeq {
+			data := repo.MessageEventData(nil, e.MessageID, e.SessionID, e.Seq)
+			h.bytes += len(data) - len(e.Data)
+			e.Data = data
+		}
+	}
+}
+
+func (h *Hub) broadcastLocked() {
+	close(h.changed)
+	h.changed = make(chan struct{})
+}
+
+// Reader is one reader's view of the feed: Next gives what its query selects,
+// in order, each event once.
+type Reader struct {
+	hub    *Hub
+	tenant string
+	q      model.EventQuery
+	closed bool
+}
+
+// Subscribe returns a reader of tenant's events that q selects after
+// q.After. Close it when done.
+func (h *Hub) Subscribe(tenant string, q model.EventQuery) *Reader {
+	if q.Limit <= 0 || q.Limit > 1000 {
+		q.Limit = 500
+	}
+	h.join()
+	return &Reader{hub: h, tenant: tenant, q: q}
+}
+
+// Close lets the hub stop following the log when no one else reads it.
+func (r *Reader) Close() {
+	if !r.closed {
+		r.closed = true
+		r.hub.leave()
+	}
+}
+
+// Next returns the next events, waiting at most wait for some (none then,
+// and no error: time for a heartbeat). It ends early when ctx does.
+func (r *Reader) Next(ctx context.Context, wait time.Duration) ([]model.Event, error) {
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		evs, behind, changed := r.fromRing()
+		if len(evs) > 0 {
+			return evs, nil
+		}
+		if behind {
+			h := r.hub
+			h.mu.Lock()
+			head, tailing := h.head, h.tailing
+			h.mu.Unlock()
+			evs, err := h.store.ListEvents(ctx, r.tenant, r.q)
+			if err != nil {
+				return nil, err
+			}
+			if len(evs) > 0 {
+				r.q.After = evs[len(evs)-1].Pos
+				return evs, nil
+			}
+			if tailing && head > r.q.After {
+				// Nothing of ours up to the store's now, which is past the
+				// hub's head then: the ring serves us from there.
+				r.q.After = head
+			}
+			if tailing {
+				continue
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-timer.C:
+			return nil, nil
+		case <-changed:
+		}
+	}
+}
+
+// fromRing returns what the ring holds for the reader; behind when the ring
+// starts after the reader's position (or the hub is not following the log
+// yet), and the channel the next change closes.
+func (r *Reader) fromRing() (evs []model.Event, behind bool, changed <-chan struct{}) {
+	h := r.hub
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	changed = h.changed
+	if !h.tailing || r.q.After < h.start {
+		return nil, true, changed
+	}
+	// The ring is in pos order: find the first event past the reader.
+	lo, hi := 0, len(h.ring)
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if h.ring[mid].Pos <= r.q.After {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	for _, e := range h.ring[lo:] {
+		if e.Tenant == r.tenant && r.q.Matches(&e) {
+			evs = append(evs, e)
+			if len(evs) == r.q.Limit {
+				break
+			}
+		}
+	}
+	switch {
+	case len(evs) > 0:
+		r.q.After = evs[len(evs)-1].Pos
+	case h.head > r.q.After:
+		r.q.After = h.head // nothing of ours in the ring: skip what it holds
+	}
+	return evs, false, changed
+}
