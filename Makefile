@@ -4,7 +4,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: run build test check fmt vet lint deps tools bench profile gobench crash fuzz sim pg-failover clean
+.PHONY: run build test check fmt vet lint lint-openapi deps tools bench profile gobench crash fuzz sim pg-failover clean
 
 run:
 	$(GO) run ./cmd/server
@@ -14,8 +14,9 @@ build:
 
 # The whole suite, with the race detector: unit, API (spec-validated), in-process
 # run(), and the short kill -9 crash test. It refuses to pass on unformatted code,
-# vet findings or a go.mod that tidy would change, so CI catches those too.
-test: deps fmt vet tools
+# vet findings, a go.mod that tidy would change or a lint finding in openapi.yaml,
+# so CI catches those too.
+test: deps fmt vet tools lint-openapi
 	$(GO) test -race -count=1 $(PKGS)
 	$(GO) test -count=1 -run 'TestLargestMessageRoundTrips' ./internal/api/
 	LOGBOOK_TEST_BACKEND=postgres $(GO) test -count=1 ./internal/api/
@@ -51,6 +52,17 @@ vet:
 
 lint:
 	$(GO) tool staticcheck $(PKGS)
+
+# openapi.yaml, linted by Redocly CLI (rules in redocly.yaml) at no warning and
+# no error. The CLI is pinned in tools/openapi/package-lock.json; npm ci installs
+# it only when node_modules is missing or the lockfile is newer than the install.
+OPENAPI_TOOLS := tools/openapi
+lint-openapi: $(OPENAPI_TOOLS)/node_modules/.package-lock.json
+	REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true npx --no --prefix $(OPENAPI_TOOLS) redocly lint --max-problems 100 openapi.yaml
+
+$(OPENAPI_TOOLS)/node_modules/.package-lock.json: $(OPENAPI_TOOLS)/package-lock.json $(OPENAPI_TOOLS)/package.json
+	npm ci --prefix $(OPENAPI_TOOLS) --no-audit --no-fund
+	@touch $@
 
 # The load tool: Logbook against a naive server and PocketBase (built from
 # source by scripts/pocketbase.sh), batches against direct SQLite, pages, and one

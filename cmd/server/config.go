@@ -26,6 +26,9 @@ type config struct {
 	BackupDir      string // where POST /v1/admin/backup writes
 	CPUProfile     string // write a CPU profile of the run here
 	GCPercent      int    // the collector's target heap growth, in %; -1: off
+
+	// CORSOrigins are the origins whose pages may call the API; none: no CORS.
+	CORSOrigins []string
 }
 
 // globalFlags are the server's flags. They sit on the root command and, being
@@ -65,6 +68,8 @@ func globalFlags(getenv func(string) string) []cli.Flag {
 			Usage:       "`DIR` that POST /v1/admin/backup writes to"},
 		&cli.BoolFlag{Name: "search-index", Value: true, DefaultText: "true", Sources: env("LOGBOOK_SEARCH_INDEX"),
 			Usage: "index messages for conversation search, beside the writer, into DB-search"},
+		&cli.StringFlag{Name: "cors-origins", Sources: env("LOGBOOK_CORS_ORIGINS"), DefaultText: "none: no CORS headers",
+			Usage: "comma-separated `ORIGINS` (https://dash.example.com) whose pages may call the API from a browser; * allows every origin and is refused in open mode"},
 		&cli.StringFlag{Name: "cpu-profile", Sources: env("LOGBOOK_CPU_PROFILE"), TakesFile: true,
 			Usage: "write a CPU profile of the whole run to `FILE` (go tool pprof FILE); make profile uses it"},
 		// Go's own GOGC is this flag's variable, so that an operator who knows it
@@ -121,6 +126,9 @@ func configFrom(cmd *cli.Command) (config, error) {
 		return c, err
 	}
 	c.GCPercent = gc
+	if c.CORSOrigins, err = parseCORSOrigins(cmd.String("cors-origins")); err != nil {
+		return c, err
+	}
 	if c.Sync != "full" && c.Sync != "normal" {
 		return c, fmt.Errorf("sync must be full or normal, not %q", c.Sync)
 	}

@@ -69,14 +69,19 @@ func serve(ctx context.Context, cfg config, stdout io.Writer) error {
 		return err
 	}
 	allowOpen, err := decideOpenMode(ctx, store, ln.Addr(), cfg.InsecureOpen, log)
+	if err == nil {
+		err = refuseOpenCORS(cfg.CORSOrigins, allowOpen)
+	}
 	if err != nil {
 		ln.Close()
 		return err
 	}
+	handler := api.New(api.Config{Store: store, Log: log, MaxBodyBytes: cfg.MaxBodyBytes, Spec: logbook.OpenAPI,
+		AllowOpen: allowOpen, RateLimit: cfg.RateLimit, CheckpointKeep: cfg.CheckpointKeep,
+		ImportMaxBytes: cfg.ImportMaxBytes, MaxFileBytes: cfg.MaxFileBytes, BackupDir: cfg.BackupDir, Version: v,
+		CORSOrigins: cfg.CORSOrigins})
 	srv := &http.Server{
-		Handler: api.New(api.Config{Store: store, Log: log, MaxBodyBytes: cfg.MaxBodyBytes, Spec: logbook.OpenAPI,
-			AllowOpen: allowOpen, RateLimit: cfg.RateLimit, CheckpointKeep: cfg.CheckpointKeep,
-			ImportMaxBytes: cfg.ImportMaxBytes, MaxFileBytes: cfg.MaxFileBytes, BackupDir: cfg.BackupDir, Version: v}),
+		Handler: handler,
 		// A slow or stuck client cannot hold a connection forever.
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       60 * time.Second,
@@ -86,6 +91,7 @@ func serve(ctx context.Context, cfg config, stdout io.Writer) error {
 	// Logged at every level: tests and scripts started with --addr :0 read the port here.
 	log.Log().Str("addr", ln.Addr().String()).Str("db", displayDB(cfg.DB)).Str("sync", cfg.Sync).Str("version", v).Msg("listening")
 
+	srv.RegisterOnShutdown(handler.Close) // live feeds never go idle: end them
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

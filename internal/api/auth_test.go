@@ -201,23 +201,25 @@ func TestCrossTenantEveryRoute(t *testing.T) {
 		ownList   = "list"  // 200 with only B's rows
 		ownWrite  = "write" // acts on B's own namespace
 		forbidden = "403"   // not for a tenant's key at all
+		ownFeed   = "feed"  // a live feed of B's own events only
 	)
 	routes := map[string]struct {
 		expect string
 		body   any
 		query  string
 	}{
-		"createSession":  {ownWrite, map[string]any{}, ""},
-		"listSessions":   {ownList, nil, ""},
-		"getSession":     {notFound, nil, ""},
-		"updateSession":  {notFound, map[string]any{"title": "hijacked"}, ""},
-		"closeSession":   {notFound, nil, ""},
-		"appendMessages": {notFound, userMsg("injected"), ""},
-		"listMessages":   {notFound, nil, ""},
-		"getMessage":     {notFound, nil, ""},
-		"createKey":      {ownWrite, map[string]any{"scope": "read"}, ""},
-		"listKeys":       {ownList, nil, ""},
-		"revokeKey":      {notFound, nil, ""},
+		"createSession":      {ownWrite, map[string]any{}, ""},
+		"listSessions":       {ownList, nil, ""},
+		"getSession":         {notFound, nil, ""},
+		"updateSession":      {notFound, map[string]any{"title": "hijacked"}, ""},
+		"closeSession":       {notFound, nil, ""},
+		"appendMessage":      {notFound, userMsg("injected"), ""},
+		"appendMessageBatch": {notFound, map[string]any{"messages": []any{userMsg("injected")}}, ""},
+		"listMessages":       {notFound, nil, ""},
+		"getMessage":         {notFound, nil, ""},
+		"createAPIKey":       {ownWrite, map[string]any{"scope": "read"}, ""},
+		"listAPIKeys":        {ownList, nil, ""},
+		"revokeAPIKey":       {notFound, nil, ""},
 
 		"createAgent":         {ownWrite, map[string]any{"name": "B's"}, ""},
 		"listAgents":          {ownList, nil, ""},
@@ -252,6 +254,8 @@ func TestCrossTenantEveryRoute(t *testing.T) {
 		"createCompaction":    {notFound, map[string]any{"through_seq": 1, "summary": "hijacked"}, ""},
 		"listCompactions":     {notFound, nil, ""},
 		"getSessionContext":   {notFound, nil, "?max_tokens=100&include=blocks"},
+		"streamSessionEvents": {notFound, nil, "?after_seq=0"},
+		"streamEvents":        {ownFeed, nil, "?after=0"},
 		"runTool":             {notFound, map[string]any{"label": "human", "content": "hijacked"}, ""},
 		"exportSession":       {notFound, nil, ""},
 		"uploadFile":          {ownWrite, `{"B's":"own file"}`, ""},
@@ -290,6 +294,28 @@ func TestCrossTenantEveryRoute(t *testing.T) {
 			}
 			filled += route.query
 			t.Run(op.OperationID, func(t *testing.T) {
+				if route.expect == ownFeed {
+					// From the log's start: A's events would come first.
+					f := openFeed(t, b, filled)
+					mustCreateSession(t, b, map[string]any{"id": "b-feed"})
+					for { // B's own earlier events may come first; none of A's may
+						e, ok := f.next(10 * time.Second)
+						if !ok {
+							t.Fatal("B's feed ended")
+						}
+						checkEventData(t, e)
+						for _, secret := range aSecrets {
+							if strings.Contains(e.Data, secret) {
+								t.Fatalf("B's feed shows A's %q: %s", secret, e.Data)
+							}
+						}
+						if e.Type == "session.created" && strings.Contains(e.Data, `"b-feed"`) {
+							break
+						}
+					}
+					f.close()
+					return
+				}
 				res := b.do(method, filled, route.body)
 				switch route.expect {
 				case notFound:

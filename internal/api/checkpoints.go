@@ -49,7 +49,7 @@ func (s *Server) getLatestCheckpoint(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.writeJSON(w, r, http.StatusOK, c)
+	s.writeTaggedJSON(w, r, c)
 }
 
 func (s *Server) getCheckpoint(w http.ResponseWriter, r *http.Request) {
@@ -63,7 +63,7 @@ func (s *Server) getCheckpoint(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.writeJSON(w, r, http.StatusOK, c)
+	s.writeTaggedJSON(w, r, c)
 }
 
 func (s *Server) listCheckpoints(w http.ResponseWriter, r *http.Request) {
@@ -78,7 +78,7 @@ func (s *Server) listCheckpoints(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.writeJSON(w, r, http.StatusOK, page)
+	s.writeTaggedJSON(w, r, page)
 }
 
 // resume hands a session to a new worker: it reads and reports, never repairs.

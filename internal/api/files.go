@@ -80,7 +80,7 @@ func (s *Server) downloadFile(w http.ResponseWriter, r *http.Request) {
 		etag := `"` + f.SHA256 + `"`
 		h.Set("ETag", etag)
 		h.Set("Cache-Control", "private, max-age=31536000, immutable")
-		if match := r.Header.Get("If-None-Match"); match != "" && (match == etag || match == "*") {
+		if notModified(r, etag) {
 			w.WriteHeader(http.StatusNotModified)
 			return errNotModified
 		}

@@ -42,6 +42,10 @@ func loadSpec(t testing.TB) (*openapi3.T, routers.Router) {
 			b, err := io.ReadAll(r)
 			return string(b), err
 		})
+		openapi3filter.RegisterBodyDecoder("text/event-stream", func(r io.Reader, _ http.Header, _ *openapi3.SchemaRef, _ openapi3filter.EncodingFn) (any, error) {
+			b, err := io.ReadAll(r)
+			return string(b), err
+		})
 		openapi3filter.RegisterBodyDecoder("application/x-ndjson", func(r io.Reader, _ http.Header, _ *openapi3.SchemaRef, _ openapi3filter.EncodingFn) (any, error) {
 			b, err := io.ReadAll(r)
 			return string(b), err
@@ -144,6 +148,10 @@ func withStreamGrace(d time.Duration) testServerOption {
 }
 
 // withDB puts the database at path (for a file system the test prepared).
+func withEventsHeartbeat(d time.Duration) testServerOption {
+	return func(c *testConfig) { c.api.EventsHeartbeat = d }
+}
+
 func withDB(path string) testServerOption { return func(c *testConfig) { c.repo.Path = path } }
 
 // newClient starts the real router over a real store behind httptest.

@@ -16,11 +16,17 @@ func (s *Server) appendMessages(w http.ResponseWriter, r *http.Request) {
 		s.appendStream(w, r)
 		return
 	}
-	req, err := s.decodeAppend(w, r)
+	req, err := s.decodeAppend(w, r, false)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
+	s.storeAppend(w, r, req)
+}
+
+// storeAppend appends what decodeAppend read and answers in the request's shape:
+// a Message for one message, {"data": [...]} for a batch.
+func (s *Server) storeAppend(w http.ResponseWriter, r *http.Request, req model.AppendRequest) {
 	res, err := s.store.AppendMessages(r.Context(), tenantOf(r), chi.URLParam(r, "id"), req)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -48,7 +54,8 @@ type appendBody struct {
 	ExpectedLastSeq *int64               `json:"expected_last_seq"`
 }
 
-func (s *Server) decodeAppend(w http.ResponseWriter, r *http.Request) (model.AppendRequest, error) {
+// decodeAppend reads either shape, or with batchOnly only {"messages": [...]}.
+func (s *Server) decodeAppend(w http.ResponseWriter, r *http.Request, batchOnly bool) (model.AppendRequest, error) {
 	req := model.AppendRequest{RequestKey: r.Header.Get("Idempotency-Key")}
 	if len(req.RequestKey) > 255 {
 		return req, model.Invalid(model.FieldError{Field: "Idempotency-Key", Message: "must be at most 255 characters long"})
@@ -66,6 +73,10 @@ func (s *Server) decodeAppend(w http.ResponseWriter, r *http.Request) (model.App
 			return req, model.Invalid(model.FieldError{Field: "expected_last_seq", Message: "must be greater than or equal to 0"})
 		}
 		req.ExpectedLastSeq = e
+	}
+	if in.Messages == nil && batchOnly {
+		return req, model.Invalid(model.FieldError{Field: "messages",
+			Message: "is required: this route takes a batch {\"messages\": [...]}; send one message to POST /v1/sessions/{id}/messages"})
 	}
 	if in.Messages == nil {
 		req.Messages = []model.NewMessage{in.NewMessage}
@@ -105,7 +116,7 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.writeBody(w, http.StatusOK, model.AppendMessagePageJSON(make([]byte, 0, 512*len(page.Data)+64), &page))
+	s.writeTagged(w, r, model.AppendMessagePageJSON(make([]byte, 0, 512*len(page.Data)+64), &page))
 }
 
 func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) {

@@ -22,7 +22,7 @@ type query struct {
 }
 
 // listParams may be repeated (?tags=a&tags=b); every other parameter holds one value.
-var listParams = []string{"tags", "role"}
+var listParams = []string{"tags", "role", "type"}
 
 func parseQuery(r *http.Request, allowed ...string) *query {
 	v, err := url.ParseQuery(r.URL.RawQuery)
@@ -32,13 +32,31 @@ func parseQuery(r *http.Request, allowed ...string) *query {
 	}
 	for name, values := range q.v {
 		switch {
-		case !slices.Contains(allowed, name) && !(slices.Contains(allowed, "metadata.*") && strings.HasPrefix(name, "metadata.")):
+		case !slices.Contains(allowed, name) && !(slices.Contains(allowed, "metadata.*") && isMetadataParam(name)):
 			q.fail(name, "is not a known query parameter")
 		case len(values) > 1 && !slices.Contains(listParams, name):
 			q.fail(name, "is given "+strconv.Itoa(len(values))+" times; give it once")
 		}
 	}
 	return q
+}
+
+// metadataKey reads a metadata filter's key from its parameter's name, in either
+// form: metadata.KEY (everything after the first dot) or metadata[KEY] (OpenAPI's
+// deepObject, which generated clients send).
+func metadataKey(name string) (string, bool) {
+	if key, ok := strings.CutPrefix(name, "metadata."); ok {
+		return key, true
+	}
+	if rest, ok := strings.CutPrefix(name, "metadata["); ok && strings.HasSuffix(rest, "]") {
+		return strings.TrimSuffix(rest, "]"), true
+	}
+	return "", false
+}
+
+func isMetadataParam(name string) bool {
+	_, ok := metadataKey(name)
+	return ok
 }
 
 func (q *query) fail(name, msg string) {

@@ -10,7 +10,10 @@ import (
 func (s *Server) routes() *chi.Mux {
 	r := chi.NewRouter()
 	// GetHead answers HEAD on every GET route, for load balancers' health checks.
-	r.Use(closeAfterChunked, s.requestID, s.accessLog, s.recoverer, middleware.GetHead)
+	// CORS comes before routing, which knows no OPTIONS, and before /v1's
+	// authentication, which a preflight could not pass; the access log counts
+	// the bytes compress put on the wire.
+	r.Use(closeAfterChunked, s.requestID, s.accessLog, s.recoverer, s.cors.wrap, compress, middleware.GetHead)
 	r.NotFound(s.notFound)
 	r.MethodNotAllowed(s.methodNotAllowed)
 
@@ -35,6 +38,8 @@ func (s *Server) routes() *chi.Mux {
 			r.Get("/sessions/{id}/export", s.exportSession)
 			r.Get("/sessions/{id}/compactions", s.listCompactions)
 			r.Get("/sessions/{id}/context", s.sessionContext)
+			r.Get("/sessions/{id}/events", s.sessionEvents)
+			r.Get("/events", s.tenantEvents)
 
 			r.Get("/agents", s.listAgents)
 			r.Get("/agents/{id}", s.getAgent)
@@ -55,6 +60,7 @@ func (s *Server) routes() *chi.Mux {
 			r.Patch("/sessions/{id}", s.updateSession)
 			r.Delete("/sessions/{id}", s.closeSession)
 			r.Post("/sessions/{id}/messages", s.appendMessages)
+			r.Post("/sessions/{id}/messages/batch", s.appendMessageBatch)
 			r.Put("/sessions/{id}/checkpoint", s.putCheckpoint)
 			r.Patch("/sessions/{id}/checkpoint", s.patchCheckpoint)
 			r.Post("/sessions/{id}/fork", s.forkSession)

@@ -4,9 +4,11 @@ package api
 
 import (
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/logbook/logbook/internal/feed"
 	"github.com/logbook/logbook/internal/model"
 	"github.com/logbook/logbook/internal/repo"
 	"github.com/rs/zerolog"
@@ -38,6 +40,13 @@ type Config struct {
 	// StreamGrace is how long an export or import may take before its bytes
 	// must keep up a minimum rate; 0 means 30s.
 	StreamGrace time.Duration
+	// EventsHeartbeat is how often a quiet live feed sends a comment, so that
+	// proxies and clients know it is alive; 0 means 15s.
+	EventsHeartbeat time.Duration
+	// CORSOrigins are the origins (scheme://host[:port], or "*" for any) whose
+	// pages may call the API from a browser; none, the default, sends no CORS
+	// header at all.
+	CORSOrigins []string
 }
 
 // Server holds the handlers' dependencies; it has no globals.
@@ -57,6 +66,11 @@ type Server struct {
 	version        string
 	streamGrace    time.Duration
 	ids            *requestIDs
+	feed           *feed.Hub
+	heartbeat      time.Duration
+	closing        chan struct{} // closed by Close: live feeds end
+	closeOnce      sync.Once
+	cors           *corsPolicy
 }
 
 // New builds the server and its router.
@@ -75,9 +89,18 @@ func New(cfg Config) *Server {
 		version:        cfg.Version,
 		streamGrace:    cfg.StreamGrace,
 		ids:            newRequestIDs(),
+		heartbeat:      cfg.EventsHeartbeat,
+		closing:        make(chan struct{}),
+		cors:           newCORSPolicy(cfg.CORSOrigins),
 	}
 	if s.streamGrace <= 0 {
 		s.streamGrace = defaultStreamGrace
+	}
+	if s.heartbeat <= 0 {
+		s.heartbeat = 15 * time.Second
+	}
+	if cfg.Store != nil {
+		s.feed = feed.New(cfg.Store, feed.Options{Log: cfg.Log})
 	}
 	s.open = &openMode{allowed: cfg.AllowOpen}
 	if cfg.Store != nil {
@@ -97,3 +120,11 @@ func New(cfg Config) *Server {
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
+
+// Close ends the live feeds being served, each after the events it has
+// written, so that http.Server.Shutdown does not wait on streams that never
+// go idle (register it with RegisterOnShutdown). Other requests are not
+// touched.
+func (s *Server) Close() {
+	s.closeOnce.Do(func() { close(s.closing) })
+}

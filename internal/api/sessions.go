@@ -3,7 +3,6 @@ package api
 import (
 	"net/http"
 	"sort"
-	"strings"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/logbook/logbook/internal/model"
@@ -30,7 +29,7 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.writeJSON(w, r, http.StatusOK, ses)
+	s.writeTaggedJSON(w, r, ses)
 }
 
 func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
@@ -43,7 +42,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 		DueBefore:     q.time("due_before"),
 	}
 	for name, values := range q.v {
-		if key, ok := strings.CutPrefix(name, "metadata."); ok {
+		if key, ok := metadataKey(name); ok {
 			for _, v := range values {
 				f.Metadata = append(f.Metadata, model.MetadataMatch{Key: key, Value: v})
 			}

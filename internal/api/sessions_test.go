@@ -208,6 +208,11 @@ func TestListSessions(t *testing.T) {
 		{"metadata_two_keys", "metadata.team=red&metadata.n=0", "60"},
 		{"metadata_key_with_dot", "metadata.a.b=dot", "876543210"},
 		{"metadata_no_match", "metadata.team=purple", ""},
+		// deepObject, as openapi.yaml declares it and generated clients send it
+		{"metadata_deep_object", "metadata%5Bteam%5D=red", "630"},
+		{"metadata_deep_object_unescaped", "metadata[team]=red&metadata[n]=0", "60"},
+		{"metadata_deep_object_key_with_dot", "metadata[a.b]=dot", "876543210"},
+		{"metadata_both_forms", "metadata.team=red&metadata[n]=0", "60"},
 		{"created_after", "created_after=" + url.QueryEscape(made[6].CreatedAt.String()), "87"},
 		{"created_before", "created_before=" + url.QueryEscape(made[2].CreatedAt.String()), "10"},
 	}
@@ -224,5 +229,16 @@ func TestListSessions(t *testing.T) {
 		var p model.Page[model.Session]
 		c.do("GET", "/v1/sessions?status=active&limit=1", nil).want(t, http.StatusOK, &p)
 		c.do("GET", "/v1/sessions?limit=1&cursor="+*p.NextCursor, nil).wantProblem(t, http.StatusBadRequest, "invalid_cursor")
+	})
+	t.Run("cursor_carries_over_between_metadata_forms", func(t *testing.T) {
+		var p model.Page[model.Session]
+		c.do("GET", "/v1/sessions?metadata.team=red&limit=1", nil).want(t, http.StatusOK, &p)
+		c.do("GET", "/v1/sessions?metadata[team]=red&limit=1&cursor="+*p.NextCursor, nil).want(t, http.StatusOK, &p)
+		if got, want := ids(p.Data), "3"; got != want {
+			t.Errorf("second page: got %q, want %q", got, want)
+		}
+	})
+	t.Run("unclosed_bracket_is_400", func(t *testing.T) {
+		c.do("GET", "/v1/sessions?metadata[team=red", nil).wantProblem(t, http.StatusBadRequest, "invalid_query")
 	})
 }
