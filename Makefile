@@ -4,7 +4,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: run build test check fmt vet lint lint-openapi deps tools bench profile gobench crash fuzz sim pg-failover clean
+.PHONY: run build test check check-generated fmt vet lint lint-openapi deps tools bench profile gobench crash fuzz sim pg-failover clean
 
 run:
 	$(GO) run ./cmd/server
@@ -16,12 +16,24 @@ build:
 # run(), and the short kill -9 crash test. It refuses to pass on unformatted code,
 # vet findings, a go.mod that tidy would change or a lint finding in openapi.yaml,
 # so CI catches those too.
-test: deps fmt vet tools lint-openapi
+test: deps fmt vet tools lint-openapi check-generated
 	$(GO) test -race -count=1 $(PKGS)
 	$(GO) test -count=1 -run 'TestLargestMessageRoundTrips' ./internal/api/
 	LOGBOOK_TEST_BACKEND=postgres $(GO) test -count=1 ./internal/api/
 
 check: lint test
+
+# The Go client's generated layer (client/api/api.gen.go) must be what
+# oapi-codegen (a tool in go.mod) makes from openapi.yaml now: regenerate into a
+# temporary file and compare. After changing openapi.yaml: go generate ./client/...
+check-generated:
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	sed "s|^output: .*|output: $$tmp/api.gen.go|" client/api/oapi-codegen.yaml > "$$tmp/config.yaml" && \
+	(cd client/api && $(GO) tool oapi-codegen -config "$$tmp/config.yaml" ../../openapi.yaml) && \
+	if ! cmp -s "$$tmp/api.gen.go" client/api/api.gen.go; then \
+		diff -u client/api/api.gen.go "$$tmp/api.gen.go" | head -40; \
+		echo "client/api/api.gen.go is not what openapi.yaml generates now: run go generate ./client/..."; exit 1; \
+	fi
 
 # The README walkthrough test runs the README's commands with bash, curl and jq.
 # CI starts from a clean machine: install what is missing (apt-get, as root).

@@ -1,0 +1,191 @@
+package client_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/legacy"
+
+	logbook "github.com/logbook/logbook"
+	"github.com/logbook/logbook/client"
+)
+
+// The tests drive a real server: cmd/server built from this tree once, and
+// started as a process on a free loopback port over a fresh database (one
+// for the whole package; each test makes its own sessions).
+
+var server struct {
+	url string
+	err error
+}
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "logbook-client-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	stop, url, err := startServer(dir)
+	server.url, server.err = url, err
+	code := m.Run()
+	if stop != nil {
+		stop()
+	}
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// startServer builds cmd/server into dir, starts it with --addr 127.0.0.1:0
+// and reads the address it chose from its "listening" log line.
+func startServer(dir string) (stop func(), url string, err error) {
+	bin := filepath.Join(dir, "server")
+	build := exec.Command("go", "build", "-o", bin, "github.com/logbook/logbook/cmd/server")
+	if out, err := build.CombinedOutput(); err != nil {
+		return nil, "", fmt.Errorf("build the server: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "--addr", "127.0.0.1:0", "--db", filepath.Join(dir, "logbook.db"), "--log-level", "warn")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, "", err
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, "", err
+	}
+	stop = func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	}
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			var line struct{ Message, Addr string }
+			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Message == "listening" {
+				addr <- line.Addr
+			}
+		}
+	}()
+	select {
+	case a := <-addr:
+		return stop, "http://" + a, nil
+	case <-time.After(30 * time.Second):
+		stop()
+		return nil, "", fmt.Errorf("the server logged no listening line in 30s")
+	}
+}
+
+// newClient is a client of base (the server, or a proxy in front of it)
+// whose every answer is checked against openapi.yaml.
+func newClient(t *testing.T, base string, opts ...client.Option) (*client.Client, *checker) {
+	t.Helper()
+	if server.err != nil {
+		t.Fatalf("no server: %v", server.err)
+	}
+	chk := &checker{t: t, next: http.DefaultTransport}
+	opts = append([]client.Option{client.WithHTTPClient(&http.Client{Transport: chk}),
+		client.WithRetries(4, 10*time.Millisecond, 200*time.Millisecond)}, opts...)
+	c, err := client.New(base, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, chk
+}
+
+var spec struct {
+	once   sync.Once
+	router routers.Router
+	err    error
+}
+
+func specRouter(t *testing.T) routers.Router {
+	t.Helper()
+	spec.once.Do(func() {
+		openapi3filter.RegisterBodyDecoder("text/event-stream", func(r io.Reader, _ http.Header, _ *openapi3.SchemaRef, _ openapi3filter.EncodingFn) (any, error) {
+			b, err := io.ReadAll(r)
+			return string(b), err
+		})
+		doc, err := openapi3.NewLoader().LoadFromData(logbook.OpenAPI)
+		if err != nil {
+			spec.err = err
+			return
+		}
+		doc.Servers = nil // match whatever port the server or a proxy has
+		spec.router, spec.err = legacy.NewRouter(doc)
+	})
+	if spec.err != nil {
+		t.Fatalf("load openapi.yaml: %v", spec.err)
+	}
+	return spec.router
+}
+
+// checker is an http.RoundTripper that validates every answer against
+// openapi.yaml (status, headers and body; a live feed's status and headers
+// only, its body being endless) and counts requests.
+type checker struct {
+	t        *testing.T
+	next     http.RoundTripper
+	requests atomic.Int64
+}
+
+func (c *checker) RoundTrip(req *http.Request) (*http.Response, error) {
+	c.requests.Add(1)
+	resp, err := c.next.RoundTrip(req)
+	if err != nil {
+		return resp, err
+	}
+	route, params, ferr := specRouter(c.t).FindRoute(req)
+	if ferr != nil {
+		c.t.Errorf("%s %s: not a route of openapi.yaml: %v", req.Method, req.URL.Path, ferr)
+		return resp, nil
+	}
+	opts := &openapi3filter.Options{IncludeResponseStatus: true}
+	in := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route, Options: opts},
+		Status:                 resp.StatusCode,
+		Header:                 resp.Header,
+		Options:                opts,
+	}
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		opts.ExcludeResponseBody = true
+	} else {
+		body, rerr := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if rerr != nil {
+			return nil, rerr
+		}
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		in.SetBodyBytes(body)
+	}
+	if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
+		c.t.Errorf("%s %s → %d does not match openapi.yaml: %v", req.Method, req.URL.Path, resp.StatusCode, err)
+	}
+	if resp.Header.Get("X-Request-Id") == "" {
+		c.t.Errorf("%s %s: no X-Request-Id", req.Method, req.URL.Path)
+	}
+	return resp, nil
+}

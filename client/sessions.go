@@ -1,0 +1,124 @@
+package client
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"reflect"
+
+	"github.com/logbook/logbook/client/api"
+)
+
+// The calls an agent runtime makes on every turn. Each returns a *Problem
+// for any non-2xx answer.
+
+// CreateSession creates a session; every field of in is optional ({} makes
+// one with a server-made id).
+func (c *Client) CreateSession(ctx context.Context, in api.SessionCreate) (*api.Session, error) {
+	return decode[api.Session](c.raw.CreateSession(ctx, in))
+}
+
+// GetSession reads a session with its counters (last_seq, message_count, …).
+func (c *Client) GetSession(ctx context.Context, id string) (*api.Session, error) {
+	return decode[api.Session](c.raw.GetSession(ctx, id, nil))
+}
+
+// CloseSession closes a session (status completed; a no-op when closed).
+func (c *Client) CloseSession(ctx context.Context, id string) (*api.Session, error) {
+	return decode[api.Session](c.raw.CloseSession(repeatable(ctx), id, nil))
+}
+
+// Append appends one message and answers the stored message with its seq.
+//
+// The request carries a new Idempotency-Key, which its retries reuse: a retry
+// after an answer was lost is answered with what the first try stored,
+// never appended twice. For a key that also survives a crash of this
+// process, set m.IdempotencyKey (e.g. "turn-7-user") as well.
+func (c *Client) Append(ctx context.Context, sessionID string, m api.MessageAppend) (*api.Message, error) {
+	var body api.AppendRequest
+	if err := body.FromMessageAppend(m); err != nil {
+		return nil, err
+	}
+	key := newKey()
+	return decode[api.Message](c.raw.AppendMessage(ctx, sessionID, &api.AppendMessageParams{IdempotencyKey: &key}, body))
+}
+
+// AppendBatch appends 1–1000 messages, all or nothing, and answers them
+// stored, in order. Retries are safe as for [Client.Append].
+func (c *Client) AppendBatch(ctx context.Context, sessionID string, b api.MessageBatch) ([]api.Message, error) {
+	key := newKey()
+	res, err := decode[api.MessageBatchResult](c.raw.AppendMessageBatch(ctx, sessionID, &api.AppendMessageBatchParams{IdempotencyKey: &key}, b))
+	if err != nil {
+		return nil, err
+	}
+	return res.Data, nil
+}
+
+// PutCheckpoint writes the loop state of an iteration. The fence holds: an
+// iteration not above the latest, or an ExpectedIteration that is not the
+// latest, is a *Problem with code stale_iteration and LatestIteration.
+//
+// Retrying is safe: when the iteration is already stored with the same state
+// (a retry whose first try was applied, its answer lost), the stored
+// checkpoint is the answer.
+func (c *Client) PutCheckpoint(ctx context.Context, sessionID string, in api.CheckpointPut) (*api.Checkpoint, error) {
+	ck, err := decode[api.Checkpoint](c.raw.PutCheckpoint(repeatable(ctx), sessionID, in))
+	var p *Problem
+	if err == nil || !errors.As(err, &p) || p.Code != api.ErrorCodeStaleIteration ||
+		p.LatestIteration == nil || *p.LatestIteration != in.Iteration {
+		return ck, err
+	}
+	stored, gerr := decode[api.Checkpoint](c.raw.GetCheckpoint(ctx, sessionID, in.Iteration, nil))
+	if gerr != nil || !sameJSON(stored.State, in.State) {
+		return nil, err
+	}
+	return stored, nil
+}
+
+// PatchCheckpoint writes an iteration as an RFC 7396 merge patch of the
+// latest state (409 no_checkpoint before the first PutCheckpoint).
+func (c *Client) PatchCheckpoint(ctx context.Context, sessionID string, in api.PatchCheckpoint) (*api.Checkpoint, error) {
+	return decode[api.Checkpoint](c.raw.PatchCheckpoint(ctx, sessionID, in))
+}
+
+// Resume reads what a new worker needs to take a session over: the session,
+// its latest checkpoint, the messages after it, the pending tool calls and a
+// validation report (each problem with the request that repairs it).
+func (c *Client) Resume(ctx context.Context, sessionID string) (*api.Resume, error) {
+	return decode[api.Resume](c.raw.ResumeSession(ctx, sessionID))
+}
+
+// Repair applies the automatic repairs Resume reports: an error result for
+// each tool call that has no result and is not pending in the latest
+// checkpoint, and a recounted turn_count. It is idempotent.
+func (c *Client) Repair(ctx context.Context, sessionID string, in api.RepairRequest) (*api.RepairResult, error) {
+	if in.ExpectedLastSeq == nil { // a fenced retry would trip on its own first try
+		ctx = repeatable(ctx)
+	}
+	return decode[api.RepairResult](c.raw.RepairSession(ctx, sessionID, in))
+}
+
+// Rewind drops the messages after in.ToSeq and appends in.Messages in the
+// same transaction.
+func (c *Client) Rewind(ctx context.Context, sessionID string, in api.Rewind) (*api.RewindResult, error) {
+	if in.ExpectedLastSeq == nil { // the same rewind ends in the same history
+		ctx = repeatable(ctx)
+	}
+	return decode[api.RewindResult](c.raw.RewindSession(ctx, sessionID, in))
+}
+
+// newKey is a fresh Idempotency-Key: 26 random base32 characters.
+func newKey() string { return rand.Text() }
+
+// sameJSON tells whether a and b are the same JSON value (object key order
+// and number spelling aside).
+func sameJSON(a, b any) bool {
+	var va, vb any
+	ja, err1 := json.Marshal(a)
+	jb, err2 := json.Marshal(b)
+	if err1 != nil || err2 != nil || json.Unmarshal(ja, &va) != nil || json.Unmarshal(jb, &vb) != nil {
+		return false
+	}
+	return reflect.DeepEqual(va, vb)
+}
