@@ -4,7 +4,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: run build test check check-generated fmt vet lint lint-openapi deps tools bench profile gobench crash fuzz sim pg-failover clean
+.PHONY: run build test test-python check check-generated fmt vet lint lint-openapi deps tools bench profile gobench crash fuzz sim pg-failover clean
 
 run:
 	$(GO) run ./cmd/server
@@ -20,6 +20,12 @@ test: deps fmt vet tools lint-openapi check-generated
 	$(GO) test -race -count=1 $(PKGS)
 	$(GO) test -count=1 -run 'TestLargestMessageRoundTrips' ./internal/api/
 	LOGBOOK_TEST_BACKEND=postgres $(GO) test -count=1 ./internal/api/
+	$(MAKE) --no-print-directory test-python
+
+# The Python client (clients/python) against a real server that its tests build
+# from this tree and start on a free loopback port. Standard library only.
+test-python:
+	cd clients/python && python3 -m unittest discover -v
 
 check: lint test
 

@@ -185,7 +185,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, tenant str
 }
 
 // appendSSE appends one event in the text/event-stream format. Data is JSON
-// that may hold line breaks (metadata is kept byte for byte): each line goes
+// the store wrote; should it ever hold line breaks, each line goes
 // in a data field of its own, which a client joins back with "\n".
 func appendSSE(b []byte, e *model.Event) []byte {
 	b = append(b, "id: "...)
