@@ -17,6 +17,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/oapi-codegen/runtime"
+	openapi_types "github.com/oapi-codegen/runtime/types"
 )
 
 // Defines values for CounterDriftField.
@@ -442,6 +443,30 @@ func (e ToolName) Valid() bool {
 	}
 }
 
+// Defines values for UsageGroupBy.
+const (
+	UsageGroupedByAgent   UsageGroupBy = "agent"
+	UsageGroupedByDay     UsageGroupBy = "day"
+	UsageGroupedByModel   UsageGroupBy = "model"
+	UsageGroupedBySession UsageGroupBy = "session"
+)
+
+// Valid indicates whether the value is a known member of the UsageGroupBy enum.
+func (e UsageGroupBy) Valid() bool {
+	switch e {
+	case UsageGroupedByAgent:
+		return true
+	case UsageGroupedByDay:
+		return true
+	case UsageGroupedByModel:
+		return true
+	case UsageGroupedBySession:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CheckIntegrityParamsRepair.
 const (
 	IntegrityRepairCounters CheckIntegrityParamsRepair = "counters"
@@ -484,6 +509,30 @@ func (e ListMessagesParamsOrder) Valid() bool {
 	case ListMessagesOrderAsc:
 		return true
 	case ListMessagesOrderDesc:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetUsageParamsGroupBy.
+const (
+	UsageGroupByAgent   GetUsageParamsGroupBy = "agent"
+	UsageGroupByDay     GetUsageParamsGroupBy = "day"
+	UsageGroupByModel   GetUsageParamsGroupBy = "model"
+	UsageGroupBySession GetUsageParamsGroupBy = "session"
+)
+
+// Valid indicates whether the value is a known member of the GetUsageParamsGroupBy enum.
+func (e GetUsageParamsGroupBy) Valid() bool {
+	switch e {
+	case UsageGroupByAgent:
+		return true
+	case UsageGroupByDay:
+		return true
+	case UsageGroupByModel:
+		return true
+	case UsageGroupBySession:
 		return true
 	default:
 		return false
@@ -2297,6 +2346,54 @@ type ToolResult struct {
 	Result string `json:"result"`
 }
 
+// Usage What `GET /v1/usage` answers.
+type Usage struct {
+	// Data One row per group.
+	Data []UsageRow `json:"data"`
+
+	// From The first day summed (UTC).
+	From openapi_types.Date `json:"from"`
+
+	// GroupBy What the rows are grouped by.
+	GroupBy UsageGroupBy `json:"group_by"`
+
+	// To The last day summed, included (UTC).
+	To openapi_types.Date `json:"to"`
+
+	// Total The sums over every row of the answer.
+	Total UsageTotals `json:"total"`
+}
+
+// UsageGroupBy What the rows are grouped by.
+type UsageGroupBy string
+
+// UsageRow One group's sums.
+type UsageRow struct {
+	// Cost Their cost.
+	Cost float64 `json:"cost"`
+
+	// Key The day (`YYYY-MM-DD`), the agent, the model or the session; null for messages with no agent or no model.
+	Key *string `json:"key"`
+
+	// Messages How many stored messages.
+	Messages int64 `json:"messages"`
+
+	// Tokens Their tokens.
+	Tokens int64 `json:"tokens"`
+}
+
+// UsageTotals The sums over every row of the answer.
+type UsageTotals struct {
+	// Cost Their cost.
+	Cost float64 `json:"cost"`
+
+	// Messages How many stored messages.
+	Messages int64 `json:"messages"`
+
+	// Tokens Their tokens.
+	Tokens int64 `json:"tokens"`
+}
+
 // Cursor defines model for Cursor.
 type Cursor = string
 
@@ -2791,6 +2888,27 @@ type AppendMessageBatchParams struct {
 	// `409 idempotency_conflict`.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
+
+// GetUsageParams defines parameters for GetUsage.
+type GetUsageParams struct {
+	// GroupBy What to sum by; `day` when left out.
+	GroupBy *GetUsageParamsGroupBy `form:"group_by,omitempty" json:"group_by,omitempty"`
+
+	// From The first day (a date such as `2026-11-01`, or an RFC 3339 time, for its UTC day); 29 days before `to` when left out.
+	From *string `form:"from,omitempty" json:"from,omitempty"`
+
+	// To The last day, included (a date or an RFC 3339 time); today (UTC) when left out.
+	To *string `form:"to,omitempty" json:"to,omitempty"`
+
+	// AgentID Only this agent's messages (as `group_by=agent` counts them).
+	AgentID *string `form:"agent_id,omitempty" json:"agent_id,omitempty"`
+
+	// Limit At most this many groups (not for `day`, which answers every day of the range).
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// GetUsageParamsGroupBy defines parameters for GetUsage.
+type GetUsageParamsGroupBy string
 
 // BackupDatabaseJSONRequestBody defines body for BackupDatabase for application/json ContentType.
 type BackupDatabaseJSONRequestBody = BackupRequest
@@ -5300,6 +5418,21 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/tools (the `ListTools` operationId).
 	ListTools(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetUsage Tokens and cost by day, agent, model or session
+	//
+	// Sums `tokens`, `cost` and the number of the caller's stored messages
+	// over UTC days, grouped by `group_by`: `day` (every day with messages,
+	// oldest first), `agent` (the message's `agent_id`, else its session's),
+	// `model`, or `session` (the others by tokens, most first, at most
+	// `limit`). Answered from rollups kept in the same transaction as the
+	// writes, so a year costs a year of days (times agents and models) to
+	// read, not a year of messages. A rewind or a purge takes its messages'
+	// usage back: the sums are always over what is stored. Needs `read`
+	// scope.
+	//
+	// Corresponds with GET /v1/usage (the `GetUsage` operationId).
+	GetUsage(ctx context.Context, params *GetUsageParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // GetHealth Liveness probe
@@ -7734,6 +7867,31 @@ func (c *Client) RewindSession(ctx context.Context, id SessionID, body RewindSes
 // Corresponds with GET /v1/tools (the `ListTools` operationId).
 func (c *Client) ListTools(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListToolsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetUsage Tokens and cost by day, agent, model or session
+//
+// Sums `tokens`, `cost` and the number of the caller's stored messages
+// over UTC days, grouped by `group_by`: `day` (every day with messages,
+// oldest first), `agent` (the message's `agent_id`, else its session's),
+// `model`, or `session` (the others by tokens, most first, at most
+// `limit`). Answered from rollups kept in the same transaction as the
+// writes, so a year costs a year of days (times agents and models) to
+// read, not a year of messages. A rewind or a purge takes its messages'
+// usage back: the sums are always over what is stored. Needs `read`
+// scope.
+//
+// Corresponds with GET /v1/usage (the `GetUsage` operationId).
+func (c *Client) GetUsage(ctx context.Context, params *GetUsageParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetUsageRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -10991,6 +11149,108 @@ func NewListToolsRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewGetUsageRequest constructs an http.Request for the GetUsage method
+func NewGetUsageRequest(server string, params *GetUsageParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/usage")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.GroupBy != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "group_by", *params.GroupBy, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.From != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "from", *params.From, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.To != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "to", *params.To, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.AgentID != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "agent_id", *params.AgentID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 func (c *Client) applyEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
 	for _, r := range c.RequestEditors {
 		if err := r(ctx, req); err != nil {
@@ -12744,6 +13004,23 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/tools (the `ListTools` operationId).
 	ListToolsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListToolsResponse, error)
+
+	// GetUsageWithResponse Tokens and cost by day, agent, model or session
+	//
+	// Sums `tokens`, `cost` and the number of the caller's stored messages
+	// over UTC days, grouped by `group_by`: `day` (every day with messages,
+	// oldest first), `agent` (the message's `agent_id`, else its session's),
+	// `model`, or `session` (the others by tokens, most first, at most
+	// `limit`). Answered from rollups kept in the same transaction as the
+	// writes, so a year costs a year of days (times agents and models) to
+	// read, not a year of messages. A rewind or a purge takes its messages'
+	// usage back: the sums are always over what is stored. Needs `read`
+	// scope.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/usage (the `GetUsage` operationId).
+	GetUsageWithResponse(ctx context.Context, params *GetUsageParams, reqEditors ...RequestEditorFn) (*GetUsageResponse, error)
 }
 
 // GetHealthResponse200Headers the declared response headers of an HTTP 200 response for GetHealth
@@ -22261,6 +22538,126 @@ func (r ListToolsResponse) ContentType() string {
 	return ""
 }
 
+// GetUsageResponse200Headers the declared response headers of an HTTP 200 response for GetUsage
+type GetUsageResponse200Headers struct {
+	XRequestID string
+}
+
+// GetUsageResponse400Headers the declared response headers of an HTTP 400 response for GetUsage
+type GetUsageResponse400Headers struct {
+	XRequestID string
+}
+
+// GetUsageResponse401Headers the declared response headers of an HTTP 401 response for GetUsage
+type GetUsageResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestID      string
+}
+
+// GetUsageResponse403Headers the declared response headers of an HTTP 403 response for GetUsage
+type GetUsageResponse403Headers struct {
+	XRequestID string
+}
+
+// GetUsageResponse429Headers the declared response headers of an HTTP 429 response for GetUsage
+type GetUsageResponse429Headers struct {
+	RetryAfter int
+	XRequestID string
+}
+
+// GetUsageResponseDefaultHeaders the declared response headers of an HTTP default response for GetUsage
+type GetUsageResponseDefaultHeaders struct {
+	XRequestID string
+}
+
+type GetUsageResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Usage
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *RateLimited
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *Default
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetUsageResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetUsageResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetUsageResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetUsageResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetUsageResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetUsageResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetUsageResponse) GetJSON200() *Usage {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetUsageResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetUsageResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetUsageResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetUsageResponse) GetApplicationProblemJSON429() *RateLimited {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetUsageResponse) GetApplicationProblemJSONDefault() *Default {
+	return r.ApplicationProblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetUsageResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetUsageResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetUsageResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetUsageResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetHealthWithResponse Liveness probe
 //
 // Answers `200 {"status":"ok","version":"…"}` while the process is up, with the
@@ -24455,6 +24852,29 @@ func (c *ClientWithResponses) ListToolsWithResponse(ctx context.Context, reqEdit
 		return nil, err
 	}
 	return ParseListToolsResponse(rsp)
+}
+
+// GetUsageWithResponse Tokens and cost by day, agent, model or session
+//
+// Sums `tokens`, `cost` and the number of the caller's stored messages
+// over UTC days, grouped by `group_by`: `day` (every day with messages,
+// oldest first), `agent` (the message's `agent_id`, else its session's),
+// `model`, or `session` (the others by tokens, most first, at most
+// `limit`). Answered from rollups kept in the same transaction as the
+// writes, so a year costs a year of days (times agents and models) to
+// read, not a year of messages. A rewind or a purge takes its messages'
+// usage back: the sums are always over what is stored. Needs `read`
+// scope.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/usage (the `GetUsage` operationId).
+func (c *ClientWithResponses) GetUsageWithResponse(ctx context.Context, params *GetUsageParams, reqEditors ...RequestEditorFn) (*GetUsageResponse, error) {
+	rsp, err := c.GetUsage(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetUsageResponse(rsp)
 }
 
 // ParseGetHealthResponse parses an HTTP response from a GetHealthWithResponse call
@@ -36062,6 +36482,144 @@ func ParseListToolsResponse(rsp *http.Response) (*ListToolsResponse, error) {
 		response.Headers503 = &headers
 	case true:
 		var headers ListToolsResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetUsageResponse parses an HTTP response from a GetUsageWithResponse call
+func ParseGetUsageResponse(rsp *http.Response) (*GetUsageResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetUsageResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Usage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Default
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetUsageResponse200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetUsageResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetUsageResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetUsageResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetUsageResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers GetUsageResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {

@@ -256,6 +256,7 @@ func TestCrossTenantEveryRoute(t *testing.T) {
 		"getSessionContext":   {notFound, nil, "?max_tokens=100&include=blocks"},
 		"streamSessionEvents": {notFound, nil, "?after_seq=0"},
 		"streamEvents":        {ownFeed, nil, "?after=0"},
+		"getUsage":            {ownList, nil, "?group_by=session"},
 		"runTool":             {notFound, map[string]any{"label": "human", "content": "hijacked"}, ""},
 		"exportSession":       {notFound, nil, ""},
 		"uploadFile":          {ownWrite, `{"B's":"own file"}`, ""},

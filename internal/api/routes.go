@@ -40,6 +40,7 @@ func (s *Server) routes() *chi.Mux {
 			r.Get("/sessions/{id}/context", s.sessionContext)
 			r.Get("/sessions/{id}/events", s.sessionEvents)
 			r.Get("/events", s.tenantEvents)
+			r.Get("/usage", s.usage)
 
 			r.Get("/agents", s.listAgents)
 			r.Get("/agents/{id}", s.getAgent)

@@ -25,6 +25,7 @@ type Store interface {
 	Keys
 	Admin
 	Events
+	Usage
 	Ping(ctx context.Context) error
 	Close() error
 }

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"encoding/json"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -96,6 +97,8 @@ func (w *appendInsertsPG) queue(b *pgx.Batch) {
 			w.parts, w.isError, w.providerItem, w.cumTurns)
 	}
 	if w.rows > 0 {
+		// The group's rows are one session's run of seqs.
+		queueUsagePG(b, w.tenant, w.session, slices.Min(w.seq)-1, slices.Max(w.seq), +1)
 		// The live feed's events, in seq order, told at commit (events.go).
 		b.Queue(`WITH e AS (INSERT INTO events (tenant_id, session_id, type, message_id, seq, created_at)
 				SELECT $1, $2, '`+string(model.EventMessageAppended)+`', u.id, u.seq, $5

@@ -179,6 +179,11 @@ func forkDetachPG(ctx context.Context, tx pgx.Tx, tenant, fork string) error {
 		if err := forkCopySegmentPG(ctx, tx, tenant, fork, g); err != nil {
 			return err
 		}
+		// The copies are the fork's now: their usage is (the parent's goes
+		// when its rows do).
+		if err := applyUsagePG(ctx, tx, tenant, fork, g.lo, g.hi, +1); err != nil {
+			return err
+		}
 	}
 	_, err = tx.Exec(ctx, `UPDATE sessions SET prefix_shared = 0 WHERE tenant_id = $1 AND id = $2`, tenant, fork)
 	return err

@@ -124,6 +124,9 @@ func (im *importTxPG) run(ctx context.Context, sp *transfer.Spool) (model.Sessio
 		im.cumTurns, im.tenant, im.ses.ID); err != nil {
 		return model.Session{}, err
 	}
+	if err := applyUsagePG(ctx, im.tx, im.tenant, im.ses.ID, 0, allSeqsPG, +1); err != nil {
+		return model.Session{}, err
+	}
 	out, err := getSessionTx(ctx, im.tx, im.tenant, im.ses.ID, "")
 	if err != nil {
 		return out, err

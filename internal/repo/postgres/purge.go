@@ -174,6 +174,9 @@ func purgeSessionTxPG(ctx context.Context, tx pgx.Tx, tenant, id string) (msgs, 
 	if _, err := tx.Exec(ctx, `DELETE FROM message_search WHERE tenant_id = $1 AND session_id = $2`, tenant, id); err != nil {
 		return 0, 0, err
 	}
+	if err := applyUsagePG(ctx, tx, tenant, id, 0, allSeqsPG, -1); err != nil {
+		return 0, 0, err
+	}
 	tag, err := tx.Exec(ctx, `DELETE FROM messages WHERE tenant_id = $1 AND session_id = $2`, tenant, id)
 	if err != nil {
 		return 0, 0, err
@@ -185,7 +188,7 @@ func purgeSessionTxPG(ctx context.Context, tx pgx.Tx, tenant, id string) (msgs, 
 	ckps = tag.RowsAffected()
 	b := &pgx.Batch{}
 	// Its events go too, as on SQLite: a purge leaves nothing of the session.
-	for _, table := range []string{"request_keys", "rewound_keys", "compactions", "tool_calls", "tool_results", "events"} {
+	for _, table := range []string{"request_keys", "rewound_keys", "compactions", "tool_calls", "tool_results", "events", "usage_sessions"} {
 		b.Queue(`DELETE FROM `+table+` WHERE tenant_id = $1 AND session_id = $2`, tenant, id)
 	}
 	b.Queue(`DELETE FROM sessions WHERE tenant_id = $1 AND id = $2`, tenant, id)

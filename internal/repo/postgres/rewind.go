@@ -113,6 +113,7 @@ func rewindCutTailPG(ctx context.Context, tx pgx.Tx, tenant string, ses model.Se
 		return err
 	}
 	b = &pgx.Batch{}
+	queueUsagePG(b, tenant, id, to, allSeqsPG, -1) // before the rows go
 	for _, table := range []string{"tool_calls", "tool_results", "message_search"} {
 		b.Queue(`DELETE FROM `+table+` WHERE tenant_id = $1 AND session_id = $2 AND seq > $3`, tenant, id, to)
 	}

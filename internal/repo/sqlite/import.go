@@ -192,6 +192,9 @@ func (s *Store) importTx(ctx context.Context, tx *sql.Tx, tenant string, sp *tra
 		cumTurns, tenant, ses.ID); err != nil {
 		return model.Session{}, err
 	}
+	if err := applyUsage(ctx, tx, tenant, ses.ID, 0, allSeqs, +1); err != nil {
+		return model.Session{}, err
+	}
 	out, err := getSession(ctx, tx, tenant, ses.ID)
 	if err != nil {
 		return out, err

@@ -190,6 +190,9 @@ func (s *Store) purgeSessionTx(ctx context.Context, tx *sql.Tx, tenant, id strin
 	if err := releaseFiles(ctx, tx, tenant, id, 0); err != nil {
 		return 0, 0, err
 	}
+	if err := applyUsage(ctx, tx, tenant, id, 0, allSeqs, -1); err != nil {
+		return 0, 0, err
+	}
 	if msgs, err = execCount(ctx, tx, `DELETE FROM messages WHERE tenant_id = ? AND session_id = ?`, tenant, id); err != nil {
 		return 0, 0, err
 	}
@@ -198,7 +201,7 @@ func (s *Store) purgeSessionTx(ctx context.Context, tx *sql.Tx, tenant, id strin
 	}
 	// Its events go too: they carry its sessions' and compactions' data, and a
 	// purge leaves nothing of the session behind.
-	for _, table := range []string{"request_keys", "rewound_keys", "compactions", "tool_calls", "tool_results", "events"} {
+	for _, table := range []string{"request_keys", "rewound_keys", "compactions", "tool_calls", "tool_results", "events", "usage_sessions"} {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE tenant_id = ? AND session_id = ?`, tenant, id); err != nil {
 			return 0, 0, err
 		}
@@ -299,6 +302,11 @@ func (s *Store) copySegment(ctx context.Context, tx *sql.Tx, tenant, fork string
 			}
 			after = r.seq
 		}
+	}
+	// The copies are the fork's now: their usage is (the parent's goes when
+	// its rows do).
+	if err := applyUsage(ctx, tx, tenant, fork, g.lo, g.hi, +1); err != nil {
+		return err
 	}
 	// The copies reference the files their originals did, and answer the calls
 	// theirs did.
