@@ -4,7 +4,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: run build test test-python check check-generated fmt vet lint lint-openapi deps tools bench profile gobench crash fuzz sim pg-failover clean
+.PHONY: run build test test-python test-ui chromium check check-generated fmt vet lint lint-openapi deps tools bench profile gobench crash fuzz sim pg-failover clean
 
 run:
 	$(GO) run ./cmd/server
@@ -16,7 +16,7 @@ build:
 # run(), and the short kill -9 crash test. It refuses to pass on unformatted code,
 # vet findings, a go.mod that tidy would change or a lint finding in openapi.yaml,
 # so CI catches those too.
-test: deps fmt vet tools lint-openapi check-generated
+test: deps fmt vet tools chromium lint-openapi check-generated
 	$(GO) test -race -count=1 $(PKGS)
 	$(GO) test -count=1 -run 'TestLargestMessageRoundTrips' ./internal/api/
 	LOGBOOK_TEST_BACKEND=postgres $(GO) test -count=1 ./internal/api/
@@ -50,6 +50,24 @@ tools:
 		sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
 		$$sudo apt-get update -qq && $$sudo apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
+
+# The dashboard's browser test (internal/ui) drives Debian's chromium, headless;
+# install it when it is missing (apt-get, as root or with sudo). Where it cannot
+# be installed the test skips, saying so.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+		echo "installing chromium for the dashboard's browser test"; \
+		sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+		{ $$sudo apt-get update -qq && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; } || \
+			echo "could not install chromium: the dashboard's browser test will skip"; \
+	}
+
+# The dashboard (/ui) in headless Chromium, long form: the walk through every
+# page that make test runs, plus paging through many sessions and a session of
+# 5200 messages. Screenshots go to $(UI_SCREENSHOTS).
+UI_SCREENSHOTS ?= $(CURDIR)/bin/ui-screenshots
+test-ui: chromium
+	LOGBOOK_UI_LONG=1 LOGBOOK_UI_SCREENSHOTS=$(UI_SCREENSHOTS) $(GO) test -count=1 -v -run '^TestDashboard$$' ./internal/ui/
 
 # go.mod and go.sum are what `go mod tidy` makes, and modernc.org/libc is the
 # version modernc.org/sqlite pins: its authors ask for that exact version, since

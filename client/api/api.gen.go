@@ -3779,6 +3779,25 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 // The interface specification for the client above.
 type ClientInterface interface {
 
+	// GetDocs This API reference, as a web page
+	//
+	// Returns an HTML page that renders this document (`/openapi.yaml`) with Redoc,
+	// whose script the binary embeds and serves at `/docs/redoc.standalone.js`.
+	// The page loads nothing from anywhere but this server: its
+	// `Content-Security-Policy` allows this origin alone.
+	//
+	// Corresponds with GET /docs (the `GetDocs` operationId).
+	GetDocs(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetDocsScript The API reference's script
+	//
+	// Returns the Redoc bundle that `/docs` loads (vendored, MIT license),
+	// gzipped for a client whose `Accept-Encoding` takes it, with an `ETag` to
+	// revalidate with `If-None-Match`.
+	//
+	// Corresponds with GET /docs/redoc.standalone.js (the `GetDocsScript` operationId).
+	GetDocsScript(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetHealth Liveness probe
 	//
 	// Answers `200 {"status":"ok","version":"…"}` while the process is up, with the
@@ -5433,6 +5452,45 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/usage (the `GetUsage` operationId).
 	GetUsage(ctx context.Context, params *GetUsageParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+}
+
+// GetDocs This API reference, as a web page
+//
+// Returns an HTML page that renders this document (`/openapi.yaml`) with Redoc,
+// whose script the binary embeds and serves at `/docs/redoc.standalone.js`.
+// The page loads nothing from anywhere but this server: its
+// `Content-Security-Policy` allows this origin alone.
+//
+// Corresponds with GET /docs (the `GetDocs` operationId).
+func (c *Client) GetDocs(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetDocsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetDocsScript The API reference's script
+//
+// Returns the Redoc bundle that `/docs` loads (vendored, MIT license),
+// gzipped for a client whose `Accept-Encoding` takes it, with an `ETag` to
+// revalidate with `If-None-Match`.
+//
+// Corresponds with GET /docs/redoc.standalone.js (the `GetDocsScript` operationId).
+func (c *Client) GetDocsScript(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetDocsScriptRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
 }
 
 // GetHealth Liveness probe
@@ -7900,6 +7958,60 @@ func (c *Client) GetUsage(ctx context.Context, params *GetUsageParams, reqEditor
 		return nil, err
 	}
 	return c.Client.Do(req)
+}
+
+// NewGetDocsRequest constructs an http.Request for the GetDocs method
+func NewGetDocsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/docs")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetDocsScriptRequest constructs an http.Request for the GetDocsScript method
+func NewGetDocsScriptRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/docs/redoc.standalone.js")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
 }
 
 // NewGetHealthRequest constructs an http.Request for the GetHealth method
@@ -11295,6 +11407,29 @@ func WithBaseURL(baseURL string) ClientOption {
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
 
+	// GetDocsWithResponse This API reference, as a web page
+	//
+	// Returns an HTML page that renders this document (`/openapi.yaml`) with Redoc,
+	// whose script the binary embeds and serves at `/docs/redoc.standalone.js`.
+	// The page loads nothing from anywhere but this server: its
+	// `Content-Security-Policy` allows this origin alone.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /docs (the `GetDocs` operationId).
+	GetDocsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetDocsResponse, error)
+
+	// GetDocsScriptWithResponse The API reference's script
+	//
+	// Returns the Redoc bundle that `/docs` loads (vendored, MIT license),
+	// gzipped for a client whose `Accept-Encoding` takes it, with an `ETag` to
+	// revalidate with `If-None-Match`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /docs/redoc.standalone.js (the `GetDocsScript` operationId).
+	GetDocsScriptWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetDocsScriptResponse, error)
+
 	// GetHealthWithResponse Liveness probe
 	//
 	// Answers `200 {"status":"ok","version":"…"}` while the process is up, with the
@@ -13021,6 +13156,118 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/usage (the `GetUsage` operationId).
 	GetUsageWithResponse(ctx context.Context, params *GetUsageParams, reqEditors ...RequestEditorFn) (*GetUsageResponse, error)
+}
+
+// GetDocsResponse200Headers the declared response headers of an HTTP 200 response for GetDocs
+type GetDocsResponse200Headers struct {
+	ContentSecurityPolicy *string
+	XRequestID            string
+}
+
+// GetDocsResponseDefaultHeaders the declared response headers of an HTTP default response for GetDocs
+type GetDocsResponseDefaultHeaders struct {
+	XRequestID string
+}
+
+type GetDocsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *Default
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetDocsResponse200Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetDocsResponseDefaultHeaders
+}
+
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetDocsResponse) GetApplicationProblemJSONDefault() *Default {
+	return r.ApplicationProblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetDocsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetDocsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetDocsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetDocsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetDocsScriptResponse200Headers the declared response headers of an HTTP 200 response for GetDocsScript
+type GetDocsScriptResponse200Headers struct {
+	ETag       *string
+	XRequestID string
+}
+
+// GetDocsScriptResponseDefaultHeaders the declared response headers of an HTTP default response for GetDocsScript
+type GetDocsScriptResponseDefaultHeaders struct {
+	XRequestID string
+}
+
+type GetDocsScriptResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *Default
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetDocsScriptResponse200Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetDocsScriptResponseDefaultHeaders
+}
+
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetDocsScriptResponse) GetApplicationProblemJSONDefault() *Default {
+	return r.ApplicationProblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetDocsScriptResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetDocsScriptResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetDocsScriptResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetDocsScriptResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
 }
 
 // GetHealthResponse200Headers the declared response headers of an HTTP 200 response for GetHealth
@@ -22658,6 +22905,41 @@ func (r GetUsageResponse) ContentType() string {
 	return ""
 }
 
+// GetDocsWithResponse This API reference, as a web page
+//
+// Returns an HTML page that renders this document (`/openapi.yaml`) with Redoc,
+// whose script the binary embeds and serves at `/docs/redoc.standalone.js`.
+// The page loads nothing from anywhere but this server: its
+// `Content-Security-Policy` allows this origin alone.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /docs (the `GetDocs` operationId).
+func (c *ClientWithResponses) GetDocsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetDocsResponse, error) {
+	rsp, err := c.GetDocs(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetDocsResponse(rsp)
+}
+
+// GetDocsScriptWithResponse The API reference's script
+//
+// Returns the Redoc bundle that `/docs` loads (vendored, MIT license),
+// gzipped for a client whose `Accept-Encoding` takes it, with an `ETag` to
+// revalidate with `If-None-Match`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /docs/redoc.standalone.js (the `GetDocsScript` operationId).
+func (c *ClientWithResponses) GetDocsScriptWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetDocsScriptResponse, error) {
+	rsp, err := c.GetDocsScript(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetDocsScriptResponse(rsp)
+}
+
 // GetHealthWithResponse Liveness probe
 //
 // Answers `200 {"status":"ok","version":"…"}` while the process is up, with the
@@ -24875,6 +25157,121 @@ func (c *ClientWithResponses) GetUsageWithResponse(ctx context.Context, params *
 		return nil, err
 	}
 	return ParseGetUsageResponse(rsp)
+}
+
+// ParseGetDocsResponse parses an HTTP response from a GetDocsWithResponse call
+func ParseGetDocsResponse(rsp *http.Response) (*GetDocsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetDocsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Default
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetDocsResponse200Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case true:
+		var headers GetDocsResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetDocsScriptResponse parses an HTTP response from a GetDocsScriptWithResponse call
+func ParseGetDocsScriptResponse(rsp *http.Response) (*GetDocsScriptResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetDocsScriptResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 304:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Default
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetDocsScriptResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case true:
+		var headers GetDocsScriptResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
 }
 
 // ParseGetHealthResponse parses an HTTP response from a GetHealthWithResponse call

@@ -29,6 +29,9 @@ type config struct {
 
 	// CORSOrigins are the origins whose pages may call the API; none: no CORS.
 	CORSOrigins []string
+
+	MetricsAddr string // where GET /metrics listens, apart from the API; empty: nowhere
+	Pprof       bool   // serve /debug/pprof to loopback clients
 }
 
 // globalFlags are the server's flags. They sit on the root command and, being
@@ -70,6 +73,10 @@ func globalFlags(getenv func(string) string) []cli.Flag {
 			Usage: "index messages for conversation search, beside the writer, into DB-search"},
 		&cli.StringFlag{Name: "cors-origins", Sources: env("LOGBOOK_CORS_ORIGINS"), DefaultText: "none: no CORS headers",
 			Usage: "comma-separated `ORIGINS` (https://dash.example.com) whose pages may call the API from a browser; * allows every origin and is refused in open mode"},
+		&cli.StringFlag{Name: "metrics-addr", Sources: env("LOGBOOK_METRICS_ADDR"), DefaultText: "none: no metrics",
+			Usage: "serve Prometheus metrics at GET /metrics on a listener of their own, `HOST:PORT`, apart from the API (docs/operations.md)"},
+		&cli.BoolFlag{Name: "pprof", Sources: env("LOGBOOK_PPROF"),
+			Usage: "serve Go's profiler at /debug/pprof on --addr, to loopback clients only"},
 		&cli.StringFlag{Name: "cpu-profile", Sources: env("LOGBOOK_CPU_PROFILE"), TakesFile: true,
 			Usage: "write a CPU profile of the whole run to `FILE` (go tool pprof FILE); make profile uses it"},
 		// Go's own GOGC is this flag's variable, so that an operator who knows it
@@ -99,6 +106,8 @@ func configFrom(cmd *cli.Command) (config, error) {
 		BackupDir:      cmd.String("backup-dir"),
 		SearchIndex:    cmd.Bool("search-index"),
 		CPUProfile:     cmd.String("cpu-profile"),
+		MetricsAddr:    cmd.String("metrics-addr"),
+		Pprof:          cmd.Bool("pprof"),
 	}
 	if c.DB == "" {
 		return c, fmt.Errorf("db must name a file")

@@ -72,14 +72,20 @@ func serve(ctx context.Context, cfg config, stdout io.Writer) error {
 	if err == nil {
 		err = refuseOpenCORS(cfg.CORSOrigins, allowOpen)
 	}
+	var ms *metricsServer
+	if err == nil {
+		ms, err = listenMetrics(cfg.MetricsAddr, store, v, log)
+	}
 	if err != nil {
 		ln.Close()
 		return err
 	}
+	defer ms.close() // before the store closes
 	handler := api.New(api.Config{Store: store, Log: log, MaxBodyBytes: cfg.MaxBodyBytes, Spec: logbook.OpenAPI,
 		AllowOpen: allowOpen, RateLimit: cfg.RateLimit, CheckpointKeep: cfg.CheckpointKeep,
 		ImportMaxBytes: cfg.ImportMaxBytes, MaxFileBytes: cfg.MaxFileBytes, BackupDir: cfg.BackupDir, Version: v,
-		CORSOrigins: cfg.CORSOrigins})
+		CORSOrigins: cfg.CORSOrigins, Requests: ms.requests(), Pprof: cfg.Pprof})
+	ms.serve(handler)
 	srv := &http.Server{
 		Handler: handler,
 		// A slow or stuck client cannot hold a connection forever.

@@ -51,7 +51,7 @@ func loadSpec(t testing.TB) (*openapi3.T, routers.Router) {
 			return string(b), err
 		})
 		// Files come back as their own media types: the tests' are bytes to the spec.
-		for _, ct := range []string{"application/pdf", "image/png", "application/octet-stream", "text/plain"} {
+		for _, ct := range []string{"application/pdf", "image/png", "application/octet-stream", "text/plain", "text/html", "text/javascript"} {
 			openapi3filter.RegisterBodyDecoder(ct, openapi3filter.FileBodyDecoder)
 		}
 		doc, err := openapi3.NewLoader().LoadFromData(logbook.OpenAPI)

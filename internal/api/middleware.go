@@ -93,6 +93,9 @@ func (s *Server) accessLog(next http.Handler) http.Handler {
 		if status == 0 {
 			status = http.StatusOK
 		}
+		if s.requests != nil {
+			s.requests.ObserveRequest(r.Method, routePattern(r), status, time.Since(start))
+		}
 		ev := s.log.Info()
 		if status >= 500 {
 			ev = s.log.Warn()

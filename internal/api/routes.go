@@ -4,6 +4,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/logbook/logbook/internal/model"
+	"github.com/logbook/logbook/internal/ui"
 )
 
 // routes lists every route in one place, grouped by the scope a key needs.
@@ -20,6 +21,12 @@ func (s *Server) routes() *chi.Mux {
 	r.Get("/healthz", s.healthz)
 	r.Get("/readyz", s.readyz)
 	r.Get("/openapi.yaml", s.openapi)
+	r.Mount(ui.Prefix, ui.Handler()) // the dashboard's files are public; its /v1 calls carry the key
+	r.Get("/docs", s.docs)
+	r.Get("/docs/"+docsBundle, s.docsAsset)
+	if s.pprof {
+		r.Mount("/debug/pprof", s.pprofRoutes())
+	}
 
 	r.Route("/v1", func(r chi.Router) {
 		r.Use(s.authenticate, s.rateLimit)

@@ -47,6 +47,11 @@ type Config struct {
 	// pages may call the API from a browser; none, the default, sends no CORS
 	// header at all.
 	CORSOrigins []string
+	// Requests is told of every answered request, by route pattern (metrics);
+	// nil: no one.
+	Requests RequestObserver
+	// Pprof serves /debug/pprof, to loopback clients only (pprof.go).
+	Pprof bool
 }
 
 // Server holds the handlers' dependencies; it has no globals.
@@ -71,6 +76,8 @@ type Server struct {
 	closing        chan struct{} // closed by Close: live feeds end
 	closeOnce      sync.Once
 	cors           *corsPolicy
+	requests       RequestObserver
+	pprof          bool
 }
 
 // New builds the server and its router.
@@ -92,6 +99,8 @@ func New(cfg Config) *Server {
 		heartbeat:      cfg.EventsHeartbeat,
 		closing:        make(chan struct{}),
 		cors:           newCORSPolicy(cfg.CORSOrigins),
+		requests:       cfg.Requests,
+		pprof:          cfg.Pprof,
 	}
 	if s.streamGrace <= 0 {
 		s.streamGrace = defaultStreamGrace

@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -42,6 +43,9 @@ type Hub struct {
 	start, head int64
 	tailing     bool          // ring and head describe the log (false until the first read)
 	changed     chan struct{} // closed when head moves or the hub stops
+
+	read      int64        // events the tail has read from the store (stats.go)
+	delivered atomic.Int64 // events handed to readers
 }
 
 // New returns a hub over store; it starts following the log with its first
@@ -161,6 +165,7 @@ func (h *Hub) add(evs []model.Event) {
 		h.bytes += len(e.Data)
 	}
 	h.head = evs[len(evs)-1].Pos
+	h.read += int64(len(evs))
 	drop := 0
 	for len(h.ring)-drop > h.opts.MaxEvents || (h.bytes > h.opts.MaxBytes && len(h.ring)-drop > 1) {
 		h.bytes -= len(h.ring[drop].Data)
@@ -231,6 +236,7 @@ func (r *Reader) Next(ctx context.Context, wait time.Duration) ([]model.Event, e
 	for {
 		evs, behind, changed := r.fromRing()
 		if len(evs) > 0 {
+			r.hub.delivered.Add(int64(len(evs)))
 			return evs, nil
 		}
 		if behind {
@@ -244,6 +250,7 @@ func (r *Reader) Next(ctx context.Context, wait time.Duration) ([]model.Event, e
 			}
 			if len(evs) > 0 {
 				r.q.After = evs[len(evs)-1].Pos
+				h.delivered.Add(int64(len(evs)))
 				return evs, nil
 			}
 			if tailing && head > r.q.After {

@@ -80,6 +80,9 @@ type Store struct {
 	lineageMoved bool         // this group may change a lineage: move lineages.epoch after it
 
 	pendingCrash repo.FaultKind // a crash injected inside a write, applied at the group's commit
+
+	observer atomic.Pointer[observerBox] // told of each group (metrics.go); nil: no one
+	syncFull bool                        // synchronous=FULL: every commit fsyncs the WAL
 }
 
 // nextGID numbers a new message. Only the writer calls it, inside the transaction
@@ -216,6 +219,7 @@ func Open(ctx context.Context, cfg Config) (s *Store, err error) {
 		faults:          cfg.Faults,
 		gid:             lastGID,
 		sessions:        sessionCache{m: map[sessionKey]*sessionState{}},
+		syncFull:        sync == "FULL",
 	}
 	if s.maxBatch <= 0 {
 		s.maxBatch = 1000

@@ -100,8 +100,13 @@ func (s *Store) runWriter() {
 				break drain
 			}
 		}
+		start := time.Now()
 		s.commit(batch)
-		s.lastCommit.Store(time.Now().UnixNano())
+		now := time.Now()
+		s.lastCommit.Store(now.UnixNano())
+		if o := s.observer.Load(); o != nil {
+			o.o.ObserveGroup(len(batch), now.Sub(start))
+		}
 		if s.eventsWritten { // perhaps rolled back: a reader woken for nothing reads nothing
 			s.eventsWritten = false
 			s.events.Signal()

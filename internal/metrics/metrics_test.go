@@ -1,0 +1,143 @@
+package metrics
+
+import (
+	"context"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/rs/zerolog"
+
+	"github.com/logbook/logbook/internal/feed"
+	"github.com/logbook/logbook/internal/model"
+	"github.com/logbook/logbook/internal/repo/sqlite"
+)
+
+func mustOpen(t *testing.T) *sqlite.Store {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(t.TempDir(), "logbook.db"), Migrate: true})
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := st.Close(); err != nil {
+			t.Errorf("close store: %v", err)
+		}
+	})
+	return st
+}
+
+type fakeFeed struct{ st feed.Stats }
+
+func (f fakeFeed) FeedStats() feed.Stats { return f.st }
+
+// Labels stay bounded whatever a client sends: the route is a pattern or
+// "unmatched", the method a standard one or "other".
+func TestObserveRequestLabels(t *testing.T) {
+	cases := []struct {
+		name                string
+		method, route       string
+		status              int
+		wantMethod, wantRte string
+	}{
+		{"pattern_kept", "POST", "/v1/sessions/{id}/messages", 201, "POST", "/v1/sessions/{id}/messages"},
+		{"no_route_is_unmatched", "GET", "", 404, "GET", "unmatched"},
+		{"odd_method_is_other", "BREW", "", 405, "other", "unmatched"},
+		{"head_kept", "HEAD", "/healthz", 200, "HEAD", "/healthz"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := New("test", zerolog.Nop())
+			r.ObserveRequest(tc.method, tc.route, tc.status, 3*time.Millisecond)
+			c, err := r.requests.GetMetricWithLabelValues(tc.wantMethod, tc.wantRte, strconv.Itoa(tc.status))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := testutil.ToFloat64(c); got != 1 {
+				t.Errorf("requests{%s,%s,%d} = %v, want 1", tc.wantMethod, tc.wantRte, tc.status, got)
+			}
+			if n := testutil.CollectAndCount(r.requests); n != 1 {
+				t.Errorf("%d request series, want 1", n)
+			}
+		})
+	}
+}
+
+// Every series of a registry watching a real store and a feed passes
+// Prometheus' own lint (names, units, help), and the writer's figures follow
+// the writes.
+func TestRegistryLintAndWriter(t *testing.T) {
+	st := mustOpen(t)
+	r := New("test", zerolog.Nop())
+	r.WatchStore(st)
+	r.WatchFeed(fakeFeed{feed.Stats{Readers: 2, Delivered: 7}})
+	r.ObserveRequest("GET", "/healthz", 200, time.Millisecond)
+
+	const sessions = 4
+	for range sessions {
+		if _, err := st.CreateSession(context.Background(), "t1", model.CreateSession{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	problems, err := testutil.GatherAndLint(r.Gatherer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+
+	cases := []struct {
+		name string
+		want float64
+		min  bool // at least want, not exactly
+	}{
+		{"logbook_sqlite_writer_commits_total", 1, true},
+		{"logbook_sqlite_writer_writes_total", sessions, false},
+		{"logbook_sqlite_writer_queue_depth", 0, false},
+		{"logbook_sqlite_writer_queue_capacity", 4096, false},
+		{"logbook_feed_subscribers", 2, false},
+		{"logbook_feed_events_delivered_total", 7, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := gathered(t, r, tc.name)
+			if !ok {
+				t.Fatalf("%s not gathered", tc.name)
+			}
+			if got != tc.want && !(tc.min && got >= tc.want) {
+				t.Errorf("%s = %v, want %v (at least: %v)", tc.name, got, tc.want, tc.min)
+			}
+		})
+	}
+	commits, _ := gathered(t, r, "logbook_sqlite_writer_commits_total")
+	if fsyncs, _ := gathered(t, r, "logbook_sqlite_commit_fsyncs_total"); fsyncs != commits {
+		t.Errorf("fsyncs = %v under synchronous=FULL, want one per commit (%v)", fsyncs, commits)
+	}
+	if n, err := testutil.GatherAndCount(r.Gatherer(), "logbook_pg_pool_total_conns"); err != nil || n != 0 {
+		t.Errorf("a SQLite store exposes %d pool series (%v), want none", n, err)
+	}
+}
+
+// gathered is the value of a gauge or counter without labels.
+func gathered(t *testing.T, r *Registry, name string) (float64, bool) {
+	t.Helper()
+	fams, err := r.Gatherer().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() != name || len(f.GetMetric()) != 1 {
+			continue
+		}
+		m := f.GetMetric()[0]
+		if m.Counter != nil {
+			return m.Counter.GetValue(), true
+		}
+		return m.Gauge.GetValue(), true
+	}
+	return 0, false
+}

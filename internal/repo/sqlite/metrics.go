@@ -1,0 +1,87 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"time"
+)
+
+// GroupObserver is told of every group the writer ran: how many queued writes
+// it carried and how long it took from its first statement to its answers,
+// the commit's fsync included. It runs on the writer goroutine, between two
+// groups, so it must be cheap and never block: a Prometheus histogram, whose
+// Observe is a few atomic adds, is what it is for.
+type GroupObserver interface {
+	ObserveGroup(writes int, took time.Duration)
+}
+
+// observerBox holds a GroupObserver for an atomic.Pointer, which cannot hold
+// an interface itself.
+type observerBox struct{ o GroupObserver }
+
+// ObserveGroups has the writer tell o of every group from now on; nil stops it.
+// The writer reads it with one atomic load per group.
+func (s *Store) ObserveGroups(o GroupObserver) {
+	if o == nil {
+		s.observer.Store(nil)
+		return
+	}
+	s.observer.Store(&observerBox{o: o})
+}
+
+// QueueDepth is how many writes wait for the writer now.
+func (s *Store) QueueDepth() int { return len(s.queue) }
+
+// QueueCapacity is how many writes may wait before a request's write blocks
+// on enqueueing.
+func (s *Store) QueueCapacity() int { return cap(s.queue) }
+
+// SyncFull reports whether commits run under synchronous=FULL, where each one
+// fsyncs the WAL (under NORMAL only checkpoints sync).
+func (s *Store) SyncFull() bool { return s.syncFull }
+
+// FileSizes are the bytes on disk of the database, its WAL, the search index
+// file and the index's WAL. A file that does not exist (no WAL yet, or no
+// search index) is 0.
+type FileSizes struct {
+	DB, WAL, Search, SearchWAL int64
+}
+
+// Files stats the store's files; it touches no connection.
+func (s *Store) Files() (FileSizes, error) {
+	var out FileSizes
+	var errs []error
+	for _, f := range []struct {
+		path string
+		n    *int64
+	}{
+		{s.path, &out.DB}, {s.path + "-wal", &out.WAL},
+		{searchIndexPath(s.path), &out.Search}, {searchIndexPath(s.path) + "-wal", &out.SearchWAL},
+	} {
+		fi, err := os.Stat(f.path)
+		switch {
+		case err == nil:
+			*f.n = fi.Size()
+		case !errors.Is(err, fs.ErrNotExist):
+			errs = append(errs, err)
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// IndexLag counts the messages, of every tenant, that are stored but not
+// searchable yet: what the API's index_lag says for one tenant. ok is false
+// when no indexer runs in this process (search off, or --search-index=false),
+// where the count would only grow and cost a scan of every message to say so.
+// The count walks the gid index from the indexer's position, so it costs what
+// the lag is.
+func (s *Store) IndexLag(ctx context.Context) (lag int64, ok bool, err error) {
+	if s.idb == nil || s.stopIndexer == nil {
+		return 0, false, nil
+	}
+	err = s.rdb.QueryRowContext(ctx, `SELECT COUNT(*) FROM messages INDEXED BY messages_by_gid
+		WHERE gid >= (SELECT next_gid FROM idx.index_state WHERE id = 1)`).Scan(&lag)
+	return lag, true, mapErr(err)
+}

@@ -1,0 +1,888 @@
+package ui_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+	logbook "github.com/logbook/logbook"
+	"github.com/logbook/logbook/internal/api"
+	"github.com/logbook/logbook/internal/model"
+	"github.com/logbook/logbook/internal/repo/sqlite"
+	"github.com/rs/zerolog"
+)
+
+// TestDashboard drives the dashboard in a real headless Chromium against a
+// real server (the API over SQLite in a temporary directory): it seeds data
+// through the API, then goes list → session → agent → search → usage as a
+// person would, checks what each page shows, follows a session live through
+// a cut of its feed, and fails on any request that leaves loopback, any URL
+// that holds the key, and any console error. Screenshots go to
+// $LOGBOOK_UI_SCREENSHOTS (default: a temporary directory; the path is
+// logged). LOGBOOK_UI_LONG=1 (make test-ui) adds paging through many
+// sessions and a 1000-message session.
+func TestDashboard(t *testing.T) {
+	chrome := chromium(t)
+	long := os.Getenv("LOGBOOK_UI_LONG") != ""
+
+	srv := startServer(t, false)
+	writeKey := srv.key(model.ScopeWrite)
+	readKey := srv.key(model.ScopeRead)
+	c := &client{t: t, base: srv.url, key: writeKey}
+	seed(c)
+
+	b := newBrowser(t, chrome)
+	p := b.tab(t, srv.url)
+
+	// The server has keys, so the first call answers 401 and the page asks;
+	// turned down, it says what is missing and asks no more until told to.
+	p.do(chromedp.Navigate(srv.url + "/ui/"))
+	p.do(chromedp.WaitVisible(chromedp.CSS("#key-input")))
+	p.shot("00-key")
+	p.click("#key-cancel")
+	p.waitEq("no key, no list", `String(document.querySelector("#view .notice")?.textContent.includes("needs an API key"))`, "true")
+	p.waitEq("not asked again", `String(document.getElementById("key-dialog").open)`, "false")
+	p.click("#key-button")
+	p.do(chromedp.WaitVisible(chromedp.CSS("#key-input")))
+	p.do(chromedp.SendKeys(chromedp.CSS("#key-input"), readKey), chromedp.Click(chromedp.CSS("#key-ok")))
+	p.keyEntered()
+	p.waitEq("key button", `document.getElementById("key-button").textContent`, "Key ✓")
+
+	// Sessions: every one, with the totals the API reports, then filtered.
+	sessions := c.sessions()
+	p.waitEq("sessions shown", `document.querySelectorAll("#sessions-body tr").length`, strconv.Itoa(len(sessions)))
+	p.waitEq("session count", `document.getElementById("sessions-count").textContent`, fmt.Sprintf("%d sessions", len(sessions)))
+	var tokens int64
+	var cost float64
+	for _, s := range sessions {
+		tokens += s.TotalTokens
+		cost += s.TotalCost
+	}
+	p.waitEq("token total", `document.getElementById("sessions-tokens").textContent`, commas(tokens))
+	p.waitEq("live feed", `document.getElementById("live").dataset.state`, "live")
+	p.waitEq("a title is text, not markup", `document.querySelector('#sessions-body tr[data-id="ops-7"] b').textContent`, xssTitle)
+	p.waitEq("no injected element", `String(document.querySelector('img[src="x"]') === null && !window.__xss)`, "true")
+	p.waitEq("key kept in sessionStorage", `sessionStorage.getItem("logbook.key")`, readKey)
+	p.shot("01-sessions")
+
+	p.do(chromedp.SetValue(chromedp.CSS(`#session-filters select[name="status"]`), "completed"),
+		chromedp.Click(chromedp.CSS(`#session-filters button[type="submit"]`)))
+	p.waitEq("completed sessions", `[...document.querySelectorAll("#sessions-body tr")].map(r => r.dataset.id).join(",")`, "ops-7")
+	p.do(chromedp.SetValue(chromedp.CSS(`#session-filters select[name="status"]`), ""),
+		chromedp.SendKeys(chromedp.CSS(`#session-filters input[name="meta"]`), "channel=web"),
+		chromedp.Click(chromedp.CSS(`#session-filters button[type="submit"]`)))
+	p.waitEq("sessions with channel=web", `[...document.querySelectorAll("#sessions-body tr")].map(r => r.dataset.id).sort().join(",")`, "demo-1,demo-1-fork")
+	p.do(chromedp.Navigate(srv.url + "/ui/#/sessions"))
+	p.waitEq("all sessions again", `document.querySelectorAll("#sessions-body tr").length`, strconv.Itoa(len(sessions)))
+	p.waitEq("live feed", `document.getElementById("live").dataset.state`, "live")
+
+	// The tenant feed brings a new session, then its first message, in place.
+	c.do("POST", "/v1/sessions", map[string]any{"id": "live-1", "agent_id": "support-bot", "title": "Arrived live"}, 201)
+	p.waitEq("a session created live", `document.querySelector('#sessions-body tr[data-id="live-1"] b')?.textContent`, "Arrived live")
+	c.do("POST", "/v1/sessions/live-1/messages", map[string]any{"role": "user", "content": "Hello?", "tokens": 1234}, 201)
+	p.waitEq("its tokens, live", `document.querySelector('#sessions-body tr[data-id="live-1"] .tokens').textContent`, "1,234")
+	p.waitEq("its status, live", `document.querySelector('#sessions-body tr[data-id="live-1"] .badge').textContent`, "active")
+	p.shot("02-sessions-live")
+
+	// A session: the conversation with its tool calls folded, an image, reasoning.
+	p.click(`#sessions-body tr[data-id="demo-1"] a`)
+	p.waitEq("messages shown", `document.getElementById("conversation-count")?.textContent`, "(6)")
+	p.waitEq("articles (results fold into their calls)", `document.querySelectorAll("#conversation > article").length`, "5")
+	p.waitEq("call 1 folded with its result", `document.querySelector('details.tool-call[data-call-id="call_1"] .state').textContent`, "result #3")
+	p.waitEq("the result inside the call", `String(document.querySelector('details.tool-call[data-call-id="call_1"] .tool-result').textContent.includes("delivered"))`, "true")
+	p.waitEq("call 2 has no result", `document.querySelector('details.tool-call[data-call-id="call_2"] .state').textContent`, "no result yet")
+	p.waitEq("per-message tokens", `document.querySelector("#m-5 .tokens").textContent`, "900 tok")
+	p.waitEq("per-message cost", `document.querySelector("#m-2 .cost").textContent`, "$0.0004")
+	p.waitEq("reasoning collapsed", `String(document.querySelector("#m-4 details.reasoning").open)`, "false")
+	p.waitEq("reasoning summary", `document.querySelector("#m-4 details.reasoning p").textContent`, "The order is refundable.")
+	p.waitEq("image from a blob: URL", `(() => { const i = document.querySelector("#m-5 img"); return i.src.startsWith("blob:") + " " + i.naturalWidth; })()`, "true 8")
+	p.waitEq("markup in content is text", `String(document.querySelector("#m-1 .text").textContent.includes("<script>"))`, "true")
+	p.waitEq("checkpoints", `document.querySelectorAll("#checkpoints details.checkpoint").length`, "2")
+	p.waitEq("latest checkpoint open with its state tree", `(() => { const d = document.querySelector("#checkpoints details.checkpoint"); return d.open + " " + d.dataset.iteration + " " + [...d.querySelectorAll(".tree .key")].map(k => k.textContent).join("") })()`,
+		"true 2 plan: done: steps: 0: 1: stop_reason: ")
+	p.waitEq("compaction", `document.querySelectorAll("#compactions li").length + " " + document.querySelector(".compaction-marker").dataset.through`, "1 3")
+	p.waitEq("fork tree", `[...document.querySelectorAll("#fork-tree li")].map(l => l.dataset.id).join(",")`, "demo-1,demo-1-fork")
+	p.waitEq("resume report", `document.getElementById("resume-status").textContent + " " + [...document.querySelectorAll("#resume li.problem")].map(l => l.dataset.code).join(",")`,
+		"1 problem unanswered_tool_call")
+	p.waitEq("live feed", `document.getElementById("live").dataset.state`, "live")
+	p.shot("03-session")
+
+	// Live: a result folds into its call, a new message appears, the counters follow.
+	c.do("POST", "/v1/sessions/demo-1/messages", map[string]any{"role": "tool", "tool_call_id": "call_2", "name": "get_weather", "content": "Sunny, 21°C"}, 201)
+	p.waitEq("a result folded live", `document.querySelector('details.tool-call[data-call-id="call_2"] .state').textContent`, "result #7")
+	c.do("POST", "/v1/sessions/demo-1/messages", map[string]any{"role": "assistant", "content": "It is sunny in Paris.", "model": "gpt-4o", "tokens": 7, "cost": 0.0001}, 201)
+	p.waitEq("a message appended live", `document.querySelector("#m-8 .text")?.textContent`, "It is sunny in Paris.")
+	p.waitEq("the header's count follows", `document.getElementById("session-messages").textContent`, "8")
+	p.waitEq("the resume report follows", `document.getElementById("resume-status").textContent`, "ready to resume")
+
+	// Cut the feed: the page reconnects with Last-Event-ID and misses nothing.
+	if n := srv.cutFeeds(); n == 0 {
+		t.Fatal("no live feed was open to cut")
+	}
+	c.do("POST", "/v1/sessions/demo-1/messages", map[string]any{"role": "user", "content": "Thanks, bye!", "tokens": 3}, 201)
+	p.waitEq("a message appended while cut off", `document.querySelector("#m-9 .text")?.textContent`, "Thanks, bye!")
+	p.waitEq("live again", `document.getElementById("live").dataset.state`, "live")
+	if ids := srv.resumedFrom("/v1/sessions/demo-1/events"); len(ids) == 0 {
+		t.Error("the page reconnected without Last-Event-ID")
+	} else {
+		t.Logf("the session feed resumed with Last-Event-ID %v", ids)
+	}
+	p.waitEq("no message twice", `[...document.querySelectorAll("#conversation [data-seq]")].map(e => e.dataset.seq).join(",")`, "1,2,3,4,5,6,7,8,9")
+	p.waitEq("the header's count, after the cut", `document.getElementById("session-messages").textContent`, "9")
+
+	// A rewind takes its messages out of the page too.
+	c.do("POST", "/v1/sessions/demo-1/rewind", map[string]any{"to_seq": 8, "expected_last_seq": 9}, 200)
+	p.waitEq("rewound", `[...document.querySelectorAll("#conversation [data-seq]")].map(e => e.dataset.seq).join(",")`, "1,2,3,4,5,6,7,8")
+	p.waitEq("the header's count, after the rewind", `document.getElementById("session-messages").textContent`, "8")
+	p.shot("04-session-live")
+
+	// The agent: blocks, a block's history with a diff, passages.
+	p.click(`#session-head a[href="#/agents/support-bot"]`)
+	p.waitEq("agent", `document.getElementById("agent-name")?.textContent`, "Support bot")
+	p.waitEq("blocks", `[...document.querySelectorAll("#blocks .block-card")].map(b => b.dataset.label).join(",")`, "human,persona")
+	p.waitEq("block value", `document.querySelector('.block-card[data-label="human"] .block-value').textContent`, "Name: Ann\nPrefers phone calls")
+	p.click(`.block-card[data-label="human"] .history-toggle`)
+	p.waitEq("versions", `document.querySelector('.block-card[data-label="human"] .versions b')?.textContent`, "3 versions")
+	p.waitEq("diff of the last edit", `[...document.querySelectorAll('.block-card[data-label="human"] .diff div')].map(d => d.className + ":" + d.textContent).join("|")`,
+		"same:  Name: Ann|del:- Prefers email|add:+ Prefers phone calls")
+	p.do(chromedp.SetValue(chromedp.CSS(`.block-card[data-label="human"] select.diff-from`), "1"))
+	p.do(chromedp.Evaluate[chromedp.Void](`document.querySelector('.block-card[data-label="human"] select.diff-from').dispatchEvent(new Event("change"))`))
+	p.waitEq("diff of v1 and v3", `[...document.querySelectorAll('.block-card[data-label="human"] .diff div')].map(d => d.className + ":" + d.textContent).join("|")`,
+		"same:  Name: Ann|add:+ Prefers phone calls")
+	p.waitEq("passages", `document.querySelectorAll("#passages li").length`, "2")
+	p.shot("05-agent")
+
+	// Search: the agent's conversations, its archival memory, then the tenant.
+	c.waitIndexed("sunny")
+	p.do(chromedp.SendKeys(chromedp.CSS("#agent-search-q"), "refund"), chromedp.Click(chromedp.CSS(`#agent-search button[type="submit"]`)))
+	p.waitEq("conversation hits", `String(document.querySelectorAll("#agent-search-results .message-hits li").length >= 2)`, "true")
+	p.waitEq("matched words marked", `String(document.querySelector("#agent-search-results mark")?.textContent.toLowerCase().startsWith("refund"))`, "true")
+	p.do(chromedp.SetValue(chromedp.CSS("#agent-search-scope"), "archival"), chromedp.Click(chromedp.CSS(`#agent-search button[type="submit"]`)))
+	p.waitEq("archival hits", `document.querySelectorAll("#agent-search-results .passage-hits li").length + " " + document.querySelector("#agent-search-results mark")?.textContent`, "1 refunded")
+	p.shot("06-agent-search")
+
+	p.click(`#nav a[data-nav="search"]`)
+	p.do(chromedp.SendKeys(chromedp.CSS("#search-q"), "receipt"), chromedp.Click(chromedp.CSS(`#search-form button[type="submit"]`)))
+	p.waitEq("tenant search hits", `[...document.querySelectorAll("#search-results .message-hits li")].map(l => l.dataset.sessionId + "#" + l.dataset.seq).sort().join(",")`, "demo-1#5")
+	p.shot("07-search")
+	p.click(`#search-results .message-hits li a`)
+	p.waitEq("the hit's message, marked", `document.querySelector("#conversation .msg.target")?.dataset.seq`, "5")
+
+	// Usage: charts when the server has GET /v1/usage, a notice when it has not.
+	p.click(`#nav a[data-nav="usage"]`)
+	status, usage := c.usage()
+	switch status {
+	case http.StatusNotFound:
+		p.waitEq("usage not available", `document.getElementById("usage-unavailable")?.textContent`, "Usage is not available on this server.")
+	case http.StatusOK:
+		p.waitEq("usage tokens", `document.getElementById("usage-tokens")?.textContent`, commas(usage.Total.Tokens))
+		p.waitEq("a column per day", `document.querySelectorAll("#usage-day rect.bar").length`, "60")
+		p.waitEq("the agent's bar", `String(document.querySelectorAll('#usage-agent rect.bar[data-key="support-bot"]').length > 0)`, "true")
+		p.waitEq("the model's bar", `String(document.querySelectorAll('#usage-model rect.bar[data-key="gpt-4o"]').length > 0)`, "true")
+	default:
+		t.Errorf("GET /v1/usage answered %d; the page shows: %s", status, p.eval(`document.getElementById("usage").textContent`))
+	}
+	p.shot("08-usage")
+
+	// The event-stream parser and the line diff, on awkward input.
+	p.checkModules()
+
+	if long {
+		longRun(t, c, p, srv)
+	}
+	p.noKeyInURLs(readKey)
+	p.check()
+
+	// Open mode: a server without keys is used without asking for one. This
+	// one answers GET /v1/usage 404, as a server from before the usage API.
+	open := startServer(t, true)
+	oc := &client{t: t, base: open.url}
+	oc.do("POST", "/v1/sessions", map[string]any{"id": "open-1", "title": "No key needed"}, 201)
+	q := b.tab(t, open.url)
+	q.do(chromedp.Navigate(open.url + "/ui/"))
+	q.waitEq("open mode lists without a key", `[...document.querySelectorAll("#sessions-body tr")].map(r => r.dataset.id).join(",")`, "open-1")
+	q.waitEq("no key asked", `String(document.getElementById("key-dialog").open)`, "false")
+	q.waitEq("live in open mode", `document.getElementById("live").dataset.state`, "live")
+	q.shot("09-open-mode")
+	q.click(`#nav a[data-nav="usage"]`)
+	q.waitEq("usage not available", `document.getElementById("usage-unavailable")?.textContent`, "Usage is not available on this server.")
+	q.shot("10-usage-unavailable")
+	q.check()
+}
+
+// longRun is make test-ui's part: keyset paging through many sessions, and a
+// session of 5200 messages, of which the page shows the newest 5000.
+func longRun(t *testing.T, c *client, p *tab, srv *server) {
+	const extra = 130
+	for i := range extra {
+		c.do("POST", "/v1/sessions", map[string]any{"id": fmt.Sprintf("bulk-%03d", i), "agent_id": "bulk-bot", "metadata": map[string]any{"batch": "long"}}, 201)
+	}
+	const long = 5200
+	c.do("POST", "/v1/sessions", map[string]any{"id": "long-1", "agent_id": "bulk-bot", "title": "A long session"}, 201)
+	for first := 0; first < long; first += 1000 {
+		var msgs []map[string]any
+		for i := first; i < min(first+1000, long); i++ {
+			role := "user"
+			if i%2 == 1 {
+				role = "assistant"
+			}
+			msgs = append(msgs, map[string]any{"role": role, "content": fmt.Sprintf("message %d of a long session", i+1), "tokens": 10})
+		}
+		c.do("POST", "/v1/sessions/long-1/messages/batch", map[string]any{"messages": msgs}, 201)
+	}
+
+	total := len(c.sessions())
+	p.do(chromedp.Navigate(srv.url + "/ui/#/sessions?agent_id=bulk-bot"))
+	p.waitEq("first page", `document.querySelectorAll("#sessions-body tr").length`, "50")
+	for _, want := range []string{"100", strconv.Itoa(extra + 1)} {
+		p.click("#sessions-more")
+		p.waitEq("next page", `document.querySelectorAll("#sessions-body tr").length`, want)
+	}
+	p.waitEq("no more pages", `String(document.getElementById("sessions-more").hidden)`, "true")
+	p.do(chromedp.Navigate(srv.url + "/ui/#/sessions"))
+	p.waitEq("first page of all", `document.querySelectorAll("#sessions-body tr").length`, "50")
+	p.shot("11-long-paging")
+	t.Logf("paged through %d sessions", total)
+
+	start := time.Now()
+	p.do(chromedp.Navigate(srv.url + "/ui/#/sessions/long-1"))
+	p.waitEq("a long conversation, its newest messages", `document.getElementById("conversation-count")?.textContent`, "(5,000)")
+	p.waitEq("from where", `document.querySelector("#conversation > article").dataset.seq + " " + document.querySelector(".split .notice")?.textContent`,
+		"201 Showing the newest 5,000 of 5,200 messages (from #201).")
+	p.waitEq("its last message", `document.querySelector("#m-5200 .text")?.textContent`, "message 5200 of a long session")
+	t.Logf("the newest 5000 messages of a session rendered in %v", time.Since(start).Round(time.Millisecond))
+	p.shot("12-long-session")
+}
+
+const xssTitle = `Nightly <b>report</b> <img src=x onerror="window.__xss=1">`
+
+// seed writes what the pages show, through the API as a runtime would.
+func seed(c *client) {
+	c.do("POST", "/v1/agents", map[string]any{"id": "support-bot", "name": "Support bot", "model": "gpt-4o", "tags": []string{"prod"},
+		"system": "You help customers with refunds."}, 201)
+	c.do("PUT", "/v1/agents/support-bot/blocks/human", map[string]any{"value": "Name: Ann", "limit": 2000}, 0)
+	c.do("PUT", "/v1/agents/support-bot/blocks/persona", map[string]any{"value": "A careful support agent.", "read_only": true}, 0)
+	c.do("POST", "/v1/agents/support-bot/blocks/human/append", map[string]any{"content": "Prefers email"}, 0)
+	c.do("POST", "/v1/agents/support-bot/blocks/human/replace", map[string]any{"old": "email", "new": "phone calls"}, 0)
+	c.do("POST", "/v1/agents/support-bot/archival", map[string]any{"content": "Ann was refunded for order 1042 on 2026-11-22.", "tags": []string{"billing"}}, 201)
+	c.do("POST", "/v1/agents/support-bot/archival", map[string]any{"content": "Ann likes phone calls after 5pm.", "tags": []string{"contact"}}, 201)
+
+	var file struct {
+		ID string `json:"id"`
+	}
+	c.decode(c.raw("POST", "/v1/files", "image/png", tinyPNG(c.t), 201), &file)
+
+	c.do("POST", "/v1/sessions", map[string]any{"id": "demo-1", "agent_id": "support-bot", "title": "Refund question",
+		"metadata": map[string]any{"channel": "web"}}, 201)
+	c.do("POST", "/v1/sessions/demo-1/messages/batch", map[string]any{"messages": []map[string]any{
+		{"role": "user", "content": "Can I get a refund for order 1042? <script>window.__xss=1</script>", "tokens": 12},
+		{"role": "assistant", "content": "", "model": "gpt-4o", "tokens": 40, "cost": 0.0004,
+			"tool_calls": []map[string]any{{"id": "call_1", "name": "lookup_order", "arguments": `{"order_id": 1042}`}}},
+	}}, 201)
+	c.do("PUT", "/v1/sessions/demo-1/checkpoint", map[string]any{"iteration": 1, "expected_iteration": 0, "state": map[string]any{
+		"pending_tool_calls": []map[string]any{{"id": "call_1", "tool_name": "lookup_order", "tool_input": map[string]any{"order_id": 1042}}},
+		"plan":               map[string]any{"steps": []string{"look up the order", "answer"}, "done": false},
+	}}, 201)
+	c.do("POST", "/v1/sessions/demo-1/messages/batch", map[string]any{"messages": []map[string]any{
+		{"role": "tool", "tool_call_id": "call_1", "name": "lookup_order", "content": `{"status": "delivered", "refundable": true}`},
+		{"role": "assistant", "model": "o4-mini", "tokens": 25, "cost": 0.0003, "content": []map[string]any{
+			{"type": "reasoning", "summary": []string{"The order is refundable."}, "encrypted_content": "gAAAAB-opaque"},
+			{"type": "text", "text": "Yes: order 1042 is refundable."}}},
+		{"role": "user", "tokens": 900, "content": []map[string]any{
+			{"type": "text", "text": "Here is the receipt."},
+			{"type": "image", "file_id": file.ID, "detail": "high"}}},
+		{"role": "assistant", "content": "", "model": "gpt-4o", "tokens": 30, "cost": 0.0002,
+			"tool_calls": []map[string]any{{"id": "call_2", "name": "get_weather", "arguments": `{"city": "Paris"}`}}},
+	}}, 201)
+	// The latest checkpoint lists no pending call: call_2 has no result, so
+	// resume reports it until the result comes.
+	c.do("PUT", "/v1/sessions/demo-1/checkpoint", map[string]any{"iteration": 2, "expected_iteration": 1, "state": map[string]any{
+		"plan":        map[string]any{"steps": []string{"look up the order", "answer"}, "done": true},
+		"stop_reason": "tool_use",
+	}}, 201)
+	c.do("POST", "/v1/sessions/demo-1/compactions", map[string]any{"through_seq": 3, "summary": "Ann asked for a refund; order 1042 was delivered.", "tokens": 15}, 201)
+	c.do("POST", "/v1/sessions/demo-1/fork", map[string]any{"id": "demo-1-fork", "at_seq": 4}, 201)
+	c.do("POST", "/v1/sessions/demo-1-fork/messages", map[string]any{"role": "user", "content": "And order 1043?", "tokens": 8}, 201)
+
+	c.do("POST", "/v1/sessions", map[string]any{"id": "ops-7", "agent_id": "ops-bot", "title": xssTitle, "metadata": map[string]any{"channel": "cron"}}, 201)
+	c.do("POST", "/v1/sessions/ops-7/messages", map[string]any{"role": "user", "content": "Summarise the night.", "model": "gpt-4o-mini", "tokens": 100, "cost": 0.01}, 201)
+	c.do("DELETE", "/v1/sessions/ops-7", nil, 200)
+}
+
+func tinyPNG(t *testing.T) []byte {
+	img := image.NewRGBA(image.Rect(0, 0, 8, 8))
+	for x := range 8 {
+		for y := range 8 {
+			img.Set(x, y, color.RGBA{R: uint8(30 * x), G: 80, B: uint8(30 * y), A: 255})
+		}
+	}
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// commas formats n as the page does (en-US grouping).
+func commas(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// --- the server ---
+
+type server struct {
+	t     *testing.T
+	url   string
+	store *sqlite.Store
+
+	noUsage bool // answer GET /v1/usage 404, as a server without the route
+
+	mu      sync.Mutex
+	feeds   map[*http.Request]context.CancelFunc
+	resumes map[string][]string // feed path → Last-Event-ID values it was asked to resume from
+}
+
+// startServer serves the API with a SQLite store in a temporary directory on
+// a loopback port, behind a wrapper that can cut the live feeds it serves
+// (and, with noUsage, hide GET /v1/usage).
+func startServer(t *testing.T, noUsage bool) *server {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(t.TempDir(), "logbook.db"), Migrate: true})
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := st.Close(); err != nil {
+			t.Errorf("close store: %v", err)
+		}
+	})
+	a := api.New(api.Config{Store: st, Log: zerolog.Nop(), AllowOpen: true, Spec: logbook.OpenAPI})
+	s := &server{t: t, store: st, noUsage: noUsage, feeds: map[*http.Request]context.CancelFunc{}, resumes: map[string][]string{}}
+	ts := httptest.NewServer(s.wrap(a))
+	t.Cleanup(ts.Close)
+	t.Cleanup(a.Close) // ends the live feeds first, or Close would wait on them
+	s.url = ts.URL
+	return s
+}
+
+func (s *server) wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.noUsage && r.URL.Path == "/v1/usage" {
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = io.WriteString(w, `{"type":"urn:logbook:problem:not_found","title":"Not Found","status":404,"detail":"no route GET /v1/usage","code":"not_found"}`)
+			return
+		}
+		if !strings.HasSuffix(r.URL.Path, "/events") {
+			next.ServeHTTP(w, r)
+			return
+		}
+		ctx, cancel := context.WithCancel(r.Context())
+		s.mu.Lock()
+		s.feeds[r] = cancel
+		if id := r.Header.Get("Last-Event-ID"); id != "" {
+			s.resumes[r.URL.Path] = append(s.resumes[r.URL.Path], id)
+		}
+		s.mu.Unlock()
+		defer func() {
+			s.mu.Lock()
+			delete(s.feeds, r)
+			s.mu.Unlock()
+			cancel()
+		}()
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// cutFeeds ends every live feed being served, as a proxy or a network would.
+func (s *server) cutFeeds() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, cancel := range s.feeds {
+		cancel()
+	}
+	return len(s.feeds)
+}
+
+func (s *server) resumedFrom(path string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.resumes[path]...)
+}
+
+// key makes a key of tenant default, as the CLI does; the first one ends open mode.
+func (s *server) key(scope model.Scope) string {
+	k, err := s.store.CreateAPIKey(context.Background(), model.DefaultTenant, model.CreateAPIKey{Scope: scope, Name: "ui-test"})
+	if err != nil {
+		s.t.Fatalf("create key: %v", err)
+	}
+	return k.Key
+}
+
+// --- the API client that seeds ---
+
+type client struct {
+	t    *testing.T
+	base string
+	key  string
+}
+
+// do sends a JSON body and fails unless the answer has status want (0: any 2xx).
+func (c *client) do(method, path string, body any, want int) []byte {
+	c.t.Helper()
+	var b []byte
+	if body != nil {
+		var err error
+		if b, err = json.Marshal(body); err != nil {
+			c.t.Fatal(err)
+		}
+	}
+	return c.raw(method, path, "application/json", b, want)
+}
+
+func (c *client) raw(method, path, ctype string, body []byte, want int) []byte {
+	c.t.Helper()
+	status, out := c.send(method, path, ctype, body)
+	if (want == 0 && (status < 200 || status > 299)) || (want != 0 && status != want) {
+		c.t.Fatalf("%s %s: got %d, want %d: %s", method, path, status, want, out)
+	}
+	return out
+}
+
+func (c *client) send(method, path, ctype string, body []byte) (int, []byte) {
+	c.t.Helper()
+	var r io.Reader
+	if body != nil {
+		r = bytes.NewReader(body)
+	}
+	req, err := http.NewRequest(method, c.base+path, r)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", ctype)
+	}
+	if c.key != "" {
+		req.Header.Set("Authorization", "Bearer "+c.key)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	out, err := io.ReadAll(res.Body)
+	if err != nil {
+		c.t.Fatalf("%s %s: read: %v", method, path, err)
+	}
+	return res.StatusCode, out
+}
+
+func (c *client) decode(b []byte, v any) {
+	c.t.Helper()
+	if err := json.Unmarshal(b, v); err != nil {
+		c.t.Fatalf("decode %s: %v", b, err)
+	}
+}
+
+type sessionRow struct {
+	ID          string  `json:"id"`
+	TotalTokens int64   `json:"total_tokens"`
+	TotalCost   float64 `json:"total_cost"`
+}
+
+// sessions lists every session, as the API pages them.
+func (c *client) sessions() []sessionRow {
+	var all []sessionRow
+	cursor := ""
+	for {
+		var page struct {
+			Data       []sessionRow `json:"data"`
+			HasMore    bool         `json:"has_more"`
+			NextCursor string       `json:"next_cursor"`
+		}
+		c.decode(c.do("GET", "/v1/sessions?limit=200&cursor="+url.QueryEscape(cursor), nil, 200), &page)
+		all = append(all, page.Data...)
+		if !page.HasMore {
+			return all
+		}
+		cursor = page.NextCursor
+	}
+}
+
+// waitIndexed waits until conversation search finds word and nothing waits for the index.
+func (c *client) waitIndexed(word string) {
+	c.t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		var res struct {
+			Data     []json.RawMessage `json:"data"`
+			IndexLag int64             `json:"index_lag"`
+		}
+		c.decode(c.do("GET", "/v1/messages/search?q="+url.QueryEscape(word), nil, 200), &res)
+		if len(res.Data) > 0 && res.IndexLag == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("search index: %q not found after 15s (index_lag %d)", word, res.IndexLag)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+type usageAnswer struct {
+	Total struct {
+		Tokens int64 `json:"tokens"`
+	} `json:"total"`
+}
+
+// usage asks GET /v1/usage what the usage page asks first: the last 30 days by day.
+func (c *client) usage() (int, usageAnswer) {
+	now := time.Now().UTC()
+	from := now.AddDate(0, 0, -29).Format("2006-01-02") + "T00:00:00Z"
+	to := now.AddDate(0, 0, 1).Format("2006-01-02") + "T00:00:00Z"
+	status, body := c.send("GET", "/v1/usage?group_by=day&from="+from+"&to="+to, "", nil)
+	var u usageAnswer
+	if status == http.StatusOK {
+		c.decode(body, &u)
+	}
+	return status, u
+}
+
+// --- the browser ---
+
+// chromium finds Debian's chromium, which make test and make test-ui install
+// when it is missing; without it the test cannot run.
+func chromium(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("LOGBOOK_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, p := range []string{"/usr/bin/chromium", "chromium", "chromium-browser"} {
+		if path, err := exec.LookPath(p); err == nil {
+			return path
+		}
+	}
+	t.Skip("chromium is not installed (make test-ui installs it with apt-get install chromium); skipping the browser test")
+	return ""
+}
+
+type browser struct {
+	ctx   context.Context
+	shots string
+}
+
+func newBrowser(t *testing.T, path string) *browser {
+	t.Helper()
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(path),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.DisableGPU,
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1400, 1000),
+		// Nothing but the pages' own requests: no updates, metrics, sync,
+		// safe-browsing lists or translation.
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-default-apps", true),
+		chromedp.Flag("disable-extensions", true),
+		chromedp.Flag("disable-domain-reliability", true),
+		chromedp.Flag("disable-client-side-phishing-detection", true),
+		chromedp.Flag("disable-features", "Translate,OptimizationHints,MediaRouter,AutofillServerCommunication"),
+		chromedp.Flag("metrics-recording-only", true),
+		chromedp.Flag("no-pings", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	t.Cleanup(func() {
+		cancelBrowser()
+		cancelAlloc()
+	})
+	// The first Do starts the browser, bound to bctx, which has no deadline;
+	// each step then gets its own.
+	if err := chromedp.Do(bctx); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	dir := os.Getenv("LOGBOOK_UI_SCREENSHOTS")
+	if dir == "" {
+		dir = t.TempDir()
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshots: %s", dir)
+	return &browser{ctx: bctx, shots: dir}
+}
+
+// tab is one page, with what it did recorded: every request it made, and
+// every console error.
+type tab struct {
+	t     *testing.T
+	ctx   context.Context
+	shots string
+
+	mu       sync.Mutex
+	requests []string
+	problems []string
+	keyed    bool // the key was typed in: a 401 from now on is an error
+}
+
+func (b *browser) tab(t *testing.T, base string) *tab {
+	t.Helper()
+	ctx, cancel := chromedp.NewContext(b.ctx)
+	t.Cleanup(cancel)
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("open a tab: %v", err)
+	}
+	p := &tab{t: t, ctx: ctx, shots: b.shots}
+	if err := chromedp.Listen(ctx, p.listen); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// listen runs in the tab's event loop: it only records.
+func (p *tab) listen(ev any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch ev := ev.(type) {
+	case *network.EventRequestWillBeSent:
+		u, err := url.Parse(ev.Request.URL)
+		p.requests = append(p.requests, ev.Request.URL)
+		switch {
+		case err != nil:
+			p.problems = append(p.problems, "unparsable request URL "+ev.Request.URL)
+		case u.Scheme == "data" || u.Scheme == "blob":
+		case (u.Scheme == "http" || u.Scheme == "https") && loopback(u.Hostname()):
+		default:
+			p.problems = append(p.problems, "a request left loopback: "+ev.Request.URL)
+		}
+	case *runtime.EventConsoleAPICalled:
+		if ev.Type == runtime.ConsoleAPICalledTypeError || ev.Type == runtime.ConsoleAPICalledTypeAssert {
+			var args []string
+			for _, a := range ev.Args {
+				args = append(args, string(a.Value)+a.Description)
+			}
+			p.problems = append(p.problems, "console."+string(ev.Type)+": "+strings.Join(args, " "))
+		}
+	case *runtime.EventExceptionThrown:
+		d := ev.ExceptionDetails
+		text := d.Text
+		if d.Exception != nil {
+			text += " " + d.Exception.Description
+		}
+		p.problems = append(p.problems, "uncaught: "+text)
+	case *log.EventEntryAdded:
+		e := ev.Entry
+		if e.Level != log.EntryLevelError || p.expectedError(e) {
+			return
+		}
+		p.problems = append(p.problems, fmt.Sprintf("console %s error: %s (%s)", e.Source, e.Text, e.URL))
+	}
+}
+
+// expectedError names the errors the browser logs by itself for answers the
+// page expects: 401 before the key is typed, and 404 from a server without
+// the usage API.
+func (p *tab) expectedError(e *log.Entry) bool {
+	if e.Source != log.EntrySourceNetwork {
+		return false
+	}
+	u, err := url.Parse(e.URL)
+	if err != nil {
+		return false
+	}
+	switch {
+	case strings.Contains(e.Text, "status of 401") && !p.keyed:
+		return true
+	case strings.Contains(e.Text, "status of 404") && u.Path == "/v1/usage":
+		return true
+	}
+	return false
+}
+
+func (p *tab) keyEntered() {
+	p.mu.Lock()
+	p.keyed = true
+	p.mu.Unlock()
+}
+
+// check fails the test on whatever the tab recorded that it must not do.
+func (p *tab) check() {
+	p.t.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, pr := range p.problems {
+		p.t.Error(pr)
+	}
+	if len(p.requests) == 0 {
+		p.t.Error("no request was recorded: is the network listener on?")
+	}
+	p.problems = nil
+}
+
+func (p *tab) noKeyInURLs(key string) {
+	p.t.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, r := range p.requests {
+		if strings.Contains(r, key) {
+			p.t.Errorf("the key is in a URL: %s", r)
+		}
+	}
+	p.t.Logf("%d requests, all to loopback", len(p.requests))
+}
+
+const stepTimeout = 15 * time.Second
+
+func (p *tab) do(actions ...chromedp.Action[chromedp.Void]) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, stepTimeout)
+	defer cancel()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		p.fail("step failed: %v", err)
+	}
+}
+
+// click clicks the first element sel matches, as a person would, and tries
+// again when a live update replaced the element between finding and clicking.
+func (p *tab) click(sel string) {
+	p.t.Helper()
+	var err error
+	for range 3 {
+		ctx, cancel := context.WithTimeout(p.ctx, stepTimeout)
+		err = chromedp.Do(ctx, chromedp.Click(chromedp.CSS(sel)))
+		cancel()
+		if err == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	p.fail("click %s: %v", sel, err)
+}
+
+func (p *tab) eval(expr string) string {
+	ctx, cancel := context.WithTimeout(p.ctx, stepTimeout)
+	defer cancel()
+	wrapped := `(() => { try { return String(` + expr + `); } catch (e) { return "(threw " + e + ")"; } })()`
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](wrapped))
+	if err != nil {
+		return "(evaluate: " + err.Error() + ")"
+	}
+	return s
+}
+
+// waitEq waits until expr, a JavaScript expression, is want as a string.
+func (p *tab) waitEq(what, expr, want string) {
+	p.t.Helper()
+	deadline := time.Now().Add(stepTimeout)
+	var got string
+	for {
+		if got = p.eval(expr); got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			p.fail("%s: got %q, want %q", what, got, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// fail saves a screenshot and what the tab recorded, then stops the test.
+func (p *tab) fail(format string, args ...any) {
+	p.t.Helper()
+	p.shot("failure")
+	p.mu.Lock()
+	for _, pr := range p.problems {
+		p.t.Log("recorded: " + pr)
+	}
+	p.mu.Unlock()
+	p.t.Logf("page: %s", p.eval(`location.href + "\n" + document.getElementById("view")?.innerText.slice(0, 2000)`))
+	p.t.Fatalf(format, args...)
+}
+
+func (p *tab) shot(name string) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, stepTimeout)
+	defer cancel()
+	buf, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil { // a page too tall for one image: its viewport, then
+		buf, err = chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	}
+	if err != nil {
+		p.t.Logf("screenshot %s: %v", name, err)
+		return
+	}
+	path := filepath.Join(p.shots, name+".png")
+	if err := os.WriteFile(path, buf, 0o644); err != nil {
+		p.t.Errorf("save screenshot: %v", err)
+	}
+}
+
+// checkModules runs the dashboard's own modules in the page: the
+// text/event-stream parser on chunks cut anywhere (a CRLF split in two, a
+// BOM, comments, multi-line data, id-only blocks, an unfinished event), and
+// the line diff.
+func (p *tab) checkModules() {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, stepTimeout)
+	defer cancel()
+	got, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(async () => {
+		const { EventStreamParser } = await import("/ui/js/eventstream.js");
+		const { lineDiff } = await import("/ui/js/diff.js");
+		const text = "\ufeffretry: 1000\nid: 7\n: live\n\nid: 8\nevent: message.appended\ndata: {\"a\":\r\ndata: 1}\r\n\r\n: heartbeat\n\ndata:x\rdata\r\rid: 9\nevent: e\ndata: last\n\nid: 10\ndata: unfinished";
+		const out = [];
+		for (const step of [1, 2, 3, 7, text.length]) {
+			const evs = [], ids = [], retries = [];
+			const p = new EventStreamParser({ event: (e) => evs.push(e), id: (i) => ids.push(i), retry: (r) => retries.push(r) });
+			for (let i = 0; i < text.length; i += step) p.push(text.slice(i, i + step));
+			p.end();
+			out.push(JSON.stringify({ evs, ids, retries }));
+		}
+		const diffs = [["a\nb\nc", "a\nc\nd"], ["", "x"], ["same", "same"]].map(([a, b]) => lineDiff(a, b).map((l) => l.op + l.text).join("|"));
+		return JSON.stringify({ parsed: [...new Set(out)], diffs });
+	})()`, chromedp.EvalAwaitPromise))
+	if err != nil {
+		p.fail("modules: %v", err)
+	}
+	want := `{"parsed":["{\"evs\":[{\"id\":\"8\",\"event\":\"message.appended\",\"data\":\"{\\\"a\\\":\\n1}\"},{\"id\":\"8\",\"event\":\"message\",\"data\":\"x\\n\"},{\"id\":\"9\",\"event\":\"e\",\"data\":\"last\"}],\"ids\":[\"7\",\"8\",\"9\"],\"retries\":[1000]}"],"diffs":[" a|-b| c|+d","+x"," same"]}`
+	if got != want {
+		p.t.Errorf("modules in the page:\n got %s\nwant %s", got, want)
+	}
+}
