@@ -4,7 +4,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: run build test test-python test-ui chromium check check-generated fmt vet lint lint-openapi deps tools bench profile gobench crash fuzz sim pg-failover clean
+.PHONY: run build test test-python test-typescript test-ui chromium check check-generated fmt vet lint lint-openapi deps tools bench profile gobench crash fuzz sim pg-failover clean
 
 run:
 	$(GO) run ./cmd/server
@@ -21,11 +21,23 @@ test: deps fmt vet tools chromium lint-openapi check-generated
 	$(GO) test -count=1 -run 'TestLargestMessageRoundTrips' ./internal/api/
 	LOGBOOK_TEST_BACKEND=postgres $(GO) test -count=1 ./internal/api/
 	$(MAKE) --no-print-directory test-python
+	$(MAKE) --no-print-directory test-typescript
 
 # The Python client (clients/python) against a real server that its tests build
 # from this tree and start on a free loopback port. Standard library only.
 test-python:
 	cd clients/python && python3 -m unittest discover -v
+
+# The TypeScript client (clients/typescript) the same way, with node --test. Its
+# pinned dev tools (tsc, openapi-typescript, the Agents SDK) come from its
+# package-lock.json: npm ci runs only when node_modules is missing or older.
+TS_CLIENT := clients/typescript
+test-typescript: $(TS_CLIENT)/node_modules/.package-lock.json
+	cd $(TS_CLIENT) && npm test
+
+$(TS_CLIENT)/node_modules/.package-lock.json: $(TS_CLIENT)/package-lock.json $(TS_CLIENT)/package.json
+	cd $(TS_CLIENT) && npm ci --no-audit --no-fund
+	@touch $@
 
 check: lint test
 

@@ -1,0 +1,628 @@
+import { ConnectionError, Problem, retryAfterSeconds } from "./errors.js";
+import { EventStream, type FollowOptions } from "./events.js";
+import { backoff, canonicalJSON, env, patchApplied, sleep, uuid7Hex } from "./internal.js";
+import type {
+  Agent,
+  AgentCreate,
+  AgentUpdate,
+  Block,
+  BlockPut,
+  Checkpoint,
+  CheckpointPut,
+  Compaction,
+  CompactionCreate,
+  ContextQuery,
+  ForkCreate,
+  Health,
+  ListAgentsQuery,
+  ListMessagesQuery,
+  ListSessionsQuery,
+  Message,
+  MessageAppend,
+  MessageInput,
+  MessageSearchResult,
+  Page,
+  Passage,
+  PassageCreate,
+  PassageSearchResult,
+  PatchCheckpoint,
+  RepairRequest,
+  RepairResult,
+  Resume,
+  Rewind,
+  RewindResult,
+  SearchMessagesQuery,
+  SearchPassagesQuery,
+  Session,
+  SessionContext,
+  SessionCreate,
+  SessionUpdate,
+} from "./types.js";
+
+export interface ClientOptions {
+  /** Default: `$LOGBOOK_URL`, else `http://127.0.0.1:8080`. */
+  baseUrl?: string;
+  /** Sent as `Authorization: Bearer …`. Default: `$LOGBOOK_API_KEY`; none in open mode. */
+  apiKey?: string;
+  /** Headers sent with every request (an `X-Request-Id`, say). */
+  headers?: Record<string, string>;
+  /** The fetch to use (default: the global one). */
+  fetch?: typeof globalThis.fetch;
+  /** Resends after the first attempt (default 5). */
+  maxRetries?: number;
+  /** The first backoff (default 200 ms); it doubles up to `maxBackoffMs` (default 5 s). */
+  backoffMs?: number;
+  maxBackoffMs?: number;
+  /** The longest `Retry-After` honoured as given (default 30 s); longer waits are cut to it. */
+  maxRetryAfterMs?: number;
+}
+
+export interface CallOptions {
+  signal?: AbortSignal;
+}
+
+export interface AppendOptions extends CallOptions {
+  /**
+   * Names this append (the `Idempotency-Key` header). Left out, the client
+   * makes one per call and reuses it on that call's resends. Pass your own
+   * (derived from your turn id) to make a resend after your process crashed
+   * safe too.
+   */
+  idempotencyKey?: string;
+}
+
+export interface RequestOptions extends CallOptions {
+  query?: Record<string, unknown>;
+  body?: unknown;
+  headers?: Record<string, string>;
+  idempotencyKey?: string;
+  /** A resend after a broken connection cannot apply it twice (default: true for GET, PUT, DELETE and keyed requests). */
+  safe?: boolean;
+}
+
+/** A whole answer, for `request()`. */
+export interface Answer<T> {
+  status: number;
+  headers: Headers;
+  body: T;
+  requestId: string | null;
+  /** `Idempotent-Replayed: true`: an earlier attempt stored it; nothing was written now. */
+  replayed: boolean;
+  attempts: number;
+}
+
+interface Call<T> extends RequestOptions {
+  method: string;
+  path: string;
+  /** Asked about an error answer that follows an attempt which may have been applied: it may find what that attempt did. */
+  recover?: (p: Problem) => Promise<T | undefined>;
+}
+
+// Connection failures that happen before a request leaves: always safe to resend.
+const NOT_SENT = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH", "UND_ERR_CONNECT_TIMEOUT"]);
+
+function notSent(err: unknown): boolean {
+  let e = err as { code?: unknown; cause?: unknown; errors?: unknown[] } | undefined;
+  for (let i = 0; i < 5 && e; i++) {
+    if (typeof e.code === "string" && NOT_SENT.has(e.code)) return true;
+    if (Array.isArray(e.errors) && e.errors.length > 0 && e.errors.every(notSent)) return true;
+    e = e.cause as typeof e;
+  }
+  return false;
+}
+
+/** `/v1/sessions/${id}` with each value percent-encoded as one path segment. */
+function path(strings: TemplateStringsArray, ...values: (string | number)[]): string {
+  return strings.reduce((out, s, i) => out + s + (i < values.length ? encodeURIComponent(String(values[i])) : ""), "");
+}
+
+/** Arrays repeat the parameter; objects (`metadata`) go as `name[key]=value`, as the contract's deepObject says. */
+function queryString(q: Record<string, unknown> | undefined): string {
+  const sp = new URLSearchParams();
+  for (const [k, v] of Object.entries(q ?? {})) {
+    if (v === undefined || v === null) continue;
+    if (Array.isArray(v)) for (const x of v) sp.append(k, String(x));
+    else if (typeof v === "object") {
+      for (const [mk, mv] of Object.entries(v)) if (mv !== undefined && mv !== null) sp.append(`${k}[${mk}]`, String(mv));
+    } else sp.append(k, String(v));
+  }
+  const s = sp.toString();
+  return s ? `?${s}` : "";
+}
+
+/** An idempotency key: random, one per logical write. */
+export function newIdempotencyKey(): string {
+  return crypto.randomUUID();
+}
+
+/**
+ * A lazy walk over a keyset-paginated list: nothing is fetched until it is
+ * iterated, then one page at a time, following `next_cursor`.
+ *
+ * ```ts
+ * for await (const m of lb.listMessages(sid, { limit: 200 })) …
+ * for await (const page of lb.listSessions({ status: "active" }).pages()) …
+ * ```
+ */
+export class Pager<T> implements AsyncIterable<T> {
+  readonly #fetch: (cursor: string | undefined) => Promise<Page<T>>;
+  readonly #cursor: string | undefined;
+
+  constructor(fetchPage: (cursor: string | undefined) => Promise<Page<T>>, cursor?: string) {
+    this.#fetch = fetchPage;
+    this.#cursor = cursor;
+  }
+
+  /** The pages, from the first (or the given `cursor`) to the last. */
+  async *pages(): AsyncGenerator<Page<T>> {
+    let cursor = this.#cursor;
+    for (;;) {
+      const page = await this.#fetch(cursor);
+      yield page;
+      if (!page.has_more || !page.next_cursor) return;
+      cursor = page.next_cursor;
+    }
+  }
+
+  async *[Symbol.asyncIterator](): AsyncGenerator<T> {
+    for await (const page of this.pages()) yield* page.data;
+  }
+
+  /** One page; its `next_cursor` can be passed back later as `cursor`. */
+  firstPage(): Promise<Page<T>> {
+    return this.#fetch(this.#cursor);
+  }
+
+  /** Every item (or the first `max`). */
+  async toArray(max = Infinity): Promise<T[]> {
+    const out: T[] = [];
+    if (max <= 0) return out;
+    for await (const x of this) {
+      out.push(x);
+      if (out.length >= max) break;
+    }
+    return out;
+  }
+}
+
+/**
+ * A client of one Logbook server. Methods answer the contract's objects
+ * (typed from openapi.yaml) and throw `Problem` for error answers and
+ * `ConnectionError` when no answer came.
+ *
+ * Retries: a request is resent (at most `maxRetries` times, with capped
+ * exponential backoff) when the server answers 503 or 429 (after
+ * `Retry-After`), since those mean nothing was done, and when the connection
+ * fails, if a resend cannot write twice: reads, appends (each carries an
+ * `Idempotency-Key`, the same on its resends), new sessions (the client picks
+ * the id), checkpoints (a resend that finds its own write answers it), and the
+ * other idempotent writes. Any other error answer is thrown at once.
+ */
+export class Client {
+  readonly baseUrl: string;
+  readonly #apiKey: string | undefined;
+  readonly #headers: Record<string, string>;
+  readonly #fetch: typeof globalThis.fetch;
+  readonly #maxRetries: number;
+  readonly #backoffMs: number;
+  readonly #maxBackoffMs: number;
+  readonly #maxRetryAfterMs: number;
+
+  constructor(opts: ClientOptions = {}) {
+    this.baseUrl = (opts.baseUrl ?? env("LOGBOOK_URL") ?? "http://127.0.0.1:8080").replace(/\/+$/, "");
+    this.#apiKey = opts.apiKey ?? env("LOGBOOK_API_KEY");
+    this.#headers = { ...opts.headers };
+    this.#fetch = opts.fetch ?? globalThis.fetch.bind(globalThis);
+    this.#maxRetries = opts.maxRetries ?? 5;
+    this.#backoffMs = opts.backoffMs ?? 200;
+    this.#maxBackoffMs = opts.maxBackoffMs ?? 5000;
+    this.#maxRetryAfterMs = opts.maxRetryAfterMs ?? 30_000;
+  }
+
+  // --- the transport ---------------------------------------------------------
+
+  #headersFor(extra?: Record<string, string>): Record<string, string> {
+    const h: Record<string, string> = { Accept: "application/json", ...this.#headers, ...extra };
+    if (this.#apiKey) h.Authorization = `Bearer ${this.#apiKey}`;
+    return h;
+  }
+
+  /** Any route: the whole answer. Error answers throw `Problem`. */
+  async request<T = unknown>(method: string, path: string, opts: RequestOptions = {}): Promise<Answer<T>> {
+    return this.#send<T>({ method, path, ...opts });
+  }
+
+  async #send<T>(c: Call<T>): Promise<Answer<T>> {
+    const url = this.baseUrl + c.path + queryString(c.query);
+    const headers = this.#headersFor(c.headers);
+    if (c.body !== undefined) headers["Content-Type"] = "application/json";
+    if (c.idempotencyKey) headers["Idempotency-Key"] = c.idempotencyKey;
+    const body = c.body === undefined ? undefined : JSON.stringify(c.body);
+    const safe = c.safe ?? (["GET", "HEAD", "PUT", "DELETE"].includes(c.method) || !!c.idempotencyKey);
+    let ambiguous = false; // an earlier attempt may have been applied
+    for (let attempt = 1; ; attempt++) {
+      let res: Response;
+      let text: string;
+      try {
+        res = await this.#fetch(url, { method: c.method, headers, body, signal: c.signal });
+        text = await res.text();
+      } catch (err) {
+        if (c.signal?.aborted) throw c.signal.reason ?? err;
+        const sent = !notSent(err);
+        if ((safe || !sent) && attempt <= this.#maxRetries) {
+          ambiguous ||= sent;
+          await sleep(backoff(attempt, this.#backoffMs, this.#maxBackoffMs), c.signal);
+          continue;
+        }
+        throw new ConnectionError(`${c.method} ${c.path}: no answer after ${attempt} attempt(s): ${describe(err)}`, {
+          cause: err,
+          maybeApplied: sent || ambiguous,
+          attempts: attempt,
+          idempotencyKey: c.idempotencyKey,
+        });
+      }
+      if ((res.status === 503 || res.status === 429) && attempt <= this.#maxRetries) {
+        const after = retryAfterSeconds(res.headers);
+        const wait = after === null ? backoff(attempt, this.#backoffMs, this.#maxBackoffMs) : Math.min(after * 1000, this.#maxRetryAfterMs);
+        await sleep(wait, c.signal);
+        continue;
+      }
+      if (res.status >= 400) {
+        const p = Problem.fromAnswer(res.status, text, res.headers);
+        if (ambiguous && c.recover) {
+          const found = await c.recover(p);
+          if (found !== undefined) {
+            return { status: res.status, headers: res.headers, body: found, requestId: p.requestId, replayed: true, attempts: attempt };
+          }
+        }
+        throw p;
+      }
+      return {
+        status: res.status,
+        headers: res.headers,
+        body: (text === "" ? undefined : /\bjson\b/i.test(res.headers.get("content-type") ?? "") ? JSON.parse(text) : text) as T,
+        requestId: res.headers.get("x-request-id"),
+        replayed: res.headers.get("idempotent-replayed") === "true",
+        attempts: attempt,
+      };
+    }
+  }
+
+  async #call<T>(c: Call<T>): Promise<T> {
+    return (await this.#send<T>(c)).body;
+  }
+
+  #pager<T>(p: string, query: Record<string, unknown> & { cursor?: string } = {}, signal?: AbortSignal): Pager<T> {
+    const { cursor, ...rest } = query;
+    return new Pager<T>((c) => this.#call<Page<T>>({ method: "GET", path: p, query: { ...rest, cursor: c }, signal }), cursor);
+  }
+
+  // --- health ------------------------------------------------------------------
+
+  health(opts: CallOptions = {}): Promise<Health> {
+    return this.#call({ method: "GET", path: "/healthz", ...opts });
+  }
+
+  ready(opts: CallOptions = {}): Promise<Health> {
+    return this.#call({ method: "GET", path: "/readyz", ...opts });
+  }
+
+  // --- sessions ----------------------------------------------------------------
+
+  /** Creates a session. Without `id`, the client picks one (`ses_` + a UUIDv7), so a resend cannot make two. */
+  createSession(body: SessionCreate = {}, opts: CallOptions = {}): Promise<Session> {
+    const b = { ...body, id: body.id ?? `ses_${uuid7Hex()}` };
+    return this.#call<Session>({
+      method: "POST",
+      path: "/v1/sessions",
+      body: b,
+      safe: true,
+      signal: opts.signal,
+      recover: async (p) => {
+        if (p.code !== "conflict") return undefined;
+        const s = await this.getSession(b.id, opts);
+        return s.agent_id === (b.agent_id ?? null) && s.title === (b.title ?? null) ? s : undefined;
+      },
+    });
+  }
+
+  getSession(id: string, opts: CallOptions = {}): Promise<Session> {
+    return this.#call({ method: "GET", path: path`/v1/sessions/${id}`, ...opts });
+  }
+
+  /** Status, title, metadata (a merge patch: `null` removes a key). */
+  updateSession(id: string, patch: SessionUpdate, opts: CallOptions = {}): Promise<Session> {
+    return this.#call({ method: "PATCH", path: path`/v1/sessions/${id}`, body: patch, safe: true, ...opts });
+  }
+
+  /** The soft close (status `completed`). */
+  closeSession(id: string, opts: CallOptions = {}): Promise<Session> {
+    return this.#call({ method: "DELETE", path: path`/v1/sessions/${id}`, ...opts });
+  }
+
+  /** Newest first. `metadata: {key: "value"}` filters on top-level metadata keys. */
+  listSessions(query: ListSessionsQuery = {}, opts: CallOptions = {}): Pager<Session> {
+    return this.#pager("/v1/sessions", query, opts.signal);
+  }
+
+  /** A new session holding the first `at_seq` messages (default all). */
+  forkSession(id: string, body: ForkCreate = {}, opts: CallOptions = {}): Promise<Session> {
+    const b = { ...body, id: body.id ?? `ses_${uuid7Hex()}` };
+    return this.#call<Session>({
+      method: "POST",
+      path: path`/v1/sessions/${id}/fork`,
+      body: b,
+      safe: true,
+      signal: opts.signal,
+      recover: async (p) => {
+        if (p.code !== "conflict") return undefined;
+        const s = await this.getSession(b.id, opts);
+        return s.parent_id === id ? s : undefined;
+      },
+    });
+  }
+
+  // --- messages ----------------------------------------------------------------
+
+  /** Appends one message under an `Idempotency-Key` (yours, or one made for this call). */
+  appendMessage(sessionId: string, message: MessageAppend, opts: AppendOptions = {}): Promise<Message> {
+    return this.#call({
+      method: "POST",
+      path: path`/v1/sessions/${sessionId}/messages`,
+      body: message,
+      idempotencyKey: opts.idempotencyKey ?? newIdempotencyKey(),
+      signal: opts.signal,
+    });
+  }
+
+  /**
+   * Appends 1–1000 messages, all or nothing, under one `Idempotency-Key`;
+   * answers the stored messages in input order. `expectedLastSeq` refuses the
+   * batch (`409 stale_seq`) if the session has moved on.
+   */
+  async appendMessages(
+    sessionId: string,
+    messages: MessageInput[],
+    opts: AppendOptions & { expectedLastSeq?: number } = {},
+  ): Promise<Message[]> {
+    const r = await this.#call<{ data: Message[] }>({
+      method: "POST",
+      path: path`/v1/sessions/${sessionId}/messages/batch`,
+      body: { messages, expected_last_seq: opts.expectedLastSeq },
+      idempotencyKey: opts.idempotencyKey ?? newIdempotencyKey(),
+      signal: opts.signal,
+    });
+    return r.data;
+  }
+
+  getMessage(sessionId: string, messageId: string, opts: CallOptions = {}): Promise<Message> {
+    return this.#call({ method: "GET", path: path`/v1/sessions/${sessionId}/messages/${messageId}`, ...opts });
+  }
+
+  /** Oldest first (`order: "desc"` for newest first); `after_seq` to tail. */
+  listMessages(sessionId: string, query: ListMessagesQuery = {}, opts: CallOptions = {}): Pager<Message> {
+    return this.#pager(path`/v1/sessions/${sessionId}/messages`, query, opts.signal);
+  }
+
+  /**
+   * Drops the messages after `to_seq` (0 clears the session), optionally
+   * appending a new tail in the same transaction. With `expected_last_seq`
+   * it is fenced (`409 stale_seq`), and then not resent after a broken
+   * connection (`ConnectionError.maybeApplied`: read the session back).
+   */
+  rewind(sessionId: string, body: Rewind, opts: CallOptions = {}): Promise<RewindResult> {
+    return this.#call({
+      method: "POST",
+      path: path`/v1/sessions/${sessionId}/rewind`,
+      body,
+      safe: body.expected_last_seq === undefined,
+      ...opts,
+    });
+  }
+
+  /** What the next LLM call needs: the latest compaction's summary and the messages after it (`max_tokens`, `include: "blocks"`). */
+  getContext(sessionId: string, query: ContextQuery = {}, opts: CallOptions = {}): Promise<SessionContext> {
+    return this.#call({ method: "GET", path: path`/v1/sessions/${sessionId}/context`, query, ...opts });
+  }
+
+  /** Not resent after a broken connection: read `listCompactions` back. */
+  createCompaction(sessionId: string, body: CompactionCreate, opts: CallOptions = {}): Promise<Compaction> {
+    return this.#call({ method: "POST", path: path`/v1/sessions/${sessionId}/compactions`, body, safe: false, ...opts });
+  }
+
+  listCompactions(sessionId: string, query: { limit?: number; cursor?: string } = {}, opts: CallOptions = {}): Pager<Compaction> {
+    return this.#pager(path`/v1/sessions/${sessionId}/compactions`, query, opts.signal);
+  }
+
+  // --- search ------------------------------------------------------------------
+
+  /** The tenant's messages, best first (`q` is searched as words, never as syntax). */
+  searchMessages(query: SearchMessagesQuery, opts: CallOptions = {}): Promise<MessageSearchResult> {
+    return this.#call({ method: "GET", path: "/v1/messages/search", query, ...opts });
+  }
+
+  /** The messages of an agent's sessions and those carrying its `agent_id`. */
+  searchAgentMessages(agentId: string, query: SearchMessagesQuery, opts: CallOptions = {}): Promise<MessageSearchResult> {
+    return this.#call({ method: "GET", path: path`/v1/agents/${agentId}/messages/search`, query, ...opts });
+  }
+
+  searchArchival(agentId: string, query: SearchPassagesQuery, opts: CallOptions = {}): Promise<PassageSearchResult> {
+    return this.#call({ method: "GET", path: path`/v1/agents/${agentId}/archival/search`, query, ...opts });
+  }
+
+  // --- checkpoints, resume, repair -------------------------------------------
+
+  /**
+   * Writes iteration `iteration`'s state, fenced by `expected_iteration`
+   * (`409 stale_iteration` with `latestIteration` when another worker moved
+   * on). A resend that finds its own first attempt stored answers that.
+   */
+  putCheckpoint(sessionId: string, body: CheckpointPut, opts: CallOptions = {}): Promise<Checkpoint> {
+    return this.#call<Checkpoint>({
+      method: "PUT",
+      path: path`/v1/sessions/${sessionId}/checkpoint`,
+      body,
+      signal: opts.signal,
+      recover: (p) =>
+        this.#ownCheckpoint(sessionId, body.iteration, p, (c) => canonicalJSON(c.state) === canonicalJSON(body.state), opts),
+    });
+  }
+
+  /** As `putCheckpoint`, with `state_patch` (an RFC 7396 merge patch) applied to the latest state. */
+  patchCheckpoint(sessionId: string, body: PatchCheckpoint, opts: CallOptions = {}): Promise<Checkpoint> {
+    return this.#call<Checkpoint>({
+      method: "PATCH",
+      path: path`/v1/sessions/${sessionId}/checkpoint`,
+      body,
+      safe: true,
+      signal: opts.signal,
+      recover: (p) => this.#ownCheckpoint(sessionId, body.iteration, p, (c) => patchApplied(c.state, body.state_patch), opts),
+    });
+  }
+
+  async #ownCheckpoint(
+    sessionId: string,
+    iteration: number,
+    p: Problem,
+    same: (c: Checkpoint) => boolean,
+    opts: CallOptions,
+  ): Promise<Checkpoint | undefined> {
+    if (p.code !== "stale_iteration" || p.latestIteration !== iteration) return undefined;
+    const c = await this.getCheckpoint(sessionId, iteration, opts);
+    return same(c) ? c : undefined;
+  }
+
+  /** The latest checkpoint, or iteration `iteration`'s (`404 not_found` when there is none). */
+  getCheckpoint(sessionId: string, iteration?: number, opts: CallOptions = {}): Promise<Checkpoint> {
+    const p =
+      iteration === undefined ? path`/v1/sessions/${sessionId}/checkpoint` : path`/v1/sessions/${sessionId}/checkpoints/${iteration}`;
+    return this.#call({ method: "GET", path: p, ...opts });
+  }
+
+  /** Newest iteration first. */
+  listCheckpoints(sessionId: string, query: { limit?: number; cursor?: string } = {}, opts: CallOptions = {}): Pager<Checkpoint> {
+    return this.#pager(path`/v1/sessions/${sessionId}/checkpoints`, query, opts.signal);
+  }
+
+  /** The hand-over: session, latest checkpoint, messages since, pending tool calls, validation. */
+  resume(sessionId: string, opts: CallOptions = {}): Promise<Resume> {
+    return this.#call({ method: "GET", path: path`/v1/sessions/${sessionId}/resume`, ...opts });
+  }
+
+  /** Applies resume's automatic repairs. Fenced by `expected_last_seq`, it is not resent after a broken connection. */
+  repair(sessionId: string, body: RepairRequest = {}, opts: CallOptions = {}): Promise<RepairResult> {
+    return this.#call({
+      method: "POST",
+      path: path`/v1/sessions/${sessionId}/repair`,
+      body,
+      safe: body.expected_last_seq === undefined,
+      ...opts,
+    });
+  }
+
+  // --- the live feed -------------------------------------------------------------
+
+  /**
+   * Follows one session's events as they commit (Server-Sent Events).
+   * `afterSeq: 0` starts from its first event, `afterSeq: n` after message
+   * n, `after`/`lastEventId` after an event; with none of them, the feed
+   * starts now.
+   */
+  events(sessionId: string, opts: FollowOptions & { afterSeq?: number; after?: number } = {}): EventStream {
+    const { afterSeq, after, ...rest } = opts;
+    return this.#follow(path`/v1/sessions/${sessionId}/events`, { after, after_seq: afterSeq, type: rest.types }, rest);
+  }
+
+  /** Follows every event of the tenant (optionally of one session). */
+  tenantEvents(opts: FollowOptions & { sessionId?: string; after?: number } = {}): EventStream {
+    const { sessionId, after, ...rest } = opts;
+    return this.#follow("/v1/events", { after, session_id: sessionId, type: rest.types }, rest);
+  }
+
+  #follow(p: string, query: Record<string, unknown>, opts: FollowOptions): EventStream {
+    return new EventStream(async (lastEventId, signal) => {
+      const q = { ...query };
+      const headers = this.#headersFor({ Accept: "text/event-stream" });
+      if (lastEventId !== undefined) {
+        headers["Last-Event-ID"] = lastEventId; // it alone says where to resume
+        delete q.after;
+        delete q.after_seq;
+      }
+      const res = await this.#fetch(this.baseUrl + p + queryString(q), { headers, signal });
+      if (!res.ok) throw Problem.fromAnswer(res.status, await res.text(), res.headers);
+      return res;
+    }, opts);
+  }
+
+  // --- agents and memory -----------------------------------------------------------
+
+  /** Without `id`, the client picks one (`agt_` + a UUIDv7), so a resend cannot make two. */
+  createAgent(body: AgentCreate, opts: CallOptions = {}): Promise<Agent> {
+    const b = { ...body, id: body.id ?? `agt_${uuid7Hex()}` };
+    return this.#call<Agent>({
+      method: "POST",
+      path: "/v1/agents",
+      body: b,
+      safe: true,
+      signal: opts.signal,
+      recover: async (p) => {
+        if (p.code !== "conflict") return undefined;
+        const a = await this.getAgent(b.id, opts);
+        return a.name === b.name ? a : undefined;
+      },
+    });
+  }
+
+  getAgent(id: string, opts: CallOptions = {}): Promise<Agent> {
+    return this.#call({ method: "GET", path: path`/v1/agents/${id}`, ...opts });
+  }
+
+  updateAgent(id: string, patch: AgentUpdate, opts: CallOptions = {}): Promise<Agent> {
+    return this.#call({ method: "PATCH", path: path`/v1/agents/${id}`, body: patch, safe: true, ...opts });
+  }
+
+  async deleteAgent(id: string, opts: CallOptions = {}): Promise<void> {
+    await this.#call({ method: "DELETE", path: path`/v1/agents/${id}`, ...opts });
+  }
+
+  listAgents(query: ListAgentsQuery = {}, opts: CallOptions = {}): Pager<Agent> {
+    return this.#pager("/v1/agents", query, opts.signal);
+  }
+
+  async listBlocks(agentId: string, opts: CallOptions = {}): Promise<Block[]> {
+    return (await this.#call<{ data: Block[] }>({ method: "GET", path: path`/v1/agents/${agentId}/blocks`, ...opts })).data;
+  }
+
+  getBlock(agentId: string, label: string, opts: CallOptions = {}): Promise<Block> {
+    return this.#call({ method: "GET", path: path`/v1/agents/${agentId}/blocks/${label}`, ...opts });
+  }
+
+  /** Replaces the block; with `ifMatch` (its last `version`), only if nobody changed it since (`412 precondition_failed`). */
+  putBlock(agentId: string, label: string, body: BlockPut, opts: CallOptions & { ifMatch?: number | string } = {}): Promise<Block> {
+    const headers = opts.ifMatch === undefined ? undefined : { "If-Match": `"${opts.ifMatch}"` };
+    return this.#call({
+      method: "PUT",
+      path: path`/v1/agents/${agentId}/blocks/${label}`,
+      body,
+      headers,
+      safe: opts.ifMatch === undefined, // a resend of a fenced write that landed would fail its own fence
+      signal: opts.signal,
+    });
+  }
+
+  /** Not resent after a broken connection (it would store the passage twice). */
+  insertPassage(agentId: string, body: PassageCreate, opts: CallOptions = {}): Promise<Passage> {
+    return this.#call({ method: "POST", path: path`/v1/agents/${agentId}/archival`, body, safe: false, ...opts });
+  }
+}
+
+function describe(err: unknown): string {
+  const parts: string[] = [];
+  let e = err as { message?: unknown; code?: unknown; cause?: unknown } | undefined;
+  for (let i = 0; i < 4 && e; i++) {
+    const m = typeof e.message === "string" ? e.message : String(e);
+    parts.push(typeof e.code === "string" ? `${m} (${e.code})` : m);
+    e = e.cause as typeof e;
+  }
+  return parts.join(": ");
+}

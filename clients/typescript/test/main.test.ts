@@ -1,0 +1,13 @@
+// The whole suite, in one process so that the server is built and started
+// once: `npm test` compiles this and runs it with node --test.
+
+import { after } from "node:test";
+import { cleanup } from "./harness.js";
+
+import "./schema.suite.js";
+import "./client.suite.js";
+import "./retry.suite.js";
+import "./events.suite.js";
+import "./agents.suite.js";
+
+after(cleanup);
