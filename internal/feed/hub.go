@@ -72,8 +72,14 @@ func (h *Hub) join() {
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	prev := h.stopped // a tail stopped by the last reader may not have ended yet
 	h.stop, h.stopped = cancel, make(chan struct{})
-	go h.tail(ctx, h.stopped)
+	go func(done chan struct{}) {
+		if prev != nil {
+			<-prev // one tail at a time: the ring and head are the tail's
+		}
+		h.tail(ctx, done)
+	}(h.stopped)
 }
 
 // leave counts a reader out; the last one stops the tail and waits for it.
@@ -103,7 +109,10 @@ func (h *Hub) tail(ctx context.Context, done chan struct{}) {
 	}()
 	for {
 		changed := h.store.EventsChanged() // taken before the read: a write after it closes it
-		if !h.tailing {
+		h.mu.Lock()
+		tailing, head := h.tailing, h.head
+		h.mu.Unlock()
+		if !tailing {
 			head, err := h.store.EventHead(ctx)
 			if err != nil {
 				if !h.pause(ctx, changed, err) {
@@ -116,7 +125,10 @@ func (h *Hub) tail(ctx context.Context, done chan struct{}) {
 			h.broadcastLocked() // readers waiting for the ring may use it now
 			h.mu.Unlock()
 		}
-		evs, err := h.store.ListEvents(ctx, "", model.EventQuery{After: h.head, Limit: 1000})
+		if !tailing {
+			continue // now tailing, from the head just read
+		}
+		evs, err := h.store.ListEvents(ctx, "", model.EventQuery{After: head, Limit: 1000})
 		if err != nil {
 			if !h.pause(ctx, changed, err) {
 				return
