@@ -4,7 +4,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: run build test test-python test-typescript test-ui chromium check check-generated fmt vet lint lint-openapi deps tools bench profile gobench crash fuzz sim pg-failover clean
+.PHONY: run build test test-go test-postgres test-python test-typescript test-ui chromium check check-generated fmt vet lint lint-openapi deps tools bench profile gobench crash fuzz sim pg-failover clean
 
 run:
 	$(GO) run ./cmd/server
@@ -15,13 +15,21 @@ build:
 # The whole suite, with the race detector: unit, API (spec-validated), in-process
 # run(), and the short kill -9 crash test. It refuses to pass on unformatted code,
 # vet findings, a go.mod that tidy would change or a lint finding in openapi.yaml,
-# so CI catches those too.
+# so CI catches those too. Its four parts run side by side (output kept per
+# part): the race run keeps about one of this machine's two cores busy on its
+# own, so the others fit beside it.
 test: deps fmt vet tools chromium lint-openapi check-generated
+	$(MAKE) --no-print-directory -j4 --output-sync=target test-go test-postgres test-python test-typescript
+
+# The Go packages with the race detector, then the largest message without it
+# (the detector makes that one too slow to be worth it).
+test-go:
 	$(GO) test -race -count=1 $(PKGS)
 	$(GO) test -count=1 -run 'TestLargestMessageRoundTrips' ./internal/api/
+
+# The whole API suite again on PostgreSQL, a throwaway cluster of its own.
+test-postgres:
 	LOGBOOK_TEST_BACKEND=postgres $(GO) test -count=1 ./internal/api/
-	$(MAKE) --no-print-directory test-python
-	$(MAKE) --no-print-directory test-typescript
 
 # The Python client (clients/python) against a real server that its tests build
 # from this tree and start on a free loopback port. Standard library only.
