@@ -212,6 +212,33 @@ func (e IndexDriftKind) Valid() bool {
 	}
 }
 
+// Defines values for MemoryToolArgsCommand.
+const (
+	MemoryCommandCreate     MemoryToolArgsCommand = "create"
+	MemoryCommandDelete     MemoryToolArgsCommand = "delete"
+	MemoryCommandInsert     MemoryToolArgsCommand = "insert"
+	MemoryCommandStrReplace MemoryToolArgsCommand = "str_replace"
+	MemoryCommandView       MemoryToolArgsCommand = "view"
+)
+
+// Valid indicates whether the value is a known member of the MemoryToolArgsCommand enum.
+func (e MemoryToolArgsCommand) Valid() bool {
+	switch e {
+	case MemoryCommandCreate:
+		return true
+	case MemoryCommandDelete:
+		return true
+	case MemoryCommandInsert:
+		return true
+	case MemoryCommandStrReplace:
+		return true
+	case MemoryCommandView:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for MessageRole.
 const (
 	MessageRoleAssistant MessageRole = "assistant"
@@ -423,6 +450,10 @@ const (
 	ToolNameConversationSearch   ToolName = "conversation_search"
 	ToolNameCoreMemoryAppend     ToolName = "core_memory_append"
 	ToolNameCoreMemoryReplace    ToolName = "core_memory_replace"
+	ToolNameMemory               ToolName = "memory"
+	ToolNameMemoryInsert         ToolName = "memory_insert"
+	ToolNameMemoryReplace        ToolName = "memory_replace"
+	ToolNameMemoryRethink        ToolName = "memory_rethink"
 )
 
 // Valid indicates whether the value is a known member of the ToolName enum.
@@ -437,6 +468,14 @@ func (e ToolName) Valid() bool {
 	case ToolNameCoreMemoryAppend:
 		return true
 	case ToolNameCoreMemoryReplace:
+		return true
+	case ToolNameMemory:
+		return true
+	case ToolNameMemoryInsert:
+		return true
+	case ToolNameMemoryReplace:
+		return true
+	case ToolNameMemoryRethink:
 		return true
 	default:
 		return false
@@ -1335,6 +1374,79 @@ type IntegrityReport struct {
 	Repaired []CounterDrift `json:"repaired"`
 }
 
+// MemoryInsertArgs Inserts `new_str` into the block `label` after line `insert_line`.
+type MemoryInsertArgs struct {
+	// InsertLine The line after which to insert (`0`: at the top); `-1` or absent: at the end.
+	InsertLine *int `json:"insert_line,omitempty"`
+
+	// Label The block's label.
+	Label string `json:"label"`
+
+	// NewStr The text to insert.
+	NewStr string `json:"new_str"`
+
+	// RequestHeartbeat Letta adds this argument to every tool; it is accepted and ignored.
+	RequestHeartbeat *RequestHeartbeat `json:"request_heartbeat,omitempty"`
+}
+
+// MemoryReplaceArgs Replaces the one occurrence of `old_str` in the block `label` with `new_str`.
+type MemoryReplaceArgs struct {
+	// Label The block's label.
+	Label string `json:"label"`
+
+	// NewStr The replacement.
+	NewStr *string `json:"new_str,omitempty"`
+
+	// OldStr The text to replace; it must occur exactly once.
+	OldStr string `json:"old_str"`
+
+	// RequestHeartbeat Letta adds this argument to every tool; it is accepted and ignored.
+	RequestHeartbeat *RequestHeartbeat `json:"request_heartbeat,omitempty"`
+}
+
+// MemoryRethinkArgs Rewrites the block `label` whole, creating it if missing.
+type MemoryRethinkArgs struct {
+	// Label The block's label.
+	Label string `json:"label"`
+
+	// NewMemory The block's new value.
+	NewMemory *string `json:"new_memory,omitempty"`
+
+	// RequestHeartbeat Letta adds this argument to every tool; it is accepted and ignored.
+	RequestHeartbeat *RequestHeartbeat `json:"request_heartbeat,omitempty"`
+}
+
+// MemoryToolArgs Anthropic's memory tool (`memory_20250818`), its arguments as Claude writes
+// them. `/memories/<label>` is the block `<label>`.
+type MemoryToolArgs struct {
+	// Command The operation.
+	Command MemoryToolArgsCommand `json:"command"`
+
+	// FileText The new file's content (create).
+	FileText *string `json:"file_text,omitempty"`
+
+	// InsertLine The line after which to insert, `0`: at the top (insert).
+	InsertLine *int `json:"insert_line,omitempty"`
+
+	// InsertText The text to insert (insert).
+	InsertText *string `json:"insert_text,omitempty"`
+
+	// NewStr The replacement (str_replace).
+	NewStr *string `json:"new_str,omitempty"`
+
+	// OldStr The text to replace, once (str_replace).
+	OldStr *string `json:"old_str,omitempty"`
+
+	// Path `/memories` or `/memories/<label>`.
+	Path *string `json:"path,omitempty"`
+
+	// ViewRange `[start, end]`, 1-based; end `-1` is the last line (view).
+	ViewRange []int `json:"view_range,omitempty"`
+}
+
+// MemoryToolArgsCommand The operation.
+type MemoryToolArgsCommand string
+
 // Message One entry of a session's history. Every key is always present; optional values are `null`.
 type Message struct {
 	// AgentID The agent that wrote the message, when the runtime said so.
@@ -1706,6 +1818,9 @@ type Passage struct {
 	// Examples: 2026-11-22T02:36:54.323Z
 	CreatedAt Timestamp `json:"created_at"`
 
+	// ExpiresAt When the passage's time to live ends, if it has one. From then on reads and searches do not find it, until `POST /v1/admin/purge` with `expired` deletes it.
+	ExpiresAt *time.Time `json:"expires_at"`
+
 	// ID The passage's id.
 	//
 	// Examples: psg_0193a4b2c3a57d4e9f0a1b2c3d4e5f60
@@ -1726,6 +1841,9 @@ type Passage struct {
 type PassageCreate struct {
 	// Content The text, 1 to 1,000,000 characters.
 	Content string `json:"content"`
+
+	// ExpiresAt When the passage's time to live ends (RFC 3339); left out or `null` means never.
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
 
 	// Metadata Free-form JSON object; `null` or absent means `{}`.
 	Metadata map[string]interface{} `json:"metadata,omitempty"`
@@ -1748,6 +1866,9 @@ type PassageHit struct {
 	//
 	// Examples: 2026-11-22T02:36:54.323Z
 	CreatedAt Timestamp `json:"created_at"`
+
+	// ExpiresAt When the passage's time to live ends, if it has one. From then on reads and searches do not find it, until `POST /v1/admin/purge` with `expired` deletes it.
+	ExpiresAt *time.Time `json:"expires_at"`
 
 	// ID The passage's id.
 	//
@@ -1880,16 +2001,23 @@ type Problem struct {
 // string escapes as written), at most 4 MiB. `null` when none was given.
 type ProviderItem map[string]interface{}
 
-// PurgeRequest The body of `POST /v1/admin/purge`. Unknown fields are `422`.
+// PurgeRequest The body of `POST /v1/admin/purge`. Unknown fields are `422`. Either `status` and
+// `older_than` (both required), or `expired: true` (and neither of them).
 type PurgeRequest struct {
 	// DryRun `true`: count what would be erased, erase nothing. Left out means `false`.
 	DryRun *bool `json:"dry_run,omitempty"`
 
-	// OlderThan Only sessions whose `updated_at` is before this instant (RFC 3339).
-	OlderThan time.Time `json:"older_than"`
+	// Expired `true`: erase instead every session whose `expires_at` has passed (each as a purge
+	// erases a session), then delete every archival passage whose `expires_at` has passed,
+	// in batches. Run it on a schedule (cron) to enforce time to live; until then,
+	// expired sessions and passages are hidden from reads. Left out means `false`.
+	Expired *bool `json:"expired,omitempty"`
 
-	// Status Only sessions in this status are erased.
-	Status SessionStatus `json:"status"`
+	// OlderThan Only sessions whose `updated_at` is before this instant (RFC 3339). Required unless `expired` is `true`, and then left out.
+	OlderThan *time.Time `json:"older_than,omitempty"`
+
+	// Status Only sessions in this status are erased. Required unless `expired` is `true`, and then left out.
+	Status *SessionStatus `json:"status,omitempty"`
 }
 
 // PurgeResult What a purge erased, or with `dry_run` what it would erase.
@@ -1902,6 +2030,9 @@ type PurgeResult struct {
 
 	// Messages Messages the erased sessions stored themselves (a fork's shared prefix counts under the session that stored it).
 	Messages int `json:"messages"`
+
+	// Passages Expired archival passages deleted (or that would be); always `0` unless `expired` was `true`.
+	Passages int `json:"passages"`
 
 	// Sessions Sessions erased (or that would be).
 	Sessions int `json:"sessions"`
@@ -2118,6 +2249,9 @@ type Session struct {
 	// Examples: 2026-11-22T02:36:54.323Z
 	CreatedAt Timestamp `json:"created_at"`
 
+	// ExpiresAt When the session's time to live ends, if it has one. From then on it is not found (`404`, and left out of lists) until `POST /v1/admin/purge` with `expired` erases it. Forks do not inherit it.
+	ExpiresAt *time.Time `json:"expires_at"`
+
 	// ForkedAtSeq The parent's `seq` this session was forked at, if forked.
 	ForkedAtSeq *int64 `json:"forked_at_seq"`
 
@@ -2159,6 +2293,9 @@ type Session struct {
 	//
 	// Examples: 2026-11-22T02:36:54.323Z
 	UpdatedAt Timestamp `json:"updated_at"`
+
+	// UserID The end user this session belongs to, as the client named them at creation; forks inherit it.
+	UserID *string `json:"user_id"`
 }
 
 // SessionContext What the next LLM call needs, read from one snapshot.
@@ -2202,6 +2339,9 @@ type SessionCreate struct {
 	// AgentID The agent this session belongs to (not checked against stored agents).
 	AgentID *string `json:"agent_id,omitempty"`
 
+	// ExpiresAt When the session's time to live ends (RFC 3339); left out or `null` means never. See `Session.expires_at`.
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+
 	// ID A client-chosen id, 1–128 characters of `[A-Za-z0-9_.:-]`. Leave it out (or send `""`) for a server-made `ses_…` id. A duplicate is `409 conflict`.
 	//
 	// Examples: run-2026-11-22.support:1234
@@ -2212,6 +2352,9 @@ type SessionCreate struct {
 
 	// Title A human-readable title, at most 1000 characters.
 	Title *string `json:"title,omitempty"`
+
+	// UserID The end user this session belongs to, 1–128 characters (a reference; nothing checks it). List a user's sessions with `GET /v1/sessions?user_id=`.
+	UserID *string `json:"user_id,omitempty"`
 }
 
 // SessionID A session id: server-made `ses_` + 32 lowercase hex digits (a UUIDv7, so ids
@@ -2240,6 +2383,9 @@ type SessionStatus string
 // SessionUpdate The body of `PATCH /v1/sessions/{id}`; every field is optional and fields left
 // out are kept. `metadata` is an RFC 7396 merge patch over the stored metadata.
 type SessionUpdate struct {
+	// ExpiresAt An instant (RFC 3339) sets the session's time to live; `null` clears it.
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+
 	// Metadata Merge patch: keys set to a value are set (objects merge recursively), keys
 	// set to `null` are removed, other keys are kept. `null` removes every key.
 	Metadata map[string]interface{} `json:"metadata,omitempty"`
@@ -2718,6 +2864,9 @@ type ListSessionsParams struct {
 
 	// AgentID Only sessions with exactly this `agent_id`.
 	AgentID *string `form:"agent_id,omitempty" json:"agent_id,omitempty"`
+
+	// UserID Only sessions with exactly this `user_id` (indexed).
+	UserID *string `form:"user_id,omitempty" json:"user_id,omitempty"`
 
 	// CreatedAfter Only sessions created strictly after this instant (RFC 3339; fractional seconds optional).
 	CreatedAfter *time.Time `form:"created_after,omitempty" json:"created_after,omitempty"`
@@ -3695,6 +3844,110 @@ func (t *ToolArguments) MergeConversationSearchArgs(v ConversationSearchArgs) er
 	return err
 }
 
+// AsMemoryInsertArgs returns the union data inside the ToolArguments as a MemoryInsertArgs
+func (t ToolArguments) AsMemoryInsertArgs() (MemoryInsertArgs, error) {
+	var body MemoryInsertArgs
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromMemoryInsertArgs overwrites any union data inside the ToolArguments as the provided MemoryInsertArgs
+func (t *ToolArguments) FromMemoryInsertArgs(v MemoryInsertArgs) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeMemoryInsertArgs performs a merge with any union data inside the ToolArguments, using the provided MemoryInsertArgs
+func (t *ToolArguments) MergeMemoryInsertArgs(v MemoryInsertArgs) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsMemoryReplaceArgs returns the union data inside the ToolArguments as a MemoryReplaceArgs
+func (t ToolArguments) AsMemoryReplaceArgs() (MemoryReplaceArgs, error) {
+	var body MemoryReplaceArgs
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromMemoryReplaceArgs overwrites any union data inside the ToolArguments as the provided MemoryReplaceArgs
+func (t *ToolArguments) FromMemoryReplaceArgs(v MemoryReplaceArgs) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeMemoryReplaceArgs performs a merge with any union data inside the ToolArguments, using the provided MemoryReplaceArgs
+func (t *ToolArguments) MergeMemoryReplaceArgs(v MemoryReplaceArgs) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsMemoryRethinkArgs returns the union data inside the ToolArguments as a MemoryRethinkArgs
+func (t ToolArguments) AsMemoryRethinkArgs() (MemoryRethinkArgs, error) {
+	var body MemoryRethinkArgs
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromMemoryRethinkArgs overwrites any union data inside the ToolArguments as the provided MemoryRethinkArgs
+func (t *ToolArguments) FromMemoryRethinkArgs(v MemoryRethinkArgs) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeMemoryRethinkArgs performs a merge with any union data inside the ToolArguments, using the provided MemoryRethinkArgs
+func (t *ToolArguments) MergeMemoryRethinkArgs(v MemoryRethinkArgs) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsMemoryToolArgs returns the union data inside the ToolArguments as a MemoryToolArgs
+func (t ToolArguments) AsMemoryToolArgs() (MemoryToolArgs, error) {
+	var body MemoryToolArgs
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromMemoryToolArgs overwrites any union data inside the ToolArguments as the provided MemoryToolArgs
+func (t *ToolArguments) FromMemoryToolArgs(v MemoryToolArgs) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeMemoryToolArgs performs a merge with any union data inside the ToolArguments, using the provided MemoryToolArgs
+func (t *ToolArguments) MergeMemoryToolArgs(v MemoryToolArgs) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
 func (t ToolArguments) MarshalJSON() ([]byte, error) {
 	b, err := t.union.MarshalJSON()
 	return b, err
@@ -4423,11 +4676,15 @@ type ClientInterface interface {
 	//
 	// | tool | arguments | does |
 	// | --- | --- | --- |
-	// | `core_memory_append` | `label`, `content` | appends `content` on a new line of the block; the block must exist |
+	// | `core_memory_append` | `label`, `content` | appends `content` on a new line of the block, creating a missing block |
 	// | `core_memory_replace` | `label`, `old_content`, `new_content` | replaces every occurrence; `""` deletes |
 	// | `archival_memory_insert` | `content`, `tags?` | stores a passage |
 	// | `archival_memory_search` | `query`, `page?`, `tags?`, `start_datetime?`, `end_datetime?` | 5 passages per page (`page` from 0), every tag must match |
 	// | `conversation_search` | `query`, `roles?`, `limit?` (1–100, default 5), `start_date?`, `end_date?` | searches the agent's messages |
+	// | `memory_insert` | `label`, `new_str`, `insert_line?` | inserts after line `insert_line` (`0`: at the top; `-1` or absent: at the end) |
+	// | `memory_replace` | `label`, `old_str`, `new_str` | replaces `old_str`, which must occur exactly once |
+	// | `memory_rethink` | `label`, `new_memory` | rewrites the whole block, creating it if missing |
+	// | `memory` | `command`, `path`, `file_text?`, `old_str?`, `new_str?`, `insert_line?`, `insert_text?`, `view_range?` | Anthropic's memory tool: `view`, `create`, `str_replace`, `insert`, `delete` on `/memories`, where `/memories/<label>` is the block `<label>`; any other path (`..`, nested, outside `/memories`) is refused with `is_error` and nothing is touched. `rename` is not served (`422`). |
 	//
 	// Each tool also accepts `request_heartbeat` (Letta adds it to every tool) and
 	// ignores it. Dates may be `YYYY-MM-DD`, `YYYY-MM-DDTHH:MM[:SS]` or RFC 3339;
@@ -4467,11 +4724,15 @@ type ClientInterface interface {
 	//
 	// | tool | arguments | does |
 	// | --- | --- | --- |
-	// | `core_memory_append` | `label`, `content` | appends `content` on a new line of the block; the block must exist |
+	// | `core_memory_append` | `label`, `content` | appends `content` on a new line of the block, creating a missing block |
 	// | `core_memory_replace` | `label`, `old_content`, `new_content` | replaces every occurrence; `""` deletes |
 	// | `archival_memory_insert` | `content`, `tags?` | stores a passage |
 	// | `archival_memory_search` | `query`, `page?`, `tags?`, `start_datetime?`, `end_datetime?` | 5 passages per page (`page` from 0), every tag must match |
 	// | `conversation_search` | `query`, `roles?`, `limit?` (1–100, default 5), `start_date?`, `end_date?` | searches the agent's messages |
+	// | `memory_insert` | `label`, `new_str`, `insert_line?` | inserts after line `insert_line` (`0`: at the top; `-1` or absent: at the end) |
+	// | `memory_replace` | `label`, `old_str`, `new_str` | replaces `old_str`, which must occur exactly once |
+	// | `memory_rethink` | `label`, `new_memory` | rewrites the whole block, creating it if missing |
+	// | `memory` | `command`, `path`, `file_text?`, `old_str?`, `new_str?`, `insert_line?`, `insert_text?`, `view_range?` | Anthropic's memory tool: `view`, `create`, `str_replace`, `insert`, `delete` on `/memories`, where `/memories/<label>` is the block `<label>`; any other path (`..`, nested, outside `/memories`) is refused with `is_error` and nothing is touched. `rename` is not served (`422`). |
 	//
 	// Each tool also accepts `request_heartbeat` (Letta adds it to every tool) and
 	// ignores it. Dates may be `YYYY-MM-DD`, `YYYY-MM-DDTHH:MM[:SS]` or RFC 3339;
@@ -5432,8 +5693,10 @@ type ClientInterface interface {
 	// Schema object of the arguments). Pass them to the model as they are, and
 	// forward the model's calls to `POST /v1/agents/{id}/tools/{tool_name}`. The
 	// names and arguments are Letta's: `core_memory_append`, `core_memory_replace`,
-	// `archival_memory_insert`, `archival_memory_search`, `conversation_search`.
-	// Needs `read` scope.
+	// `archival_memory_insert`, `archival_memory_search`, `conversation_search`,
+	// and Letta's current `memory_insert`, `memory_replace`, `memory_rethink`;
+	// `memory` is Anthropic's memory tool (`memory_20250818`) over the agent's
+	// blocks. Needs `read` scope.
 	//
 	// Corresponds with GET /v1/tools (the `ListTools` operationId).
 	ListTools(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -6488,11 +6751,15 @@ func (c *Client) SearchAgentMessages(ctx context.Context, id AgentID, params *Se
 //
 // | tool | arguments | does |
 // | --- | --- | --- |
-// | `core_memory_append` | `label`, `content` | appends `content` on a new line of the block; the block must exist |
+// | `core_memory_append` | `label`, `content` | appends `content` on a new line of the block, creating a missing block |
 // | `core_memory_replace` | `label`, `old_content`, `new_content` | replaces every occurrence; `""` deletes |
 // | `archival_memory_insert` | `content`, `tags?` | stores a passage |
 // | `archival_memory_search` | `query`, `page?`, `tags?`, `start_datetime?`, `end_datetime?` | 5 passages per page (`page` from 0), every tag must match |
 // | `conversation_search` | `query`, `roles?`, `limit?` (1–100, default 5), `start_date?`, `end_date?` | searches the agent's messages |
+// | `memory_insert` | `label`, `new_str`, `insert_line?` | inserts after line `insert_line` (`0`: at the top; `-1` or absent: at the end) |
+// | `memory_replace` | `label`, `old_str`, `new_str` | replaces `old_str`, which must occur exactly once |
+// | `memory_rethink` | `label`, `new_memory` | rewrites the whole block, creating it if missing |
+// | `memory` | `command`, `path`, `file_text?`, `old_str?`, `new_str?`, `insert_line?`, `insert_text?`, `view_range?` | Anthropic's memory tool: `view`, `create`, `str_replace`, `insert`, `delete` on `/memories`, where `/memories/<label>` is the block `<label>`; any other path (`..`, nested, outside `/memories`) is refused with `is_error` and nothing is touched. `rename` is not served (`422`). |
 //
 // Each tool also accepts `request_heartbeat` (Letta adds it to every tool) and
 // ignores it. Dates may be `YYYY-MM-DD`, `YYYY-MM-DDTHH:MM[:SS]` or RFC 3339;
@@ -6542,11 +6809,15 @@ func (c *Client) RunToolWithBody(ctx context.Context, id AgentID, toolName ToolN
 //
 // | tool | arguments | does |
 // | --- | --- | --- |
-// | `core_memory_append` | `label`, `content` | appends `content` on a new line of the block; the block must exist |
+// | `core_memory_append` | `label`, `content` | appends `content` on a new line of the block, creating a missing block |
 // | `core_memory_replace` | `label`, `old_content`, `new_content` | replaces every occurrence; `""` deletes |
 // | `archival_memory_insert` | `content`, `tags?` | stores a passage |
 // | `archival_memory_search` | `query`, `page?`, `tags?`, `start_datetime?`, `end_datetime?` | 5 passages per page (`page` from 0), every tag must match |
 // | `conversation_search` | `query`, `roles?`, `limit?` (1–100, default 5), `start_date?`, `end_date?` | searches the agent's messages |
+// | `memory_insert` | `label`, `new_str`, `insert_line?` | inserts after line `insert_line` (`0`: at the top; `-1` or absent: at the end) |
+// | `memory_replace` | `label`, `old_str`, `new_str` | replaces `old_str`, which must occur exactly once |
+// | `memory_rethink` | `label`, `new_memory` | rewrites the whole block, creating it if missing |
+// | `memory` | `command`, `path`, `file_text?`, `old_str?`, `new_str?`, `insert_line?`, `insert_text?`, `view_range?` | Anthropic's memory tool: `view`, `create`, `str_replace`, `insert`, `delete` on `/memories`, where `/memories/<label>` is the block `<label>`; any other path (`..`, nested, outside `/memories`) is refused with `is_error` and nothing is touched. `rename` is not served (`422`). |
 //
 // Each tool also accepts `request_heartbeat` (Letta adds it to every tool) and
 // ignores it. Dates may be `YYYY-MM-DD`, `YYYY-MM-DDTHH:MM[:SS]` or RFC 3339;
@@ -7919,8 +8190,10 @@ func (c *Client) RewindSession(ctx context.Context, id SessionID, body RewindSes
 // Schema object of the arguments). Pass them to the model as they are, and
 // forward the model's calls to `POST /v1/agents/{id}/tools/{tool_name}`. The
 // names and arguments are Letta's: `core_memory_append`, `core_memory_replace`,
-// `archival_memory_insert`, `archival_memory_search`, `conversation_search`.
-// Needs `read` scope.
+// `archival_memory_insert`, `archival_memory_search`, `conversation_search`,
+// and Letta's current `memory_insert`, `memory_replace`, `memory_rethink`;
+// `memory` is Anthropic's memory tool (`memory_20250818`) over the agent's
+// blocks. Needs `read` scope.
 //
 // Corresponds with GET /v1/tools (the `ListTools` operationId).
 func (c *Client) ListTools(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -9800,6 +10073,18 @@ func NewListSessionsRequest(server string, params *ListSessionsParams) (*http.Re
 		if params.AgentID != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "agent_id", *params.AgentID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.UserID != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "user_id", *params.UserID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -12091,11 +12376,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// | tool | arguments | does |
 	// | --- | --- | --- |
-	// | `core_memory_append` | `label`, `content` | appends `content` on a new line of the block; the block must exist |
+	// | `core_memory_append` | `label`, `content` | appends `content` on a new line of the block, creating a missing block |
 	// | `core_memory_replace` | `label`, `old_content`, `new_content` | replaces every occurrence; `""` deletes |
 	// | `archival_memory_insert` | `content`, `tags?` | stores a passage |
 	// | `archival_memory_search` | `query`, `page?`, `tags?`, `start_datetime?`, `end_datetime?` | 5 passages per page (`page` from 0), every tag must match |
 	// | `conversation_search` | `query`, `roles?`, `limit?` (1–100, default 5), `start_date?`, `end_date?` | searches the agent's messages |
+	// | `memory_insert` | `label`, `new_str`, `insert_line?` | inserts after line `insert_line` (`0`: at the top; `-1` or absent: at the end) |
+	// | `memory_replace` | `label`, `old_str`, `new_str` | replaces `old_str`, which must occur exactly once |
+	// | `memory_rethink` | `label`, `new_memory` | rewrites the whole block, creating it if missing |
+	// | `memory` | `command`, `path`, `file_text?`, `old_str?`, `new_str?`, `insert_line?`, `insert_text?`, `view_range?` | Anthropic's memory tool: `view`, `create`, `str_replace`, `insert`, `delete` on `/memories`, where `/memories/<label>` is the block `<label>`; any other path (`..`, nested, outside `/memories`) is refused with `is_error` and nothing is touched. `rename` is not served (`422`). |
 	//
 	// Each tool also accepts `request_heartbeat` (Letta adds it to every tool) and
 	// ignores it. Dates may be `YYYY-MM-DD`, `YYYY-MM-DDTHH:MM[:SS]` or RFC 3339;
@@ -12135,11 +12424,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// | tool | arguments | does |
 	// | --- | --- | --- |
-	// | `core_memory_append` | `label`, `content` | appends `content` on a new line of the block; the block must exist |
+	// | `core_memory_append` | `label`, `content` | appends `content` on a new line of the block, creating a missing block |
 	// | `core_memory_replace` | `label`, `old_content`, `new_content` | replaces every occurrence; `""` deletes |
 	// | `archival_memory_insert` | `content`, `tags?` | stores a passage |
 	// | `archival_memory_search` | `query`, `page?`, `tags?`, `start_datetime?`, `end_datetime?` | 5 passages per page (`page` from 0), every tag must match |
 	// | `conversation_search` | `query`, `roles?`, `limit?` (1–100, default 5), `start_date?`, `end_date?` | searches the agent's messages |
+	// | `memory_insert` | `label`, `new_str`, `insert_line?` | inserts after line `insert_line` (`0`: at the top; `-1` or absent: at the end) |
+	// | `memory_replace` | `label`, `old_str`, `new_str` | replaces `old_str`, which must occur exactly once |
+	// | `memory_rethink` | `label`, `new_memory` | rewrites the whole block, creating it if missing |
+	// | `memory` | `command`, `path`, `file_text?`, `old_str?`, `new_str?`, `insert_line?`, `insert_text?`, `view_range?` | Anthropic's memory tool: `view`, `create`, `str_replace`, `insert`, `delete` on `/memories`, where `/memories/<label>` is the block `<label>`; any other path (`..`, nested, outside `/memories`) is refused with `is_error` and nothing is touched. `rename` is not served (`422`). |
 	//
 	// Each tool also accepts `request_heartbeat` (Letta adds it to every tool) and
 	// ignores it. Dates may be `YYYY-MM-DD`, `YYYY-MM-DDTHH:MM[:SS]` or RFC 3339;
@@ -13132,8 +13425,10 @@ type ClientWithResponsesInterface interface {
 	// Schema object of the arguments). Pass them to the model as they are, and
 	// forward the model's calls to `POST /v1/agents/{id}/tools/{tool_name}`. The
 	// names and arguments are Letta's: `core_memory_append`, `core_memory_replace`,
-	// `archival_memory_insert`, `archival_memory_search`, `conversation_search`.
-	// Needs `read` scope.
+	// `archival_memory_insert`, `archival_memory_search`, `conversation_search`,
+	// and Letta's current `memory_insert`, `memory_replace`, `memory_rethink`;
+	// `memory` is Anthropic's memory tool (`memory_20250818`) over the agent's
+	// blocks. Needs `read` scope.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -23823,11 +24118,15 @@ func (c *ClientWithResponses) SearchAgentMessagesWithResponse(ctx context.Contex
 //
 // | tool | arguments | does |
 // | --- | --- | --- |
-// | `core_memory_append` | `label`, `content` | appends `content` on a new line of the block; the block must exist |
+// | `core_memory_append` | `label`, `content` | appends `content` on a new line of the block, creating a missing block |
 // | `core_memory_replace` | `label`, `old_content`, `new_content` | replaces every occurrence; `""` deletes |
 // | `archival_memory_insert` | `content`, `tags?` | stores a passage |
 // | `archival_memory_search` | `query`, `page?`, `tags?`, `start_datetime?`, `end_datetime?` | 5 passages per page (`page` from 0), every tag must match |
 // | `conversation_search` | `query`, `roles?`, `limit?` (1–100, default 5), `start_date?`, `end_date?` | searches the agent's messages |
+// | `memory_insert` | `label`, `new_str`, `insert_line?` | inserts after line `insert_line` (`0`: at the top; `-1` or absent: at the end) |
+// | `memory_replace` | `label`, `old_str`, `new_str` | replaces `old_str`, which must occur exactly once |
+// | `memory_rethink` | `label`, `new_memory` | rewrites the whole block, creating it if missing |
+// | `memory` | `command`, `path`, `file_text?`, `old_str?`, `new_str?`, `insert_line?`, `insert_text?`, `view_range?` | Anthropic's memory tool: `view`, `create`, `str_replace`, `insert`, `delete` on `/memories`, where `/memories/<label>` is the block `<label>`; any other path (`..`, nested, outside `/memories`) is refused with `is_error` and nothing is touched. `rename` is not served (`422`). |
 //
 // Each tool also accepts `request_heartbeat` (Letta adds it to every tool) and
 // ignores it. Dates may be `YYYY-MM-DD`, `YYYY-MM-DDTHH:MM[:SS]` or RFC 3339;
@@ -23873,11 +24172,15 @@ func (c *ClientWithResponses) RunToolWithBodyWithResponse(ctx context.Context, i
 //
 // | tool | arguments | does |
 // | --- | --- | --- |
-// | `core_memory_append` | `label`, `content` | appends `content` on a new line of the block; the block must exist |
+// | `core_memory_append` | `label`, `content` | appends `content` on a new line of the block, creating a missing block |
 // | `core_memory_replace` | `label`, `old_content`, `new_content` | replaces every occurrence; `""` deletes |
 // | `archival_memory_insert` | `content`, `tags?` | stores a passage |
 // | `archival_memory_search` | `query`, `page?`, `tags?`, `start_datetime?`, `end_datetime?` | 5 passages per page (`page` from 0), every tag must match |
 // | `conversation_search` | `query`, `roles?`, `limit?` (1–100, default 5), `start_date?`, `end_date?` | searches the agent's messages |
+// | `memory_insert` | `label`, `new_str`, `insert_line?` | inserts after line `insert_line` (`0`: at the top; `-1` or absent: at the end) |
+// | `memory_replace` | `label`, `old_str`, `new_str` | replaces `old_str`, which must occur exactly once |
+// | `memory_rethink` | `label`, `new_memory` | rewrites the whole block, creating it if missing |
+// | `memory` | `command`, `path`, `file_text?`, `old_str?`, `new_str?`, `insert_line?`, `insert_text?`, `view_range?` | Anthropic's memory tool: `view`, `create`, `str_replace`, `insert`, `delete` on `/memories`, where `/memories/<label>` is the block `<label>`; any other path (`..`, nested, outside `/memories`) is refused with `is_error` and nothing is touched. `rename` is not served (`422`). |
 //
 // Each tool also accepts `request_heartbeat` (Letta adds it to every tool) and
 // ignores it. Dates may be `YYYY-MM-DD`, `YYYY-MM-DDTHH:MM[:SS]` or RFC 3339;
@@ -25122,8 +25425,10 @@ func (c *ClientWithResponses) RewindSessionWithResponse(ctx context.Context, id 
 // Schema object of the arguments). Pass them to the model as they are, and
 // forward the model's calls to `POST /v1/agents/{id}/tools/{tool_name}`. The
 // names and arguments are Letta's: `core_memory_append`, `core_memory_replace`,
-// `archival_memory_insert`, `archival_memory_search`, `conversation_search`.
-// Needs `read` scope.
+// `archival_memory_insert`, `archival_memory_search`, `conversation_search`,
+// and Letta's current `memory_insert`, `memory_replace`, `memory_rethink`;
+// `memory` is Anthropic's memory tool (`memory_20250818`) over the agent's
+// blocks. Needs `read` scope.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -234,7 +234,7 @@ func TestMemoryTools(t *testing.T) {
 
 	var tools struct{ Data []model.ToolDef }
 	c.do("GET", "/v1/tools", nil).want(t, http.StatusOK, &tools)
-	if len(tools.Data) != 5 || tools.Data[0].Parameters["type"] != "object" {
+	if len(tools.Data) != 9 || tools.Data[0].Parameters["type"] != "object" {
 		t.Fatalf("tools: %+v", tools.Data)
 	}
 
@@ -250,7 +250,7 @@ func TestMemoryTools(t *testing.T) {
 		args map[string]any
 		want string
 	}{
-		{"core_memory_append", map[string]any{"label": "nope", "content": "x"}, "Memory block 'nope' does not exist (available blocks: human, persona)"},
+		{"core_memory_replace", map[string]any{"label": "nope", "old_content": "x"}, "Memory block 'nope' does not exist (available blocks: human, persona)"},
 		{"core_memory_append", map[string]any{"label": "human", "content": strings.Repeat("x", 30)}, "Edit failed: Exceeds 40 character limit (requested 56)."},
 		{"core_memory_replace", map[string]any{"label": "human", "old_content": "coffee", "new_content": "x"}, "Old content 'coffee' not found in memory block 'human'"},
 		{"conversation_search", map[string]any{"query": "x", "start_date": "last week"}, "Invalid date format: last week. Use ISO 8601 format (YYYY-MM-DD or YYYY-MM-DDTHH:MM)"},

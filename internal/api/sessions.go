@@ -33,10 +33,11 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
-	q := parseQuery(r, "status", "agent_id", "metadata.*", "created_after", "created_before", "due_before", "limit", "cursor")
+	q := parseQuery(r, "status", "agent_id", "user_id", "metadata.*", "created_after", "created_before", "due_before", "limit", "cursor")
 	f := model.SessionFilter{
 		Status:        model.Status(q.oneOf("status", "created", "active", "completed", "archived")),
 		AgentID:       q.str("agent_id"),
+		UserID:        q.str("user_id"),
 		CreatedAfter:  q.time("created_after"),
 		CreatedBefore: q.time("created_before"),
 		DueBefore:     q.time("due_before"),

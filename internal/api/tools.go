@@ -64,6 +64,10 @@ func (s *Server) tools() map[string]toolFunc {
 			_, err = s.store.ReplaceBlock(ctx, tenant, agentID, in.Label, in.OldContent, in.NewContent, repo.EditByTool)
 			return s.memoryEdited(ctx, tenant, agentID, in.Label, err)
 		},
+		"memory_insert":  s.memoryInsert,
+		"memory_replace": s.memoryReplace,
+		"memory_rethink": s.memoryRethink,
+		"memory":         s.memoryTool,
 		"archival_memory_insert": func(ctx context.Context, w http.ResponseWriter, r *http.Request, tenant, agentID string) (model.ToolResult, error) {
 			in, err := decode[model.ArchivalMemoryInsertArgs](s, w, r)
 			if err != nil {
@@ -158,7 +162,7 @@ func toolFailure(err error) (string, bool) {
 	switch e.Code {
 	case "limit_exceeded":
 		return fmt.Sprintf("Edit failed: Exceeds %v character limit (requested %v).", e.Extra["limit"], e.Extra["requested"]), true
-	case "old_not_found":
+	case "old_not_found", "tool_refused":
 		return e.Msg, true
 	}
 	return "", false

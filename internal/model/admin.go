@@ -6,10 +6,13 @@ import (
 )
 
 // PurgeRequest is the input of POST /v1/admin/purge: erase the tenant's sessions
-// in Status whose updated_at is before OlderThan (RFC 3339). DryRun only counts.
+// in Status whose updated_at is before OlderThan (RFC 3339), or, with Expired
+// (and neither of those), the sessions and passages whose expires_at has passed.
+// DryRun only counts.
 type PurgeRequest struct {
-	Status    Status `json:"status" validate:"required,oneof=created active completed archived"`
-	OlderThan string `json:"older_than" validate:"required"`
+	Status    Status `json:"status" validate:"required_without=Expired,omitempty,oneof=created active completed archived"`
+	OlderThan string `json:"older_than" validate:"required_without=Expired"`
+	Expired   bool   `json:"expired"`
 	DryRun    bool   `json:"dry_run"`
 
 	cutoff Time // OlderThan, parsed by Validate
@@ -17,6 +20,20 @@ type PurgeRequest struct {
 
 // Validate parses OlderThan, naming the field when it is not a time.
 func (p *PurgeRequest) Validate() error {
+	if p.Expired {
+		var fields []FieldError
+		if p.Status != "" {
+			fields = append(fields, FieldError{Field: "status", Message: "must be left out with expired"})
+		}
+		if p.OlderThan != "" {
+			fields = append(fields, FieldError{Field: "older_than", Message: "must be left out with expired"})
+		}
+		if fields != nil {
+			return Invalid(fields...)
+		}
+		p.cutoff = Now()
+		return nil
+	}
 	t, err := ParseTime(p.OlderThan)
 	if err != nil {
 		return Invalid(FieldError{Field: "older_than", Message: err.Error()})
@@ -44,6 +61,8 @@ type PurgeResult struct {
 	Sessions    int64 `json:"sessions"`
 	Messages    int64 `json:"messages"`
 	Checkpoints int64 `json:"checkpoints"`
+	// Passages counts the expired archival passages a purge with Expired deleted.
+	Passages int64 `json:"passages"`
 }
 
 // CounterDrift is one session counter that disagrees with the session's messages.

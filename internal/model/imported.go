@@ -13,7 +13,7 @@ import (
 
 // CheckStoredSession checks a session as an export states it.
 func CheckStoredSession(s Session) error {
-	in := CreateSession{ID: s.ID, AgentID: s.AgentID, Title: s.Title, Metadata: s.Metadata}
+	in := CreateSession{ID: s.ID, AgentID: s.AgentID, UserID: s.UserID, Title: s.Title, Metadata: s.Metadata}
 	if err := Check(&in); err != nil {
 		return err
 	}

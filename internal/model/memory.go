@@ -8,6 +8,9 @@ type Passage struct {
 	Tags      []string `json:"tags"`
 	Metadata  Object   `json:"metadata"`
 	CreatedAt Time     `json:"created_at"`
+	// ExpiresAt is when the passage's time to live ends: from then on reads do
+	// not find it, and a purge with Expired deletes it.
+	ExpiresAt *Time `json:"expires_at"`
 }
 
 // CreatePassage is the input of POST /v1/agents/{id}/archival.
@@ -15,6 +18,8 @@ type CreatePassage struct {
 	Content  string   `json:"content" validate:"required,max=1000000"`
 	Tags     []string `json:"tags,omitempty" validate:"max=64,dive,min=1,max=128"`
 	Metadata Object   `json:"metadata,omitempty"`
+	// ExpiresAt, if set, is when the passage expires (RFC 3339).
+	ExpiresAt *Time `json:"expires_at,omitempty"`
 }
 
 // PassageHit is a search result: the passage, a snippet with the matches marked,

@@ -55,6 +55,7 @@ func InvalidTransition(from, to Status) *Error {
 type Session struct {
 	ID           string  `json:"id"`
 	AgentID      *string `json:"agent_id"`
+	UserID       *string `json:"user_id"` // the end user the session belongs to, if the client said
 	Title        *string `json:"title"`
 	Status       Status  `json:"status"`
 	Metadata     Object  `json:"metadata"`
@@ -69,14 +70,23 @@ type Session struct {
 	CreatedAt   Time    `json:"created_at"`
 	UpdatedAt   Time    `json:"updated_at"`
 	ClosedAt    *Time   `json:"closed_at"`
+	// ExpiresAt is when the session's time to live ends: from then on reads
+	// do not find it, and a purge with Expired erases it.
+	ExpiresAt *Time `json:"expires_at"`
 }
+
+// Expired reports whether the session's time to live ended at or before now.
+func (s Session) Expired(now Time) bool { return s.ExpiresAt != nil && *s.ExpiresAt <= now }
 
 // CreateSession is the input of POST /v1/sessions.
 type CreateSession struct {
 	ID       string  `json:"id,omitempty" validate:"omitempty,max=128,clientid"`
 	AgentID  *string `json:"agent_id,omitempty" validate:"omitempty,min=1,max=128"`
+	UserID   *string `json:"user_id,omitempty" validate:"omitempty,min=1,max=128"`
 	Title    *string `json:"title,omitempty" validate:"omitempty,max=1000"`
 	Metadata Object  `json:"metadata,omitempty"`
+	// ExpiresAt, if set, is when the session expires (RFC 3339).
+	ExpiresAt *Time `json:"expires_at,omitempty"`
 }
 
 // UpdateSession is the input of PATCH /v1/sessions/{id}. Metadata is an RFC 7396
@@ -85,6 +95,8 @@ type UpdateSession struct {
 	Status   Optional[Status] `json:"status"`
 	Title    Optional[string] `json:"title"`
 	Metadata Optional[Object] `json:"metadata"`
+	// ExpiresAt sets (or, null, clears) the session's time to live.
+	ExpiresAt Optional[Time] `json:"expires_at"`
 }
 
 // Validate checks the fields that tags cannot reach inside Optional.
@@ -106,6 +118,7 @@ func (u UpdateSession) Validate() error {
 type SessionFilter struct {
 	Status        Status
 	AgentID       string
+	UserID        string
 	Metadata      []MetadataMatch // all must match
 	CreatedAfter  *Time
 	CreatedBefore *Time

@@ -84,8 +84,11 @@ func schema(required []string, props map[string]any) map[string]any {
 	return map[string]any{"type": "object", "properties": props, "required": required, "additionalProperties": false}
 }
 
-// MemoryTools lists the tools of POST /v1/agents/{id}/tools/{name}.
-var MemoryTools = []ToolDef{
+// MemoryTools lists the tools of POST /v1/agents/{id}/tools/{name}: Letta's
+// older tools, then newMemoryTools.
+var MemoryTools = append(oldMemoryTools, newMemoryTools...)
+
+var oldMemoryTools = []ToolDef{
 	{Name: "core_memory_append",
 		Description: "Append to the contents of core memory.",
 		Parameters: schema([]string{"label", "content"}, map[string]any{

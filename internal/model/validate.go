@@ -99,6 +99,8 @@ func fieldMessage(fe validator.FieldError) string {
 		return "must be at most " + p
 	case "json":
 		return "must be a string that holds valid JSON"
+	case "required_without":
+		return "is required"
 	case "clientid":
 		return "must be 1 to 128 characters of A-Z a-z 0-9 _ . : -"
 	}

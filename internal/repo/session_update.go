@@ -19,6 +19,10 @@ func ApplySessionUpdate(ses *model.Session, in model.UpdateSession) (changed boo
 		ses.Title = in.Title.Ptr()
 		changed = true
 	}
+	if in.ExpiresAt.Set {
+		ses.ExpiresAt = in.ExpiresAt.Ptr()
+		changed = true
+	}
 	if in.Metadata.Set {
 		if ses.Metadata, err = MergeMetadata(ses.Metadata, in.Metadata); err != nil {
 			return false, err

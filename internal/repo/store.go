@@ -84,6 +84,10 @@ type Memory interface {
 	PutBlock(ctx context.Context, tenant, agentID, label string, in model.PutBlock, ifMatch *int64) (b model.Block, created bool, err error)
 	AppendBlock(ctx context.Context, tenant, agentID, label, content string, by BlockEdit) (model.Block, error)
 	ReplaceBlock(ctx context.Context, tenant, agentID, label, old, new string, by BlockEdit) (model.Block, error)
+	// EditBlock changes a block atomically by edit (a pure function of the block,
+	// which may run more than once); with create, a missing block reaches edit
+	// new, at Version 0.
+	EditBlock(ctx context.Context, tenant, agentID, label string, by BlockEdit, create bool, edit func(*model.Block) error) (model.Block, error)
 	DeleteBlock(ctx context.Context, tenant, agentID, label string) error
 	BlockHistory(ctx context.Context, tenant, agentID, label string, p PageRequest) (model.Page[model.Block], error)
 

@@ -976,8 +976,10 @@ export interface paths {
          *     Schema object of the arguments). Pass them to the model as they are, and
          *     forward the model's calls to `POST /v1/agents/{id}/tools/{tool_name}`. The
          *     names and arguments are Letta's: `core_memory_append`, `core_memory_replace`,
-         *     `archival_memory_insert`, `archival_memory_search`, `conversation_search`.
-         *     Needs `read` scope.
+         *     `archival_memory_insert`, `archival_memory_search`, `conversation_search`,
+         *     and Letta's current `memory_insert`, `memory_replace`, `memory_rethink`;
+         *     `memory` is Anthropic's memory tool (`memory_20250818`) over the agent's
+         *     blocks. Needs `read` scope.
          */
         get: operations["listTools"];
         put?: never;
@@ -1011,11 +1013,15 @@ export interface paths {
          *
          *     | tool | arguments | does |
          *     | --- | --- | --- |
-         *     | `core_memory_append` | `label`, `content` | appends `content` on a new line of the block; the block must exist |
+         *     | `core_memory_append` | `label`, `content` | appends `content` on a new line of the block, creating a missing block |
          *     | `core_memory_replace` | `label`, `old_content`, `new_content` | replaces every occurrence; `""` deletes |
          *     | `archival_memory_insert` | `content`, `tags?` | stores a passage |
          *     | `archival_memory_search` | `query`, `page?`, `tags?`, `start_datetime?`, `end_datetime?` | 5 passages per page (`page` from 0), every tag must match |
          *     | `conversation_search` | `query`, `roles?`, `limit?` (1–100, default 5), `start_date?`, `end_date?` | searches the agent's messages |
+         *     | `memory_insert` | `label`, `new_str`, `insert_line?` | inserts after line `insert_line` (`0`: at the top; `-1` or absent: at the end) |
+         *     | `memory_replace` | `label`, `old_str`, `new_str` | replaces `old_str`, which must occur exactly once |
+         *     | `memory_rethink` | `label`, `new_memory` | rewrites the whole block, creating it if missing |
+         *     | `memory` | `command`, `path`, `file_text?`, `old_str?`, `new_str?`, `insert_line?`, `insert_text?`, `view_range?` | Anthropic's memory tool: `view`, `create`, `str_replace`, `insert`, `delete` on `/memories`, where `/memories/<label>` is the block `<label>`; any other path (`..`, nested, outside `/memories`) is refused with `is_error` and nothing is touched. `rename` is not served (`422`). |
          *
          *     Each tool also accepts `request_heartbeat` (Letta adds it to every tool) and
          *     ignores it. Dates may be `YYYY-MM-DD`, `YYYY-MM-DDTHH:MM[:SS]` or RFC 3339;
@@ -1834,15 +1840,25 @@ export interface components {
              */
             removed: true;
         };
-        /** @description The body of `POST /v1/admin/purge`. Unknown fields are `422`. */
+        /**
+         * @description The body of `POST /v1/admin/purge`. Unknown fields are `422`. Either `status` and
+         *     `older_than` (both required), or `expired: true` (and neither of them).
+         */
         PurgeRequest: {
-            /** @description Only sessions in this status are erased. */
-            status: components["schemas"]["SessionStatus"];
+            /** @description Only sessions in this status are erased. Required unless `expired` is `true`, and then left out. */
+            status?: components["schemas"]["SessionStatus"];
             /**
              * Format: date-time
-             * @description Only sessions whose `updated_at` is before this instant (RFC 3339).
+             * @description Only sessions whose `updated_at` is before this instant (RFC 3339). Required unless `expired` is `true`, and then left out.
              */
-            older_than: string;
+            older_than?: string;
+            /**
+             * @description `true`: erase instead every session whose `expires_at` has passed (each as a purge
+             *     erases a session), then delete every archival passage whose `expires_at` has passed,
+             *     in batches. Run it on a schedule (cron) to enforce time to live; until then,
+             *     expired sessions and passages are hidden from reads. Left out means `false`.
+             */
+            expired?: boolean;
             /** @description `true`: count what would be erased, erase nothing. Left out means `false`. */
             dry_run?: boolean;
         };
@@ -1850,6 +1866,8 @@ export interface components {
         PurgeResult: {
             /** @description Whether this was a dry run (nothing was erased). */
             dry_run: boolean;
+            /** @description Expired archival passages deleted (or that would be); always `0` unless `expired` was `true`. */
+            passages: number;
             /** @description Sessions erased (or that would be). */
             sessions: number;
             /** @description Messages the erased sessions stored themselves (a fork's shared prefix counts under the session that stored it). */
@@ -2273,6 +2291,8 @@ export interface components {
             id: components["schemas"]["SessionId"];
             /** @description The agent this session belongs to (a reference; the agent need not be stored here). */
             agent_id: string | null;
+            /** @description The end user this session belongs to, as the client named them at creation; forks inherit it. */
+            user_id: string | null;
             /** @description A human-readable title. */
             title: string | null;
             /** @description Where the session is in its life. */
@@ -2320,6 +2340,11 @@ export interface components {
              * @description When the session was last closed (`completed` or `archived`); `null` while open.
              */
             closed_at: string | null;
+            /**
+             * Format: date-time
+             * @description When the session's time to live ends, if it has one. From then on it is not found (`404`, and left out of lists) until `POST /v1/admin/purge` with `expired` erases it. Forks do not inherit it.
+             */
+            expires_at: string | null;
         };
         /** @description The body of `POST /v1/sessions`. Every field is optional. */
         SessionCreate: {
@@ -2330,6 +2355,13 @@ export interface components {
             id?: string;
             /** @description The agent this session belongs to (not checked against stored agents). */
             agent_id?: string | null;
+            /** @description The end user this session belongs to, 1–128 characters (a reference; nothing checks it). List a user's sessions with `GET /v1/sessions?user_id=`. */
+            user_id?: string | null;
+            /**
+             * Format: date-time
+             * @description When the session's time to live ends (RFC 3339); left out or `null` means never. See `Session.expires_at`.
+             */
+            expires_at?: string | null;
             /** @description A human-readable title, at most 1000 characters. */
             title?: string | null;
             /** @description Free-form JSON object; `null` or absent means `{}`. */
@@ -2346,6 +2378,11 @@ export interface components {
             status?: components["schemas"]["SessionStatus"];
             /** @description A string sets the title; `null` clears it. */
             title?: string | null;
+            /**
+             * Format: date-time
+             * @description An instant (RFC 3339) sets the session's time to live; `null` clears it.
+             */
+            expires_at?: string | null;
             /**
              * @description Merge patch: keys set to a value are set (objects merge recursively), keys
              *     set to `null` are removed, other keys are kept. `null` removes every key.
@@ -3046,6 +3083,11 @@ export interface components {
         Passage: {
             /** @description The passage's id. */
             id: components["schemas"]["PassageId"];
+            /**
+             * Format: date-time
+             * @description When the passage's time to live ends, if it has one. From then on reads and searches do not find it, until `POST /v1/admin/purge` with `expired` deletes it.
+             */
+            expires_at: string | null;
             /** @description The agent whose memory this is. */
             agent_id: components["schemas"]["AgentId"];
             /** @description The text. */
@@ -3067,6 +3109,11 @@ export interface components {
             metadata?: {
                 [key: string]: unknown;
             } | null;
+            /**
+             * Format: date-time
+             * @description When the passage's time to live ends (RFC 3339); left out or `null` means never.
+             */
+            expires_at?: string | null;
         };
         /** @description One page of an agent's passages, newest first. */
         PassagePage: {
@@ -3142,7 +3189,7 @@ export interface components {
          * @description A memory tool's name (Letta's names).
          * @enum {string}
          */
-        ToolName: "core_memory_append" | "core_memory_replace" | "archival_memory_insert" | "archival_memory_search" | "conversation_search";
+        ToolName: "core_memory_append" | "core_memory_replace" | "archival_memory_insert" | "archival_memory_search" | "conversation_search" | "memory_insert" | "memory_replace" | "memory_rethink" | "memory";
         /** @description A tool as model APIs take function definitions. */
         ToolDef: {
             /** @description The tool's name; run it with `POST /v1/agents/{id}/tools/{name}`. */
@@ -3255,7 +3302,70 @@ export interface components {
          *     each tool's schema (and `GET /v1/tools`). Unknown arguments are
          *     `422 validation_failed`.
          */
-        ToolArguments: components["schemas"]["CoreMemoryAppendArgs"] | components["schemas"]["CoreMemoryReplaceArgs"] | components["schemas"]["ArchivalMemoryInsertArgs"] | components["schemas"]["ArchivalMemorySearchArgs"] | components["schemas"]["ConversationSearchArgs"];
+        ToolArguments: components["schemas"]["CoreMemoryAppendArgs"] | components["schemas"]["CoreMemoryReplaceArgs"] | components["schemas"]["ArchivalMemoryInsertArgs"] | components["schemas"]["ArchivalMemorySearchArgs"] | components["schemas"]["ConversationSearchArgs"] | components["schemas"]["MemoryInsertArgs"] | components["schemas"]["MemoryReplaceArgs"] | components["schemas"]["MemoryRethinkArgs"] | components["schemas"]["MemoryToolArgs"];
+        /**
+         * memory_insert
+         * @description Inserts `new_str` into the block `label` after line `insert_line`.
+         */
+        MemoryInsertArgs: {
+            /** @description The block's label. */
+            label: string;
+            /** @description The text to insert. */
+            new_str: string;
+            /** @description The line after which to insert (`0`: at the top); `-1` or absent: at the end. */
+            insert_line?: number | null;
+            request_heartbeat?: components["schemas"]["RequestHeartbeat"];
+        };
+        /**
+         * memory_replace
+         * @description Replaces the one occurrence of `old_str` in the block `label` with `new_str`.
+         */
+        MemoryReplaceArgs: {
+            /** @description The block's label. */
+            label: string;
+            /** @description The text to replace; it must occur exactly once. */
+            old_str: string;
+            /** @description The replacement. */
+            new_str?: string;
+            request_heartbeat?: components["schemas"]["RequestHeartbeat"];
+        };
+        /**
+         * memory_rethink
+         * @description Rewrites the block `label` whole, creating it if missing.
+         */
+        MemoryRethinkArgs: {
+            /** @description The block's label. */
+            label: string;
+            /** @description The block's new value. */
+            new_memory?: string;
+            request_heartbeat?: components["schemas"]["RequestHeartbeat"];
+        };
+        /**
+         * memory
+         * @description Anthropic's memory tool (`memory_20250818`), its arguments as Claude writes
+         *     them. `/memories/<label>` is the block `<label>`.
+         */
+        MemoryToolArgs: {
+            /**
+             * @description The operation.
+             * @enum {string}
+             */
+            command: "view" | "create" | "str_replace" | "insert" | "delete";
+            /** @description `/memories` or `/memories/<label>`. */
+            path?: string | null;
+            /** @description The new file's content (create). */
+            file_text?: string | null;
+            /** @description The text to replace, once (str_replace). */
+            old_str?: string | null;
+            /** @description The replacement (str_replace). */
+            new_str?: string | null;
+            /** @description The line after which to insert, `0`: at the top (insert). */
+            insert_line?: number | null;
+            /** @description The text to insert (insert). */
+            insert_text?: string | null;
+            /** @description `[start, end]`, 1-based; end `-1` is the last line (view). */
+            view_range?: number[] | null;
+        };
         /**
          * @description The stable, machine-readable reason of a problem. Branch on this, not on
          *     `detail`.
@@ -4063,6 +4173,11 @@ export interface operations {
                  */
                 agent_id?: string;
                 /**
+                 * @description Only sessions with exactly this `user_id` (indexed).
+                 * @example user-42
+                 */
+                user_id?: string;
+                /**
                  * @description Only sessions created strictly after this instant (RFC 3339; fractional seconds optional).
                  * @example 2026-11-01T00:00:00Z
                  */
@@ -4119,6 +4234,7 @@ export interface operations {
                      *         {
                      *           "id": "ses_0193a4b2c1d07e8f9a0b1c2d3e4f5a6b",
                      *           "agent_id": "support-bot",
+                     *           "user_id": "user-42",
                      *           "title": "Refund for order 1234",
                      *           "status": "active",
                      *           "metadata": {
@@ -4133,7 +4249,8 @@ export interface operations {
                      *           "forked_at_seq": null,
                      *           "created_at": "2026-11-22T02:36:54.323Z",
                      *           "updated_at": "2026-11-22T02:37:01.006Z",
-                     *           "closed_at": null
+                     *           "closed_at": null,
+                     *           "expires_at": null
                      *         }
                      *       ],
                      *       "has_more": true,
@@ -4177,6 +4294,7 @@ export interface operations {
                      * @example {
                      *       "id": "ses_0193a4b2c1d07e8f9a0b1c2d3e4f5a6b",
                      *       "agent_id": "support-bot",
+                     *       "user_id": "user-42",
                      *       "title": "Refund for order 1234",
                      *       "status": "created",
                      *       "metadata": {
@@ -4191,7 +4309,8 @@ export interface operations {
                      *       "forked_at_seq": null,
                      *       "created_at": "2026-11-22T02:36:54.323Z",
                      *       "updated_at": "2026-11-22T02:36:54.323Z",
-                     *       "closed_at": null
+                     *       "closed_at": null,
+                     *       "expires_at": null
                      *     }
                      */
                     "application/json": components["schemas"]["Session"];
@@ -4279,6 +4398,7 @@ export interface operations {
                      * @example {
                      *       "id": "ses_0193a4b2c1d07e8f9a0b1c2d3e4f5a6b",
                      *       "agent_id": "support-bot",
+                     *       "user_id": "user-42",
                      *       "title": "Refund for order 1234",
                      *       "status": "completed",
                      *       "metadata": {
@@ -4293,7 +4413,8 @@ export interface operations {
                      *       "forked_at_seq": null,
                      *       "created_at": "2026-11-22T02:36:54.323Z",
                      *       "updated_at": "2026-11-22T02:41:12.870Z",
-                     *       "closed_at": "2026-11-22T02:41:12.870Z"
+                     *       "closed_at": "2026-11-22T02:41:12.870Z",
+                     *       "expires_at": null
                      *     }
                      */
                     "application/json": components["schemas"]["Session"];
@@ -5461,7 +5582,8 @@ export interface operations {
                      *           "metadata": {
                      *             "source": "chat"
                      *           },
-                     *           "created_at": "2026-11-22T02:42:31.640Z"
+                     *           "created_at": "2026-11-22T02:42:31.640Z",
+                     *           "expires_at": null
                      *         }
                      *       ],
                      *       "has_more": true,
@@ -5529,7 +5651,8 @@ export interface operations {
                      *       "metadata": {
                      *         "source": "chat"
                      *       },
-                     *       "created_at": "2026-11-22T02:42:31.640Z"
+                     *       "created_at": "2026-11-22T02:42:31.640Z",
+                     *       "expires_at": null
                      *     }
                      */
                     "application/json": components["schemas"]["Passage"];
@@ -5611,6 +5734,7 @@ export interface operations {
                      *             "source": "chat"
                      *           },
                      *           "created_at": "2026-11-22T02:42:31.640Z",
+                     *           "expires_at": null,
                      *           "snippet": "Ada prefers [email] over [phone] calls.",
                      *           "rank": -0.000002124137931034483
                      *         }
@@ -6753,7 +6877,8 @@ export interface operations {
                      *       "dry_run": true,
                      *       "sessions": 12,
                      *       "messages": 3480,
-                     *       "checkpoints": 40
+                     *       "checkpoints": 40,
+                     *       "passages": 0
                      *     }
                      */
                     "application/json": components["schemas"]["PurgeResult"];

@@ -128,13 +128,13 @@ func (s *Store) PutBlock(ctx context.Context, tenant, agentID, label string, in 
 	return b, created, err
 }
 
-// AppendBlock appends content on a new line. Through the API it creates a missing
-// block (append-or-create: the block's row lock, or the unique key when it is
+// AppendBlock appends content on a new line, creating a missing block
+// (append-or-create: the block's row lock, or the unique key when it is
 // missing, orders concurrent appends of every process, so none makes a second
-// block or loses text); a tool call, as in Letta, needs the block to exist.
-// Errors: KindNotFound, limit_exceeded, read_only (tools).
+// block or loses text). Errors: KindNotFound (agent), limit_exceeded, read_only
+// (tools).
 func (s *Store) AppendBlock(ctx context.Context, tenant, agentID, label, content string, by repo.BlockEdit) (model.Block, error) {
-	return memEditBlock(ctx, s, tenant, agentID, label, by, by == repo.EditByAPI, func(b *model.Block) error {
+	return memEditBlock(ctx, s, tenant, agentID, label, by, true, func(b *model.Block) error {
 		b.Value = model.AppendValue(b.Value, content)
 		return nil
 	})
@@ -148,6 +148,15 @@ func (s *Store) ReplaceBlock(ctx context.Context, tenant, agentID, label, old, n
 		b.Value = v
 		return err
 	})
+}
+
+// EditBlock applies edit to a locked block in one transaction; with create, a
+// missing block reaches edit new (Version 0). edit may run more than once (a
+// lost race to create the block starts over), so it must only change b.
+// Errors: KindNotFound, limit_exceeded, read_only (tools), and edit's own.
+func (s *Store) EditBlock(ctx context.Context, tenant, agentID, label string, by repo.BlockEdit, create bool,
+	edit func(*model.Block) error) (model.Block, error) {
+	return memEditBlock(ctx, s, tenant, agentID, label, by, create, edit)
 }
 
 func memEditBlock(ctx context.Context, s *Store, tenant, agentID, label string, by repo.BlockEdit, create bool,

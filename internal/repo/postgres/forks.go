@@ -57,7 +57,7 @@ func (s *Store) ForkSession(ctx context.Context, tenant, parentID string, in mod
 			}
 		}
 		now := model.Now()
-		fork = model.Session{ID: in.ID, AgentID: parent.AgentID, Title: parent.Title, Status: model.StatusCreated,
+		fork = model.Session{ID: in.ID, AgentID: parent.AgentID, UserID: parent.UserID, Title: parent.Title, Status: model.StatusCreated,
 			Metadata: parent.Metadata, MessageCount: at, LastSeq: at, TotalTokens: t.tokens, TotalCost: t.cost, TurnCount: t.turns,
 			ParentID: &parent.ID, ForkedAtSeq: &at, CreatedAt: now, UpdatedAt: now}
 		if fork.ID == "" {
@@ -72,10 +72,10 @@ func (s *Store) ForkSession(ctx context.Context, tenant, parentID string, in mod
 		// ON CONFLICT rather than catching the unique violation, as
 		// CreateSession: the server would log every taken id as an error.
 		tag, err := tx.Exec(ctx, `INSERT INTO sessions (tenant_id, id, agent_id, title, status, metadata, message_count, last_seq,
-			total_tokens, total_cost, turn_count, parent_id, forked_at_seq, prefix_shared, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $7, $8, $9, $10, $11, $7, 1, $12, $12) ON CONFLICT DO NOTHING`,
+			total_tokens, total_cost, turn_count, parent_id, forked_at_seq, prefix_shared, created_at, updated_at, user_id)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $7, $8, $9, $10, $11, $7, 1, $12, $12, $13) ON CONFLICT DO NOTHING`,
 			tenant, fork.ID, fork.AgentID, fork.Title, string(fork.Status), fork.Metadata.String(), at,
-			t.tokens, t.cost, t.turns, parentID, int64(now))
+			t.tokens, t.cost, t.turns, parentID, int64(now), fork.UserID)
 		if err != nil {
 			return err
 		}

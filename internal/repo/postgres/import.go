@@ -149,10 +149,10 @@ func (im *importTxPG) session(ctx context.Context, line int, ses model.Session) 
 		closedAt = &c
 	}
 	tag, err := im.tx.Exec(ctx, `INSERT INTO sessions (tenant_id, id, agent_id, title, status, metadata, message_count,
-		last_seq, total_tokens, total_cost, parent_id, forked_at_seq, prefix_shared, created_at, updated_at, closed_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 0, $13, $14, $15) ON CONFLICT DO NOTHING`,
+		last_seq, total_tokens, total_cost, parent_id, forked_at_seq, prefix_shared, created_at, updated_at, closed_at, user_id, expires_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 0, $13, $14, $15, $16, $17) ON CONFLICT DO NOTHING`,
 		im.tenant, ses.ID, ses.AgentID, ses.Title, string(ses.Status), ses.Metadata.String(), ses.MessageCount, ses.LastSeq,
-		ses.TotalTokens, ses.TotalCost, ses.ParentID, ses.ForkedAtSeq, int64(ses.CreatedAt), int64(ses.UpdatedAt), closedAt)
+		ses.TotalTokens, ses.TotalCost, ses.ParentID, ses.ForkedAtSeq, int64(ses.CreatedAt), int64(ses.UpdatedAt), closedAt, ses.UserID, timePtrPG(ses.ExpiresAt))
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,13 @@ import (
 	"github.com/logbook/logbook/internal/repo"
 )
 
-const passageColumns = `p.id, p.agent_id, p.content, p.tags, p.metadata, p.created_at`
+const passageColumns = `p.id, p.agent_id, p.content, p.tags, p.metadata, p.created_at, p.expires_at`
+
+// passageLivePG keeps out passages past their expires_at (compared with the
+// placeholder n, now): they are hidden until a purge with expired deletes them.
+func passageLivePG(n string) string {
+	return `(p.expires_at IS NULL OR p.expires_at > ` + n + `::bigint)`
+}
 
 // scanPassage reads passageColumns, then extra.
 func scanPassage(row pgx.Row, extra ...any) (model.Passage, error) {
@@ -19,11 +25,16 @@ func scanPassage(row pgx.Row, extra ...any) (model.Passage, error) {
 		p          model.Passage
 		tags, meta string
 		created    int64
+		expires    *int64
 	)
-	if err := row.Scan(append([]any{&p.ID, &p.AgentID, &p.Content, &tags, &meta, &created}, extra...)...); err != nil {
+	if err := row.Scan(append([]any{&p.ID, &p.AgentID, &p.Content, &tags, &meta, &created, &expires}, extra...)...); err != nil {
 		return p, err
 	}
 	p.CreatedAt = model.Time(created)
+	if expires != nil {
+		t := model.Time(*expires)
+		p.ExpiresAt = &t
+	}
 	var err error
 	if p.Tags, err = memDecodeList(tags); err != nil {
 		return p, fmt.Errorf("passage %s tags: %w", p.ID, err)
@@ -36,7 +47,7 @@ func scanPassage(row pgx.Row, extra ...any) (model.Passage, error) {
 // as soon as this returns (tsv is a generated column). Errors: KindNotFound (agent).
 func (s *Store) CreatePassage(ctx context.Context, tenant, agentID string, in model.CreatePassage) (model.Passage, error) {
 	p := model.Passage{ID: newID(model.PrefixPassage), AgentID: agentID, Content: in.Content, Tags: in.Tags,
-		Metadata: in.Metadata, CreatedAt: model.Now()}
+		Metadata: in.Metadata, CreatedAt: model.Now(), ExpiresAt: in.ExpiresAt}
 	if p.Tags == nil {
 		p.Tags = []string{}
 	}
@@ -51,9 +62,9 @@ func (s *Store) CreatePassage(ctx context.Context, tenant, agentID string, in mo
 		if err := lockAgentForMemory(ctx, tx, tenant, agentID); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO passages (tenant_id, agent_id, id, content, tags, metadata, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-			tenant, agentID, p.ID, p.Content, memEncodeList(p.Tags), meta, int64(p.CreatedAt))
+		_, err := tx.Exec(ctx, `INSERT INTO passages (tenant_id, agent_id, id, content, tags, metadata, created_at, expires_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+			tenant, agentID, p.ID, p.Content, memEncodeList(p.Tags), meta, int64(p.CreatedAt), timePtrPG(p.ExpiresAt))
 		return err
 	})
 	return p, err
@@ -65,7 +76,7 @@ func (s *Store) GetPassage(ctx context.Context, tenant, agentID, id string) (mod
 		return model.Passage{}, err
 	}
 	p, err := scanPassage(s.pool.QueryRow(ctx, `SELECT `+passageColumns+` FROM passages p
-		WHERE p.tenant_id = $1 AND p.agent_id = $2 AND p.id = $3`, tenant, agentID, id))
+		WHERE p.tenant_id = $1 AND p.agent_id = $2 AND p.id = $3 AND `+passageLivePG("$4"), tenant, agentID, id, int64(model.Now())))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return p, model.NotFound("passage", id)
 	}
@@ -84,9 +95,9 @@ func (s *Store) ListPassages(ctx context.Context, tenant, agentID string, pr rep
 		return model.Page[model.Passage]{}, err
 	}
 	limit := pr.Clamp()
-	cond, args := "", []any{tenant, agentID, limit + 1}
+	cond, args := " AND "+passageLivePG("$4"), []any{tenant, agentID, limit + 1, int64(model.Now())}
 	if hasCur {
-		cond, args = ` AND (p.created_at, p.id COLLATE "C") < ($4, $5)`, append(args, cur.N, cur.S)
+		cond, args = cond+` AND (p.created_at, p.id COLLATE "C") < ($5, $6)`, append(args, cur.N, cur.S)
 	}
 	rows, err := s.pool.Query(ctx, `SELECT `+passageColumns+` FROM passages p WHERE p.tenant_id = $1 AND p.agent_id = $2`+
 		cond+` ORDER BY p.created_at DESC, p.id COLLATE "C" DESC LIMIT $3`, args...)

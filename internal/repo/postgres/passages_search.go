@@ -72,7 +72,7 @@ func (s *Store) SearchPassages(ctx context.Context, tenant, agentID string, in m
 	for i, t := range terms {
 		tsq[i] = "plainto_tsquery('english', " + arg(t) + "::text)"
 	}
-	where := []string{"p.tenant_id = $1", "p.agent_id = $2", "p.tsv @@ q.q"}
+	where := []string{"p.tenant_id = $1", "p.agent_id = $2", "p.tsv @@ q.q", passageLivePG(arg(int64(model.Now())))}
 	for _, tag := range in.Tags {
 		where = append(where, "EXISTS (SELECT 1 FROM json_array_elements_text(p.tags) t WHERE t = "+arg(tag)+"::text)")
 	}

@@ -15,6 +15,7 @@ import (
 const (
 	purgeBatchPG     = 50
 	purgeBatchRowsPG = 20000
+	passageBatchPG   = 500 // expired passages deleted per transaction
 )
 
 // PurgeSession erases a session for good: its messages (their search rows
@@ -38,14 +39,16 @@ func (s *Store) PurgeSession(ctx context.Context, tenant, id string) error {
 func (s *Store) PurgeSessions(ctx context.Context, tenant string, in model.PurgeRequest) (model.PurgeResult, error) {
 	out := model.PurgeResult{DryRun: in.DryRun}
 	cutoff := min(in.Cutoff(), model.Now()+1)
+	match := purgeMatchPG(in)
 	if in.DryRun {
 		err := s.pool.QueryRow(ctx, `SELECT
-			(SELECT COUNT(*) FROM sessions WHERE tenant_id = $1 AND status = $2 AND updated_at < $3),
+			(SELECT COUNT(*) FROM sessions s WHERE s.tenant_id = $1 AND `+match("s")+`),
 			(SELECT COUNT(*) FROM messages m JOIN sessions s ON s.tenant_id = m.tenant_id AND s.id = m.session_id
-				WHERE s.tenant_id = $1 AND s.status = $2 AND s.updated_at < $3),
+				WHERE s.tenant_id = $1 AND `+match("s")+`),
 			(SELECT COUNT(*) FROM checkpoints c JOIN sessions s ON s.tenant_id = c.tenant_id AND s.id = c.session_id
-				WHERE s.tenant_id = $1 AND s.status = $2 AND s.updated_at < $3)`,
-			tenant, string(in.Status), int64(cutoff)).Scan(&out.Sessions, &out.Messages, &out.Checkpoints)
+				WHERE s.tenant_id = $1 AND `+match("s")+`),
+			(SELECT COUNT(*) FROM passages WHERE $4::boolean AND tenant_id = $1 AND expires_at IS NOT NULL AND expires_at < $3)`,
+			tenant, string(in.Status), int64(cutoff), in.Expired).Scan(&out.Sessions, &out.Messages, &out.Checkpoints, &out.Passages)
 		return out, mapErr(err)
 	}
 	var (
@@ -62,7 +65,7 @@ func (s *Store) PurgeSessions(ctx context.Context, tenant string, in model.Purge
 		)
 		err := s.writeFaultedPG(ctx, func(ctx context.Context, tx pgx.Tx) error {
 			batch, last = model.PurgeResult{}, nil
-			picked, err := purgeCandidatesPG(ctx, tx, tenant, in.Status, cutoff, after)
+			picked, err := purgeCandidatesPG(ctx, tx, tenant, match, in.Status, cutoff, after)
 			if err != nil {
 				return err
 			}
@@ -90,9 +93,48 @@ func (s *Store) PurgeSessions(ctx context.Context, tenant string, in model.Purge
 			continue
 		}
 		if passErased == 0 {
+			if in.Expired {
+				n, err := s.purgeExpiredPassagesPG(ctx, tenant, cutoff)
+				out.Passages = n
+				return out, err
+			}
 			return out, nil
 		}
 		after, passErased = nil, 0 // another pass, for the sessions that waited
+	}
+}
+
+// purgeMatchPG is the condition a purge picks sessions by, over the table
+// alias a, with $2 the status and $3 the cutoff, as SQLite's purgeMatch.
+func purgeMatchPG(in model.PurgeRequest) func(a string) string {
+	if in.Expired {
+		return func(a string) string {
+			return "$2::text = '' AND " + a + ".expires_at IS NOT NULL AND " + a + ".expires_at < $3"
+		}
+	}
+	return func(a string) string { return a + ".status = $2 AND " + a + ".updated_at < $3" }
+}
+
+// purgeExpiredPassagesPG deletes the tenant's passages whose expires_at is
+// before cutoff, passageBatchPG to a transaction, and counts them.
+func (s *Store) purgeExpiredPassagesPG(ctx context.Context, tenant string, cutoff model.Time) (int64, error) {
+	var total int64
+	for {
+		if err := ctx.Err(); err != nil {
+			return total, err
+		}
+		var n int64
+		err := s.writeFaultedPG(ctx, func(ctx context.Context, tx pgx.Tx) error {
+			tag, err := tx.Exec(ctx, `DELETE FROM passages WHERE pk IN (SELECT pk FROM passages
+				WHERE tenant_id = $1 AND expires_at IS NOT NULL AND expires_at < $2 LIMIT $3 FOR UPDATE SKIP LOCKED)`,
+				tenant, int64(cutoff), passageBatchPG)
+			n = tag.RowsAffected()
+			return err
+		})
+		total += n
+		if err != nil || n < passageBatchPG {
+			return total, err
+		}
 	}
 }
 
@@ -110,16 +152,16 @@ type purgeCursorPG struct {
 // The lock makes the pick hold until the commit: a session that another
 // process appended to or reopened while this waited for its row no longer
 // matches (the locking read checks the row's newest version) and is left.
-func purgeCandidatesPG(ctx context.Context, tx pgx.Tx, tenant string, status model.Status, cutoff model.Time, after *purgeCursorPG) ([]purgeCursorPG, error) {
+func purgeCandidatesPG(ctx context.Context, tx pgx.Tx, tenant string, match func(string) string, status model.Status, cutoff model.Time, after *purgeCursorPG) ([]purgeCursorPG, error) {
 	cond, args := "", []any{tenant, string(status), int64(cutoff), purgeBatchPG}
 	if after != nil {
 		cond, args = ` AND (s.created_at, s.id COLLATE "C") > ($5, $6)`, append(args, after.createdAt, after.id)
 	}
 	rows, err := tx.Query(ctx, `SELECT s.created_at, s.id, s.message_count FROM sessions s
-		WHERE s.tenant_id = $1 AND s.status = $2 AND s.updated_at < $3`+cond+`
+		WHERE s.tenant_id = $1 AND `+match("s")+cond+`
 		AND NOT EXISTS (SELECT 1 FROM sessions c
 			WHERE c.tenant_id = s.tenant_id AND c.parent_id IS NOT NULL AND c.parent_id = s.id
-			AND c.prefix_shared = 1 AND c.status = $2 AND c.updated_at < $3)
+			AND c.prefix_shared = 1 AND `+match("c")+`)
 		ORDER BY s.created_at, s.id COLLATE "C" LIMIT $4 FOR UPDATE OF s`, args...)
 	if err != nil {
 		return nil, err

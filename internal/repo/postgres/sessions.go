@@ -12,7 +12,7 @@ import (
 
 // sessionColumnsPG are read in scanSessionPG's order, as SQLite's sessionColumns.
 const sessionColumnsPG = `id, agent_id, title, status, metadata, message_count, last_seq,
-	total_tokens, total_cost, turn_count, parent_id, forked_at_seq, created_at, updated_at, closed_at`
+	total_tokens, total_cost, turn_count, parent_id, forked_at_seq, created_at, updated_at, closed_at, user_id, expires_at`
 
 // sessionQuerier is what both the pool and a transaction offer.
 type sessionQuerier interface {
@@ -26,6 +26,8 @@ func (s *Store) CreateSession(ctx context.Context, tenant string, in model.Creat
 	ses := model.Session{
 		ID:        in.ID,
 		AgentID:   in.AgentID,
+		UserID:    in.UserID,
+		ExpiresAt: in.ExpiresAt,
 		Title:     in.Title,
 		Status:    model.StatusCreated,
 		Metadata:  in.Metadata,
@@ -45,9 +47,9 @@ func (s *Store) CreateSession(ctx context.Context, tenant string, in model.Creat
 		}
 		// ON CONFLICT rather than catching the unique violation: the server
 		// would log every taken id as an error.
-		tag, err := tx.Exec(ctx, `INSERT INTO sessions (tenant_id, id, agent_id, title, status, metadata, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING`,
-			tenant, ses.ID, ses.AgentID, ses.Title, string(ses.Status), meta, int64(now), int64(now))
+		tag, err := tx.Exec(ctx, `INSERT INTO sessions (tenant_id, id, agent_id, user_id, title, status, metadata, created_at, updated_at, expires_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT DO NOTHING`,
+			tenant, ses.ID, ses.AgentID, ses.UserID, ses.Title, string(ses.Status), meta, int64(now), int64(now), timePtrPG(ses.ExpiresAt))
 		if err != nil {
 			return err
 		}
@@ -71,7 +73,7 @@ func (s *Store) GetSession(ctx context.Context, tenant, id string) (model.Sessio
 // (" FOR UPDATE") for a read inside a transaction that will write it.
 func getSessionTx(ctx context.Context, q sessionQuerier, tenant, id, lock string) (model.Session, error) {
 	ses, err := scanSessionPG(q.QueryRow(ctx, `SELECT `+sessionColumnsPG+` FROM sessions WHERE tenant_id = $1 AND id = $2`+lock, tenant, id))
-	if errors.Is(err, pgx.ErrNoRows) {
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && ses.Expired(model.Now())) { // expired: hidden until a purge erases it
 		return model.Session{}, model.NotFound("session", id)
 	}
 	if err != nil {
@@ -85,11 +87,11 @@ func scanSessionPG(row pgx.Row) (model.Session, error) {
 		ses                         model.Session
 		status, meta                string
 		created, updated            int64
-		closedAt                    *int64
+		closedAt, expiresAt         *int64
 		totalTokens, count, lastSeq int64
 	)
 	err := row.Scan(&ses.ID, &ses.AgentID, &ses.Title, &status, &meta, &count, &lastSeq,
-		&totalTokens, &ses.TotalCost, &ses.TurnCount, &ses.ParentID, &ses.ForkedAtSeq, &created, &updated, &closedAt)
+		&totalTokens, &ses.TotalCost, &ses.TurnCount, &ses.ParentID, &ses.ForkedAtSeq, &created, &updated, &closedAt, &ses.UserID, &expiresAt)
 	if err != nil {
 		return ses, err
 	}
@@ -100,6 +102,10 @@ func scanSessionPG(row pgx.Row) (model.Session, error) {
 	if closedAt != nil {
 		t := model.Time(*closedAt)
 		ses.ClosedAt = &t
+	}
+	if expiresAt != nil {
+		t := model.Time(*expiresAt)
+		ses.ExpiresAt = &t
 	}
 	return ses, nil
 }
@@ -167,9 +173,9 @@ func saveSessionTx(ctx context.Context, tx pgx.Tx, tenant string, prev model.Sta
 		c := int64(*ses.ClosedAt)
 		closedAt = &c
 	}
-	tag, err := tx.Exec(ctx, `UPDATE sessions SET status = $1, title = $2, metadata = $3, updated_at = $4, closed_at = $5
+	tag, err := tx.Exec(ctx, `UPDATE sessions SET status = $1, title = $2, metadata = $3, updated_at = $4, closed_at = $5, expires_at = $9
 		WHERE tenant_id = $6 AND id = $7 AND status = $8`,
-		string(ses.Status), ses.Title, ses.Metadata.String(), int64(ses.UpdatedAt), closedAt, tenant, ses.ID, string(prev))
+		string(ses.Status), ses.Title, ses.Metadata.String(), int64(ses.UpdatedAt), closedAt, tenant, ses.ID, string(prev), timePtrPG(ses.ExpiresAt))
 	if err != nil {
 		return err
 	}
@@ -177,4 +183,13 @@ func saveSessionTx(ctx context.Context, tx pgx.Tx, tenant string, prev model.Sta
 		return model.Errorf(model.KindConflict, "conflict", "session %q changed concurrently; retry", ses.ID)
 	}
 	return recordEventPG(ctx, tx, tenant, ses.ID, model.EventSessionUpdated, repo.SessionEventData(*ses))
+}
+
+// timePtrPG is an optional time as the BIGINT column stores it.
+func timePtrPG(t *model.Time) *int64 {
+	if t == nil {
+		return nil
+	}
+	n := int64(*t)
+	return &n
 }

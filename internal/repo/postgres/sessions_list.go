@@ -47,6 +47,9 @@ func (s *Store) ListSessions(ctx context.Context, tenant string, f model.Session
 	if f.AgentID != "" {
 		where = append(where, "agent_id = "+arg(f.AgentID))
 	}
+	if f.UserID != "" {
+		where = append(where, "user_id = "+arg(f.UserID))
+	}
 	for _, m := range f.Metadata {
 		where = append(where, `EXISTS (SELECT 1 FROM json_each(sessions.metadata) j WHERE j.key = `+arg(m.Key)+
 			` AND `+sessionMetaValuePG+` = `+arg(m.Value)+`)`)
@@ -63,6 +66,7 @@ func (s *Store) ListSessions(ctx context.Context, tenant string, f model.Session
 	// Ids compare byte by byte (COLLATE "C"), as SQLite's BINARY collation
 	// does, whatever the database's locale: otherwise pages would follow
 	// another order than SQLite's, and a cursor could skip rows.
+	where = append(where, "(expires_at IS NULL OR expires_at > "+arg(int64(model.Now()))+")")
 	if hasCur {
 		n, id := arg(cur.N), arg(cur.S)
 		where = append(where, `(created_at < `+n+` OR (created_at = `+n+` AND id COLLATE "C" < `+id+`))`)

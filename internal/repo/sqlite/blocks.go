@@ -84,12 +84,12 @@ func (s *Store) PutBlock(ctx context.Context, tenant, agentID, label string, in 
 	return b, created, err
 }
 
-// AppendBlock appends content on a new line. Through the API it creates a missing
-// block (append-or-create, inside the writer, so concurrent appends never make two
-// blocks or lose text); a tool call, as in Letta, needs the block to exist.
-// Errors: KindNotFound, limit_exceeded, read_only (tools).
+// AppendBlock appends content on a new line, creating a missing block
+// (append-or-create, inside the writer, so concurrent appends never make two
+// blocks or lose text). Errors: KindNotFound (agent), limit_exceeded, read_only
+// (tools).
 func (s *Store) AppendBlock(ctx context.Context, tenant, agentID, label, content string, by repo.BlockEdit) (model.Block, error) {
-	return s.editBlock(ctx, tenant, agentID, label, by, by == repo.EditByAPI, func(b *model.Block) error {
+	return s.editBlock(ctx, tenant, agentID, label, by, true, func(b *model.Block) error {
 		b.Value = model.AppendValue(b.Value, content)
 		return nil
 	})
@@ -103,6 +103,14 @@ func (s *Store) ReplaceBlock(ctx context.Context, tenant, agentID, label, old, n
 		b.Value = v
 		return err
 	})
+}
+
+// EditBlock applies edit to a block inside the writer; with create, a missing
+// block reaches edit new (Version 0). Errors: KindNotFound, limit_exceeded,
+// read_only (tools), and edit's own.
+func (s *Store) EditBlock(ctx context.Context, tenant, agentID, label string, by repo.BlockEdit, create bool,
+	edit func(*model.Block) error) (model.Block, error) {
+	return s.editBlock(ctx, tenant, agentID, label, by, create, edit)
 }
 
 func (s *Store) editBlock(ctx context.Context, tenant, agentID, label string, by repo.BlockEdit, create bool,

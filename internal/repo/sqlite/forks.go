@@ -50,7 +50,7 @@ func (s *Store) ForkSession(ctx context.Context, tenant, parentID string, in mod
 		}
 		tokens, cost := t.tokens, t.cost
 		now := model.Now()
-		fork = model.Session{ID: in.ID, AgentID: parent.AgentID, Title: parent.Title, Status: model.StatusCreated,
+		fork = model.Session{ID: in.ID, AgentID: parent.AgentID, UserID: parent.UserID, Title: parent.Title, Status: model.StatusCreated,
 			Metadata: parent.Metadata, MessageCount: at, LastSeq: at, TotalTokens: tokens, TotalCost: cost, TurnCount: t.turns,
 			ParentID: &parent.ID, ForkedAtSeq: &at, CreatedAt: now, UpdatedAt: now}
 		if fork.ID == "" {
@@ -63,10 +63,10 @@ func (s *Store) ForkSession(ctx context.Context, tenant, parentID string, in mod
 			fork.Metadata = in.Metadata
 		}
 		meta := fork.Metadata.String()
-		_, err = tx.Exec(`INSERT INTO sessions (tenant_id, id, agent_id, title, status, metadata, message_count, last_seq,
+		_, err = tx.Exec(`INSERT INTO sessions (tenant_id, id, agent_id, user_id, title, status, metadata, message_count, last_seq,
 			total_tokens, total_cost, turn_count, parent_id, forked_at_seq, prefix_shared, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)`,
-			tenant, fork.ID, fork.AgentID, fork.Title, fork.Status, meta, at, at, tokens, cost, t.turns, parentID, at,
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)`,
+			tenant, fork.ID, fork.AgentID, fork.UserID, fork.Title, fork.Status, meta, at, at, tokens, cost, t.turns, parentID, at,
 			int64(now), int64(now))
 		if isConstraint(err) {
 			return model.Errorf(model.KindConflict, "conflict", "a session with id %q already exists", fork.ID)

@@ -209,13 +209,13 @@ func insertImportedSession(ctx context.Context, tx *sql.Tx, tenant string, ses m
 		c := int64(*ses.ClosedAt)
 		closedAt = &c
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO sessions (tenant_id, id, agent_id, title, status, metadata, message_count,
+	_, err := tx.ExecContext(ctx, `INSERT INTO sessions (tenant_id, id, agent_id, user_id, title, status, metadata, message_count,
 		last_seq, total_tokens, total_cost, parent_id, forked_at_seq, prefix_shared,
-		created_at, updated_at, closed_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)`,
-		tenant, ses.ID, ses.AgentID, ses.Title, ses.Status, ses.Metadata.String(), ses.MessageCount, ses.LastSeq,
+		created_at, updated_at, closed_at, expires_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)`,
+		tenant, ses.ID, ses.AgentID, ses.UserID, ses.Title, ses.Status, ses.Metadata.String(), ses.MessageCount, ses.LastSeq,
 		ses.TotalTokens, ses.TotalCost, ses.ParentID, ses.ForkedAtSeq,
-		int64(ses.CreatedAt), int64(ses.UpdatedAt), closedAt)
+		int64(ses.CreatedAt), int64(ses.UpdatedAt), closedAt, ses.ExpiresAt)
 	return err
 }
 

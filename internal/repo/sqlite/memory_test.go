@@ -90,8 +90,8 @@ func TestBlockRules(t *testing.T) {
 		}
 	})
 	t.Run("tool_cannot_create_or_touch_read_only", func(t *testing.T) {
-		if _, err := s.AppendBlock(ctx, "t", "a", "nope", "x", repo.EditByTool); !model.IsNotFound(err, "block") {
-			t.Errorf("tool append to a missing block: %v", err)
+		if b, err := s.AppendBlock(ctx, "t", "a", "nope", "x", repo.EditByTool); err != nil || b.Value != "x" || b.Version != 1 {
+			t.Errorf("tool append to a missing block: %+v, %v; want it created", b, err)
 		}
 		if _, _, err := s.PutBlock(ctx, "t", "a", "persona", model.PutBlock{Value: "I am", ReadOnly: true}, nil); err != nil {
 			t.Fatal(err)

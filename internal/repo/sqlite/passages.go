@@ -10,14 +10,18 @@ import (
 	"github.com/logbook/logbook/internal/repo"
 )
 
-const passageColumns = `p.id, p.agent_id, p.content, p.tags, p.metadata, p.created_at`
+const passageColumns = `p.id, p.agent_id, p.content, p.tags, p.metadata, p.created_at, p.expires_at`
+
+// passageLive keeps out passages past their expires_at: they are hidden until a
+// purge with expired deletes them. Its one argument is now.
+const passageLive = `(p.expires_at IS NULL OR p.expires_at > ?)`
 
 func scanPassage(sc scanner, extra ...any) (model.Passage, error) {
 	var (
 		p          model.Passage
 		tags, meta string
 	)
-	if err := sc.Scan(append([]any{&p.ID, &p.AgentID, &p.Content, &tags, &meta, &p.CreatedAt}, extra...)...); err != nil {
+	if err := sc.Scan(append([]any{&p.ID, &p.AgentID, &p.Content, &tags, &meta, &p.CreatedAt, &p.ExpiresAt}, extra...)...); err != nil {
 		return p, err
 	}
 	var err error
@@ -32,7 +36,7 @@ func scanPassage(sc scanner, extra ...any) (model.Passage, error) {
 // as soon as this returns. Errors: KindNotFound (agent).
 func (s *Store) CreatePassage(ctx context.Context, tenant, agentID string, in model.CreatePassage) (model.Passage, error) {
 	p := model.Passage{ID: newID(model.PrefixPassage), AgentID: agentID, Content: in.Content, Tags: in.Tags,
-		Metadata: in.Metadata, CreatedAt: model.Now()}
+		Metadata: in.Metadata, CreatedAt: model.Now(), ExpiresAt: in.ExpiresAt}
 	if p.Tags == nil {
 		p.Tags = []string{}
 	}
@@ -47,8 +51,8 @@ func (s *Store) CreatePassage(ctx context.Context, tenant, agentID string, in mo
 		if err := agentExists(ctx, tx, tenant, agentID); err != nil {
 			return err
 		}
-		_, err := tx.Exec(`INSERT INTO passages (tenant_id, agent_id, id, content, tags, metadata, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-			tenant, agentID, p.ID, p.Content, encodeList(p.Tags), meta, int64(p.CreatedAt))
+		_, err := tx.Exec(`INSERT INTO passages (tenant_id, agent_id, id, content, tags, metadata, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			tenant, agentID, p.ID, p.Content, encodeList(p.Tags), meta, int64(p.CreatedAt), p.ExpiresAt)
 		return err
 	})
 	return p, err
@@ -60,7 +64,7 @@ func (s *Store) GetPassage(ctx context.Context, tenant, agentID, id string) (mod
 		return model.Passage{}, err
 	}
 	p, err := scanPassage(s.rdb.QueryRowContext(ctx, `SELECT `+passageColumns+` FROM passages p
-		WHERE p.tenant_id = ? AND p.agent_id = ? AND p.id = ?`, tenant, agentID, id))
+		WHERE p.tenant_id = ? AND p.agent_id = ? AND p.id = ? AND `+passageLive, tenant, agentID, id, int64(model.Now())))
 	if err == sql.ErrNoRows {
 		return p, model.NotFound("passage", id)
 	}
@@ -77,9 +81,9 @@ func (s *Store) ListPassages(ctx context.Context, tenant, agentID string, pr rep
 	if err != nil {
 		return model.Page[model.Passage]{}, err
 	}
-	cond, args := "", []any{tenant, agentID}
+	cond, args := " AND "+passageLive, []any{tenant, agentID, int64(model.Now())}
 	if hasCur {
-		cond, args = " AND (p.created_at, p.id) < (?, ?)", append(args, cur.N, cur.S)
+		cond, args = cond+" AND (p.created_at, p.id) < (?, ?)", append(args, cur.N, cur.S)
 	}
 	limit := pr.Clamp()
 	rows, err := s.rdb.QueryContext(ctx, `SELECT `+passageColumns+` FROM passages p WHERE p.tenant_id = ? AND p.agent_id = ?`+
@@ -130,8 +134,8 @@ func (s *Store) SearchPassages(ctx context.Context, tenant, agentID string, in m
 	if expr == "" {
 		return []model.PassageHit{}, nil
 	}
-	where := []string{"passages_fts MATCH ?", "p.tenant_id = ?", "p.agent_id = ?"}
-	args := []any{expr, tenant, agentID}
+	where := []string{"passages_fts MATCH ?", "p.tenant_id = ?", "p.agent_id = ?", passageLive}
+	args := []any{expr, tenant, agentID, int64(model.Now())}
 	for _, tag := range in.Tags {
 		where, args = append(where, "EXISTS (SELECT 1 FROM json_each(p.tags) WHERE value = ?)"), append(args, tag)
 	}

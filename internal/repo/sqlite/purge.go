@@ -15,6 +15,7 @@ import (
 const (
 	purgeBatch     = 50
 	purgeBatchRows = 20000
+	passageBatch   = 500 // expired passages deleted per writer transaction
 	copyChunk      = 500 // messages read at a time when a fork takes its prefix over
 )
 
@@ -58,14 +59,16 @@ func (s *Store) PurgeSession(ctx context.Context, tenant, id string) error {
 func (s *Store) PurgeSessions(ctx context.Context, tenant string, in model.PurgeRequest) (model.PurgeResult, error) {
 	out := model.PurgeResult{DryRun: in.DryRun}
 	cutoff := min(in.Cutoff(), model.Now()+1)
+	match := purgeMatch(in)
 	if in.DryRun {
 		err := s.rdb.QueryRowContext(ctx, `SELECT
-			(SELECT COUNT(*) FROM sessions WHERE tenant_id = ?1 AND status = ?2 AND updated_at < ?3),
+			(SELECT COUNT(*) FROM sessions s WHERE s.tenant_id = ?1 AND `+match("s")+`),
 			(SELECT COUNT(*) FROM messages m JOIN sessions s ON s.tenant_id = m.tenant_id AND s.id = m.session_id
-				WHERE s.tenant_id = ?1 AND s.status = ?2 AND s.updated_at < ?3),
+				WHERE s.tenant_id = ?1 AND `+match("s")+`),
 			(SELECT COUNT(*) FROM checkpoints c JOIN sessions s ON s.tenant_id = c.tenant_id AND s.id = c.session_id
-				WHERE s.tenant_id = ?1 AND s.status = ?2 AND s.updated_at < ?3)`,
-			tenant, in.Status, int64(cutoff)).Scan(&out.Sessions, &out.Messages, &out.Checkpoints)
+				WHERE s.tenant_id = ?1 AND `+match("s")+`),
+			(SELECT COUNT(*) FROM passages WHERE ?4 AND tenant_id = ?1 AND expires_at IS NOT NULL AND expires_at < ?3)`,
+			tenant, in.Status, int64(cutoff), in.Expired).Scan(&out.Sessions, &out.Messages, &out.Checkpoints, &out.Passages)
 		return out, mapErr(err)
 	}
 	var (
@@ -82,7 +85,7 @@ func (s *Store) PurgeSessions(ctx context.Context, tenant string, in model.Purge
 		)
 		err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 			batch, last = model.PurgeResult{}, nil
-			picked, err := purgeCandidates(ctx, tx, tenant, in.Status, cutoff, after)
+			picked, err := purgeCandidates(ctx, tx, tenant, match, in.Status, cutoff, after)
 			if err != nil {
 				return err
 			}
@@ -110,6 +113,11 @@ func (s *Store) PurgeSessions(ctx context.Context, tenant string, in model.Purge
 			continue
 		}
 		if passErased == 0 {
+			if in.Expired {
+				n, err := s.purgeExpiredPassages(ctx, tenant, cutoff)
+				out.Passages = n
+				return out, err
+			}
 			return out, nil
 		}
 		after, passErased = nil, 0 // another pass, for the sessions that waited
@@ -125,16 +133,16 @@ type purgeCursor struct {
 // purgeCandidates picks the next batch after the cursor, in (created_at, id)
 // order: matching sessions that no matching fork shares a prefix with (leaves
 // first), up to purgeBatch sessions or about purgeBatchRows messages, at least one.
-func purgeCandidates(ctx context.Context, tx *sql.Tx, tenant string, status model.Status, cutoff model.Time, after *purgeCursor) ([]purgeCursor, error) {
+func purgeCandidates(ctx context.Context, tx *sql.Tx, tenant string, match func(string) string, status model.Status, cutoff model.Time, after *purgeCursor) ([]purgeCursor, error) {
 	cond, args := "", []any{tenant, status, int64(cutoff), purgeBatch}
 	if after != nil {
 		cond, args = " AND (s.created_at, s.id) > (?5, ?6)", append(args, after.createdAt, after.id)
 	}
 	rows, err := tx.QueryContext(ctx, `SELECT s.created_at, s.id, s.message_count FROM sessions s
-		WHERE s.tenant_id = ?1 AND s.status = ?2 AND s.updated_at < ?3`+cond+`
+		WHERE s.tenant_id = ?1 AND `+match("s")+cond+`
 		AND NOT EXISTS (SELECT 1 FROM sessions c INDEXED BY sessions_by_parent
 			WHERE c.tenant_id = s.tenant_id AND c.parent_id IS NOT NULL AND c.parent_id = s.id
-			AND c.prefix_shared = 1 AND c.status = ?2 AND c.updated_at < ?3)
+			AND c.prefix_shared = 1 AND `+match("c")+`)
 		ORDER BY s.created_at, s.id LIMIT ?4`, args...)
 	if err != nil {
 		return nil, err
@@ -158,6 +166,40 @@ func purgeCandidates(ctx context.Context, tx *sql.Tx, tenant string, status mode
 		out, total = append(out, c), total+n
 	}
 	return out, rows.Err()
+}
+
+// purgeMatch is the condition a purge picks sessions by, over the table
+// alias a, with ?2 the status and ?3 the cutoff: status and updated_at, or,
+// for in.Expired, an expires_at before the cutoff (the status must be ”).
+func purgeMatch(in model.PurgeRequest) func(a string) string {
+	if in.Expired {
+		return func(a string) string {
+			return "?2 = '' AND " + a + ".expires_at IS NOT NULL AND " + a + ".expires_at < ?3"
+		}
+	}
+	return func(a string) string { return a + ".status = ?2 AND " + a + ".updated_at < ?3" }
+}
+
+// purgeExpiredPassages deletes the tenant's passages whose expires_at is before
+// cutoff, passageBatch to a writer transaction, and counts them.
+func (s *Store) purgeExpiredPassages(ctx context.Context, tenant string, cutoff model.Time) (int64, error) {
+	var total int64
+	for {
+		if err := ctx.Err(); err != nil {
+			return total, err
+		}
+		var n int64
+		err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+			var err error
+			n, err = execCount(ctx, tx, `DELETE FROM passages WHERE pk IN (SELECT pk FROM passages
+				WHERE tenant_id = ? AND expires_at IS NOT NULL AND expires_at < ? LIMIT ?)`, tenant, int64(cutoff), passageBatch)
+			return err
+		})
+		total += n
+		if err != nil || n < passageBatch {
+			return total, err
+		}
+	}
 }
 
 // purgeSessionTx erases one session inside the writer's transaction, after its

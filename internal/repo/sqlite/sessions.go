@@ -10,7 +10,7 @@ import (
 )
 
 const sessionColumns = `id, agent_id, title, status, metadata, message_count, last_seq,
-	total_tokens, total_cost, turn_count, parent_id, forked_at_seq, created_at, updated_at, closed_at`
+	total_tokens, total_cost, turn_count, parent_id, forked_at_seq, created_at, updated_at, closed_at, user_id, expires_at`
 
 // CreateSession stores a new session in status created. A client-chosen id that
 // the tenant already uses is a KindConflict.
@@ -19,6 +19,8 @@ func (s *Store) CreateSession(ctx context.Context, tenant string, in model.Creat
 	ses := model.Session{
 		ID:        in.ID,
 		AgentID:   in.AgentID,
+		UserID:    in.UserID,
+		ExpiresAt: in.ExpiresAt,
 		Title:     in.Title,
 		Status:    model.StatusCreated,
 		Metadata:  in.Metadata,
@@ -36,9 +38,9 @@ func (s *Store) CreateSession(ctx context.Context, tenant string, in model.Creat
 		if err := s.faults.Check(repo.PointSessionWrite); err != nil {
 			return err
 		}
-		_, err := tx.Exec(`INSERT INTO sessions (tenant_id, id, agent_id, title, status, metadata, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			tenant, ses.ID, ses.AgentID, ses.Title, ses.Status, meta, int64(now), int64(now))
+		_, err := tx.Exec(`INSERT INTO sessions (tenant_id, id, agent_id, user_id, title, status, metadata, created_at, updated_at, expires_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			tenant, ses.ID, ses.AgentID, ses.UserID, ses.Title, ses.Status, meta, int64(now), int64(now), ses.ExpiresAt)
 		if isConstraint(err) {
 			return model.Errorf(model.KindConflict, "conflict", "a session with id %q already exists", ses.ID)
 		}
@@ -67,6 +69,9 @@ type querier interface {
 func getSession(ctx context.Context, q querier, tenant, id string) (model.Session, error) {
 	row := q.QueryRowContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE tenant_id = ? AND id = ?`, tenant, id)
 	ses, err := scanSession(row)
+	if err == nil && ses.Expired(model.Now()) { // hidden until a purge erases it
+		err = sql.ErrNoRows
+	}
 	if err == sql.ErrNoRows {
 		return model.Session{}, model.NotFound("session", id)
 	}
@@ -85,7 +90,7 @@ func scanSession(sc scanner) (model.Session, error) {
 		closedAt sql.NullInt64
 	)
 	err := sc.Scan(&ses.ID, &ses.AgentID, &ses.Title, &ses.Status, &meta, &ses.MessageCount, &ses.LastSeq,
-		counterInt{&ses.TotalTokens}, counterFloat{&ses.TotalCost}, &ses.TurnCount, &ses.ParentID, &ses.ForkedAtSeq, &ses.CreatedAt, &ses.UpdatedAt, &closedAt)
+		counterInt{&ses.TotalTokens}, counterFloat{&ses.TotalCost}, &ses.TurnCount, &ses.ParentID, &ses.ForkedAtSeq, &ses.CreatedAt, &ses.UpdatedAt, &closedAt, &ses.UserID, &ses.ExpiresAt)
 	if err != nil {
 		return ses, err
 	}
@@ -117,6 +122,10 @@ func (s *Store) ListSessions(ctx context.Context, tenant string, f model.Session
 		where = append(where, "agent_id = ?")
 		args = append(args, f.AgentID)
 	}
+	if f.UserID != "" {
+		where = append(where, "user_id = ?")
+		args = append(args, f.UserID)
+	}
 	for _, m := range f.Metadata {
 		// json_each names keys literally, so a key with dots or quotes needs no
 		// path escaping; the CASE renders values the way JSON writes them.
@@ -137,6 +146,8 @@ func (s *Store) ListSessions(ctx context.Context, tenant string, f model.Session
 		where = append(where, "pause_until IS NOT NULL AND pause_until <= ?")
 		args = append(args, int64(*f.DueBefore))
 	}
+	where = append(where, "(expires_at IS NULL OR expires_at > ?)")
+	args = append(args, int64(model.Now()))
 	if hasCur {
 		where = append(where, "(created_at, id) < (?, ?)")
 		args = append(args, cur.N, cur.S)
@@ -232,9 +243,9 @@ func (s *Store) saveSession(ctx context.Context, tx *sql.Tx, tenant string, prev
 		c := int64(*ses.ClosedAt)
 		closedAt = &c
 	}
-	res, err := tx.Exec(`UPDATE sessions SET status = ?, title = ?, metadata = ?, updated_at = ?, closed_at = ?
+	res, err := tx.Exec(`UPDATE sessions SET status = ?, title = ?, metadata = ?, updated_at = ?, closed_at = ?, expires_at = ?
 		WHERE tenant_id = ? AND id = ? AND status = ?`,
-		ses.Status, ses.Title, meta, int64(ses.UpdatedAt), closedAt, tenant, ses.ID, prev)
+		ses.Status, ses.Title, meta, int64(ses.UpdatedAt), closedAt, ses.ExpiresAt, tenant, ses.ID, prev)
 	if err != nil {
 		return err
 	}

@@ -32,6 +32,11 @@ func (e *Writer) line(l model.ExportLine) error {
 	if err != nil {
 		return model.Internal(err)
 	}
+	return e.raw(b)
+}
+
+// raw writes one encoded line and hashes it.
+func (e *Writer) raw(b []byte) error {
 	b = append(b, '\n')
 	e.h.Write(b)
 	if _, err := e.w.Write(b); err != nil {
@@ -40,9 +45,40 @@ func (e *Writer) line(l model.ExportLine) error {
 	return nil
 }
 
-// Session writes the session line.
+// Session writes the session line. Fields added after the format was first
+// released (user_id, expires_at) are left out while unset, so that an export of a session
+// that does not use them still imports into a version that does not know them.
 func (e *Writer) Session(s *model.Session) error {
-	return e.line(model.ExportLine{Type: model.LineSession, Session: s})
+	b, err := json.Marshal(struct {
+		Type    string       `json:"type"`
+		Session *sessionLine `json:"session"`
+	}{model.LineSession, (*sessionLine)(s)})
+	if err != nil {
+		return model.Internal(err)
+	}
+	return e.raw(b)
+}
+
+// sessionLine is model.Session as an export writes it: the same fields, in the
+// same order (the conversion fails to compile otherwise), newer ones omitempty.
+type sessionLine struct {
+	ID           string       `json:"id"`
+	AgentID      *string      `json:"agent_id"`
+	UserID       *string      `json:"user_id,omitempty"`
+	Title        *string      `json:"title"`
+	Status       model.Status `json:"status"`
+	Metadata     model.Object `json:"metadata"`
+	MessageCount int64        `json:"message_count"`
+	LastSeq      int64        `json:"last_seq"`
+	TotalTokens  int64        `json:"total_tokens"`
+	TotalCost    float64      `json:"total_cost"`
+	TurnCount    int64        `json:"turn_count"`
+	ParentID     *string      `json:"parent_id"`
+	ForkedAtSeq  *int64       `json:"forked_at_seq"`
+	CreatedAt    model.Time   `json:"created_at"`
+	UpdatedAt    model.Time   `json:"updated_at"`
+	ClosedAt     *model.Time  `json:"closed_at"`
+	ExpiresAt    *model.Time  `json:"expires_at,omitempty"`
 }
 
 // Message writes one message line; m.SessionID must already be the exported
