@@ -217,6 +217,7 @@ const (
 	MemoryCommandCreate     MemoryToolArgsCommand = "create"
 	MemoryCommandDelete     MemoryToolArgsCommand = "delete"
 	MemoryCommandInsert     MemoryToolArgsCommand = "insert"
+	MemoryCommandRename     MemoryToolArgsCommand = "rename"
 	MemoryCommandStrReplace MemoryToolArgsCommand = "str_replace"
 	MemoryCommandView       MemoryToolArgsCommand = "view"
 )
@@ -229,6 +230,8 @@ func (e MemoryToolArgsCommand) Valid() bool {
 	case MemoryCommandDelete:
 		return true
 	case MemoryCommandInsert:
+		return true
+	case MemoryCommandRename:
 		return true
 	case MemoryCommandStrReplace:
 		return true
@@ -287,6 +290,27 @@ func (e PartType) Valid() bool {
 	case PartTypeRefusal:
 		return true
 	case PartTypeText:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PassageSearchMode.
+const (
+	PassageSearchModeHybrid  PassageSearchMode = "hybrid"
+	PassageSearchModeKeyword PassageSearchMode = "keyword"
+	PassageSearchModeVector  PassageSearchMode = "vector"
+)
+
+// Valid indicates whether the value is a known member of the PassageSearchMode enum.
+func (e PassageSearchMode) Valid() bool {
+	switch e {
+	case PassageSearchModeHybrid:
+		return true
+	case PassageSearchModeKeyword:
+		return true
+	case PassageSearchModeVector:
 		return true
 	default:
 		return false
@@ -599,6 +623,9 @@ type APIKey struct {
 
 	// Tenant The tenant whose data the key reaches.
 	Tenant string `json:"tenant"`
+
+	// UserID The end user the key is bound to (it sees only the sessions with this `user_id`); `null` for a key that sees every session of its tenant.
+	UserID *string `json:"user_id"`
 }
 
 // APIKeyCreate The body of `POST /v1/admin/keys`. Unknown fields are `422`.
@@ -608,6 +635,9 @@ type APIKeyCreate struct {
 
 	// Scope What the new key may do, within the caller's tenant.
 	Scope Scope `json:"scope"`
+
+	// UserID Binds the key to this end user, the `user_id` of sessions; `read` or `write` scope only (`422` with `admin`). Such a key sees only that user's sessions and creates sessions of that user.
+	UserID *string `json:"user_id,omitempty"`
 }
 
 // APIKeyPage One page of the tenant's API keys, newest first.
@@ -1431,8 +1461,14 @@ type MemoryToolArgs struct {
 	// InsertText The text to insert (insert).
 	InsertText *string `json:"insert_text,omitempty"`
 
+	// NewPath Its new path, `/memories/<label>`, which must not exist yet (rename).
+	NewPath *string `json:"new_path,omitempty"`
+
 	// NewStr The replacement (str_replace).
 	NewStr *string `json:"new_str,omitempty"`
+
+	// OldPath The file to rename, `/memories/<label>` (rename).
+	OldPath *string `json:"old_path,omitempty"`
 
 	// OldStr The text to replace, once (str_replace).
 	OldStr *string `json:"old_str,omitempty"`
@@ -1740,6 +1776,9 @@ type NewAPIKey struct {
 
 	// Tenant The tenant whose data the key reaches.
 	Tenant string `json:"tenant"`
+
+	// UserID The end user the key is bound to (it sees only the sessions with this `user_id`); `null` for a key that sees every session of its tenant.
+	UserID *string `json:"user_id"`
 }
 
 // Part One typed piece of a message's content. Which fields a part may carry
@@ -1842,6 +1881,16 @@ type PassageCreate struct {
 	// Content The text, 1 to 1,000,000 characters.
 	Content string `json:"content"`
 
+	// Embedding The client's embedding of `content`, for `mode=vector` and `hybrid`
+	// search; given with `embedding_model`. The agent's first passage with an
+	// embedding pins the model and the length; a later passage with another
+	// model or length is `422` naming `embedding_model` or `embedding`.
+	// Stored as float32 and not returned on reads.
+	Embedding []float32 `json:"embedding,omitempty"`
+
+	// EmbeddingModel The name of the model that made `embedding`; required with it.
+	EmbeddingModel *string `json:"embedding_model,omitempty"`
+
 	// ExpiresAt When the passage's time to live ends (RFC 3339); left out or `null` means never.
 	ExpiresAt *time.Time `json:"expires_at,omitempty"`
 
@@ -1911,6 +1960,42 @@ type PassagePage struct {
 
 	// NextCursor Pass as `cursor` to get the next page; `null` on the last page.
 	NextCursor *string `json:"next_cursor"`
+}
+
+// PassageSearchMode `keyword` (the default): full-text ranking of `q`; `rank` is bm25, lower
+// is better. `vector`: exact cosine similarity of `query_embedding` to the
+// passages that carry an embedding; `rank` is the cosine distance. `hybrid`:
+// reciprocal rank fusion (k = 60) of both rankings; `rank` is minus the
+// fused score. In every mode lower `rank` is better.
+type PassageSearchMode string
+
+// PassageSearchRequest The body of `POST /v1/agents/{id}/archival/search`. Unknown fields are `422`.
+type PassageSearchRequest struct {
+	// After Only passages created at or after this time.
+	After *time.Time `json:"after,omitempty"`
+
+	// Before Only passages created at or before this time.
+	Before *time.Time `json:"before,omitempty"`
+
+	// Limit How many hits, 1 to 200; 0 or absent means 50.
+	Limit *int `json:"limit,omitempty"`
+
+	// Mode `keyword` (the default): full-text ranking of `q`; `rank` is bm25, lower
+	// is better. `vector`: exact cosine similarity of `query_embedding` to the
+	// passages that carry an embedding; `rank` is the cosine distance. `hybrid`:
+	// reciprocal rank fusion (k = 60) of both rankings; `rank` is minus the
+	// fused score. In every mode lower `rank` is better.
+	Mode *PassageSearchMode `json:"mode,omitempty"`
+
+	// Q The words to search for; required for `keyword` and `hybrid`.
+	Q *string `json:"q,omitempty"`
+
+	// QueryEmbedding The query's embedding, by the agent's pinned model; required for `vector`
+	// and `hybrid`. Another length than the agent's passages is `422`.
+	QueryEmbedding []float32 `json:"query_embedding,omitempty"`
+
+	// Tags Only passages carrying **all** of these tags.
+	Tags []string `json:"tags,omitempty"`
 }
 
 // PassageSearchResult The best hits of an archival search, best first.
@@ -2744,10 +2829,16 @@ type ListPassagesParams struct {
 
 // SearchPassagesParams defines parameters for SearchPassages.
 type SearchPassagesParams struct {
-	// Q The words to search for. Messages or passages containing any of them match
-	// (case-insensitive, with English stemming); more matched words rank higher.
-	// Punctuation and operators are ignored. Missing or blank is `400 invalid_query`.
-	Q SearchQuery `form:"q" json:"q"`
+	// Q The words to search for; required (not blank) unless `mode=vector`.
+	// Missing or blank is `400 invalid_query`.
+	Q *string `form:"q,omitempty" json:"q,omitempty"`
+
+	// Mode How to rank; see `PassageSearchMode`.
+	Mode *PassageSearchMode `form:"mode,omitempty" json:"mode,omitempty"`
+
+	// QueryEmbedding The query's embedding as comma-separated numbers, for `vector` and
+	// `hybrid`; for long vectors use `POST` with a JSON body instead.
+	QueryEmbedding []float32 `form:"query_embedding,omitempty" json:"query_embedding,omitempty"`
 
 	// Tags Only passages carrying **all** of these tags. Repeat the parameter
 	// (`tags=a&tags=b`), give a comma-separated list (`tags=a,b`), or both.
@@ -3079,6 +3170,9 @@ type UpdateAgentApplicationMergePatchPlusJSONRequestBody = AgentUpdate
 
 // CreatePassageJSONRequestBody defines body for CreatePassage for application/json ContentType.
 type CreatePassageJSONRequestBody = PassageCreate
+
+// SearchPassagesByBodyJSONRequestBody defines body for SearchPassagesByBody for application/json ContentType.
+type SearchPassagesByBodyJSONRequestBody = PassageSearchRequest
 
 // PutBlockJSONRequestBody defines body for PutBlock for application/json ContentType.
 type PutBlockJSONRequestBody = BlockPut
@@ -4136,7 +4230,8 @@ type ClientInterface interface {
 	// Makes a key for the caller's tenant with the given scope. The answer is the
 	// only time the key text (`key`) is shown: only its SHA-256 is stored. Keys for
 	// a new tenant are made with the CLI: `server keys create --tenant NAME --scope write`.
-	// In open mode, the first key created ends open mode.
+	// In open mode, the first key created ends open mode. With `user_id`, the key
+	// is bound to that end user and sees only its sessions (see Authentication).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -4148,7 +4243,8 @@ type ClientInterface interface {
 	// Makes a key for the caller's tenant with the given scope. The answer is the
 	// only time the key text (`key`) is shown: only its SHA-256 is stored. Keys for
 	// a new tenant are made with the CLI: `server keys create --tenant NAME --scope write`.
-	// In open mode, the first key created ends open mode.
+	// In open mode, the first key created ends open mode. With `user_id`, the key
+	// is bound to that end user and sees only its sessions (see Authentication).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4424,7 +4520,8 @@ type ClientInterface interface {
 	// matches when it contains **any** of the words, compared case-insensitively
 	// after English stemming; passages with more of the words, or rarer ones, rank
 	// higher. At most 32 distinct words count; a `q` with no word finds nothing.
-	// This is keyword search, not semantic (embedding) search.
+	// With `mode=vector` or `hybrid` it searches by meaning instead, or too,
+	// against the embeddings given with the passages (see `PassageSearchMode`).
 	//
 	// Filters all apply: `tags` (the passage must carry **every** tag given),
 	// and `after`/`before` on `created_at`, both inclusive. Passages are
@@ -4440,6 +4537,32 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/agents/{id}/archival/search (the `SearchPassages` operationId).
 	SearchPassages(ctx context.Context, id AgentID, params *SearchPassagesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SearchPassagesByBodyWithBody Search an agent's archival memory (JSON body)
+	//
+	// The same search as `GET`, with the parameters in a JSON body, so that a
+	// `query_embedding` of any length fits. Needs `read` scope. Only this
+	// agent's passages are ever searched. A `query_embedding` of another length
+	// than the agent's embedded passages, or missing for `vector`/`hybrid`, is
+	// `422` naming `query_embedding`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/agents/{id}/archival/search (the `SearchPassagesByBody` operationId).
+	SearchPassagesByBodyWithBody(ctx context.Context, id AgentID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SearchPassagesByBody Search an agent's archival memory (JSON body)
+	//
+	// The same search as `GET`, with the parameters in a JSON body, so that a
+	// `query_embedding` of any length fits. Needs `read` scope. Only this
+	// agent's passages are ever searched. A `query_embedding` of another length
+	// than the agent's embedded passages, or missing for `vector`/`hybrid`, is
+	// `422` naming `query_embedding`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/agents/{id}/archival/search (the `SearchPassagesByBody` operationId).
+	SearchPassagesByBody(ctx context.Context, id AgentID, body SearchPassagesByBodyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeletePassage Delete a passage
 	//
@@ -4684,7 +4807,7 @@ type ClientInterface interface {
 	// | `memory_insert` | `label`, `new_str`, `insert_line?` | inserts after line `insert_line` (`0`: at the top; `-1` or absent: at the end) |
 	// | `memory_replace` | `label`, `old_str`, `new_str` | replaces `old_str`, which must occur exactly once |
 	// | `memory_rethink` | `label`, `new_memory` | rewrites the whole block, creating it if missing |
-	// | `memory` | `command`, `path`, `file_text?`, `old_str?`, `new_str?`, `insert_line?`, `insert_text?`, `view_range?` | Anthropic's memory tool: `view`, `create`, `str_replace`, `insert`, `delete` on `/memories`, where `/memories/<label>` is the block `<label>`; any other path (`..`, nested, outside `/memories`) is refused with `is_error` and nothing is touched. `rename` is not served (`422`). |
+	// | `memory` | `command`, `path`, `file_text?`, `old_str?`, `new_str?`, `insert_line?`, `insert_text?`, `view_range?`, `old_path?`, `new_path?` | Anthropic's memory tool: `view`, `create`, `str_replace`, `insert`, `delete`, `rename` on `/memories`, where `/memories/<label>` is the block `<label>`; any other path (`..`, nested, outside `/memories`) is refused with `is_error` and nothing is touched. `rename` (`old_path`, `new_path` instead of `path`) moves the block with its value, version and history in one write; an existing `new_path` is refused with `is_error` (`Error: The destination ... already exists`). |
 	//
 	// Each tool also accepts `request_heartbeat` (Letta adds it to every tool) and
 	// ignores it. Dates may be `YYYY-MM-DD`, `YYYY-MM-DDTHH:MM[:SS]` or RFC 3339;
@@ -4732,7 +4855,7 @@ type ClientInterface interface {
 	// | `memory_insert` | `label`, `new_str`, `insert_line?` | inserts after line `insert_line` (`0`: at the top; `-1` or absent: at the end) |
 	// | `memory_replace` | `label`, `old_str`, `new_str` | replaces `old_str`, which must occur exactly once |
 	// | `memory_rethink` | `label`, `new_memory` | rewrites the whole block, creating it if missing |
-	// | `memory` | `command`, `path`, `file_text?`, `old_str?`, `new_str?`, `insert_line?`, `insert_text?`, `view_range?` | Anthropic's memory tool: `view`, `create`, `str_replace`, `insert`, `delete` on `/memories`, where `/memories/<label>` is the block `<label>`; any other path (`..`, nested, outside `/memories`) is refused with `is_error` and nothing is touched. `rename` is not served (`422`). |
+	// | `memory` | `command`, `path`, `file_text?`, `old_str?`, `new_str?`, `insert_line?`, `insert_text?`, `view_range?`, `old_path?`, `new_path?` | Anthropic's memory tool: `view`, `create`, `str_replace`, `insert`, `delete`, `rename` on `/memories`, where `/memories/<label>` is the block `<label>`; any other path (`..`, nested, outside `/memories`) is refused with `is_error` and nothing is touched. `rename` (`old_path`, `new_path` instead of `path`) moves the block with its value, version and history in one write; an existing `new_path` is refused with `is_error` (`Error: The destination ... already exists`). |
 	//
 	// Each tool also accepts `request_heartbeat` (Letta adds it to every tool) and
 	// ignores it. Dates may be `YYYY-MM-DD`, `YYYY-MM-DDTHH:MM[:SS]` or RFC 3339;
@@ -5911,7 +6034,8 @@ func (c *Client) ListAPIKeys(ctx context.Context, params *ListAPIKeysParams, req
 // Makes a key for the caller's tenant with the given scope. The answer is the
 // only time the key text (`key`) is shown: only its SHA-256 is stored. Keys for
 // a new tenant are made with the CLI: `server keys create --tenant NAME --scope write`.
-// In open mode, the first key created ends open mode.
+// In open mode, the first key created ends open mode. With `user_id`, the key
+// is bound to that end user and sees only its sessions (see Authentication).
 //
 // Takes any type of body and a specified content type.
 //
@@ -5933,7 +6057,8 @@ func (c *Client) CreateAPIKeyWithBody(ctx context.Context, contentType string, b
 // Makes a key for the caller's tenant with the given scope. The answer is the
 // only time the key text (`key`) is shown: only its SHA-256 is stored. Keys for
 // a new tenant are made with the CLI: `server keys create --tenant NAME --scope write`.
-// In open mode, the first key created ends open mode.
+// In open mode, the first key created ends open mode. With `user_id`, the key
+// is bound to that end user and sees only its sessions (see Authentication).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -6359,7 +6484,8 @@ func (c *Client) CreatePassage(ctx context.Context, id AgentID, body CreatePassa
 // matches when it contains **any** of the words, compared case-insensitively
 // after English stemming; passages with more of the words, or rarer ones, rank
 // higher. At most 32 distinct words count; a `q` with no word finds nothing.
-// This is keyword search, not semantic (embedding) search.
+// With `mode=vector` or `hybrid` it searches by meaning instead, or too,
+// against the embeddings given with the passages (see `PassageSearchMode`).
 //
 // Filters all apply: `tags` (the passage must carry **every** tag given),
 // and `after`/`before` on `created_at`, both inclusive. Passages are
@@ -6376,6 +6502,52 @@ func (c *Client) CreatePassage(ctx context.Context, id AgentID, body CreatePassa
 // Corresponds with GET /v1/agents/{id}/archival/search (the `SearchPassages` operationId).
 func (c *Client) SearchPassages(ctx context.Context, id AgentID, params *SearchPassagesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewSearchPassagesRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SearchPassagesByBodyWithBody Search an agent's archival memory (JSON body)
+//
+// The same search as `GET`, with the parameters in a JSON body, so that a
+// `query_embedding` of any length fits. Needs `read` scope. Only this
+// agent's passages are ever searched. A `query_embedding` of another length
+// than the agent's embedded passages, or missing for `vector`/`hybrid`, is
+// `422` naming `query_embedding`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/agents/{id}/archival/search (the `SearchPassagesByBody` operationId).
+func (c *Client) SearchPassagesByBodyWithBody(ctx context.Context, id AgentID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSearchPassagesByBodyRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SearchPassagesByBody Search an agent's archival memory (JSON body)
+//
+// The same search as `GET`, with the parameters in a JSON body, so that a
+// `query_embedding` of any length fits. Needs `read` scope. Only this
+// agent's passages are ever searched. A `query_embedding` of another length
+// than the agent's embedded passages, or missing for `vector`/`hybrid`, is
+// `422` naming `query_embedding`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/agents/{id}/archival/search (the `SearchPassagesByBody` operationId).
+func (c *Client) SearchPassagesByBody(ctx context.Context, id AgentID, body SearchPassagesByBodyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSearchPassagesByBodyRequest(c.Server, id, body)
 	if err != nil {
 		return nil, err
 	}
@@ -6759,7 +6931,7 @@ func (c *Client) SearchAgentMessages(ctx context.Context, id AgentID, params *Se
 // | `memory_insert` | `label`, `new_str`, `insert_line?` | inserts after line `insert_line` (`0`: at the top; `-1` or absent: at the end) |
 // | `memory_replace` | `label`, `old_str`, `new_str` | replaces `old_str`, which must occur exactly once |
 // | `memory_rethink` | `label`, `new_memory` | rewrites the whole block, creating it if missing |
-// | `memory` | `command`, `path`, `file_text?`, `old_str?`, `new_str?`, `insert_line?`, `insert_text?`, `view_range?` | Anthropic's memory tool: `view`, `create`, `str_replace`, `insert`, `delete` on `/memories`, where `/memories/<label>` is the block `<label>`; any other path (`..`, nested, outside `/memories`) is refused with `is_error` and nothing is touched. `rename` is not served (`422`). |
+// | `memory` | `command`, `path`, `file_text?`, `old_str?`, `new_str?`, `insert_line?`, `insert_text?`, `view_range?`, `old_path?`, `new_path?` | Anthropic's memory tool: `view`, `create`, `str_replace`, `insert`, `delete`, `rename` on `/memories`, where `/memories/<label>` is the block `<label>`; any other path (`..`, nested, outside `/memories`) is refused with `is_error` and nothing is touched. `rename` (`old_path`, `new_path` instead of `path`) moves the block with its value, version and history in one write; an existing `new_path` is refused with `is_error` (`Error: The destination ... already exists`). |
 //
 // Each tool also accepts `request_heartbeat` (Letta adds it to every tool) and
 // ignores it. Dates may be `YYYY-MM-DD`, `YYYY-MM-DDTHH:MM[:SS]` or RFC 3339;
@@ -6817,7 +6989,7 @@ func (c *Client) RunToolWithBody(ctx context.Context, id AgentID, toolName ToolN
 // | `memory_insert` | `label`, `new_str`, `insert_line?` | inserts after line `insert_line` (`0`: at the top; `-1` or absent: at the end) |
 // | `memory_replace` | `label`, `old_str`, `new_str` | replaces `old_str`, which must occur exactly once |
 // | `memory_rethink` | `label`, `new_memory` | rewrites the whole block, creating it if missing |
-// | `memory` | `command`, `path`, `file_text?`, `old_str?`, `new_str?`, `insert_line?`, `insert_text?`, `view_range?` | Anthropic's memory tool: `view`, `create`, `str_replace`, `insert`, `delete` on `/memories`, where `/memories/<label>` is the block `<label>`; any other path (`..`, nested, outside `/memories`) is refused with `is_error` and nothing is touched. `rename` is not served (`422`). |
+// | `memory` | `command`, `path`, `file_text?`, `old_str?`, `new_str?`, `insert_line?`, `insert_text?`, `view_range?`, `old_path?`, `new_path?` | Anthropic's memory tool: `view`, `create`, `str_replace`, `insert`, `delete`, `rename` on `/memories`, where `/memories/<label>` is the block `<label>`; any other path (`..`, nested, outside `/memories`) is refused with `is_error` and nothing is touched. `rename` (`old_path`, `new_path` instead of `path`) moves the block with its value, version and history in one write; an existing `new_path` is refused with `is_error` (`Error: The destination ... already exists`). |
 //
 // Each tool also accepts `request_heartbeat` (Letta adds it to every tool) and
 // ignores it. Dates may be `YYYY-MM-DD`, `YYYY-MM-DDTHH:MM[:SS]` or RFC 3339;
@@ -9053,12 +9225,40 @@ func NewSearchPassagesRequest(server string, id AgentID, params *SearchPassagesP
 		// per the OpenAPI spec (e.g. "color=blue,black,brown").
 		var rawQueryFragments []string
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "q", params.Q, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
-			return nil, err
-		} else {
-			for _, qp := range strings.Split(queryFrag, "&") {
-				rawQueryFragments = append(rawQueryFragments, qp)
+		if params.Q != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "q", *params.Q, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
 			}
+
+		}
+
+		if params.Mode != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "mode", *params.Mode, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.QueryEmbedding != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "query_embedding", params.QueryEmbedding, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
 		}
 
 		if params.Tags != nil {
@@ -9119,6 +9319,53 @@ func NewSearchPassagesRequest(server string, id AgentID, params *SearchPassagesP
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewSearchPassagesByBodyRequest calls the generic SearchPassagesByBody builder with application/json body
+func NewSearchPassagesByBodyRequest(server string, id AgentID, body SearchPassagesByBodyJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSearchPassagesByBodyRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewSearchPassagesByBodyRequestWithBody constructs an http.Request for the SearchPassagesByBody method, with any body, and a specified content type
+func NewSearchPassagesByBodyRequestWithBody(server string, id AgentID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/agents/%s/archival/search", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -11810,7 +12057,8 @@ type ClientWithResponsesInterface interface {
 	// Makes a key for the caller's tenant with the given scope. The answer is the
 	// only time the key text (`key`) is shown: only its SHA-256 is stored. Keys for
 	// a new tenant are made with the CLI: `server keys create --tenant NAME --scope write`.
-	// In open mode, the first key created ends open mode.
+	// In open mode, the first key created ends open mode. With `user_id`, the key
+	// is bound to that end user and sees only its sessions (see Authentication).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11822,7 +12070,8 @@ type ClientWithResponsesInterface interface {
 	// Makes a key for the caller's tenant with the given scope. The answer is the
 	// only time the key text (`key`) is shown: only its SHA-256 is stored. Keys for
 	// a new tenant are made with the CLI: `server keys create --tenant NAME --scope write`.
-	// In open mode, the first key created ends open mode.
+	// In open mode, the first key created ends open mode. With `user_id`, the key
+	// is bound to that end user and sees only its sessions (see Authentication).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -12108,7 +12357,8 @@ type ClientWithResponsesInterface interface {
 	// matches when it contains **any** of the words, compared case-insensitively
 	// after English stemming; passages with more of the words, or rarer ones, rank
 	// higher. At most 32 distinct words count; a `q` with no word finds nothing.
-	// This is keyword search, not semantic (embedding) search.
+	// With `mode=vector` or `hybrid` it searches by meaning instead, or too,
+	// against the embeddings given with the passages (see `PassageSearchMode`).
 	//
 	// Filters all apply: `tags` (the passage must carry **every** tag given),
 	// and `after`/`before` on `created_at`, both inclusive. Passages are
@@ -12126,6 +12376,32 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/agents/{id}/archival/search (the `SearchPassages` operationId).
 	SearchPassagesWithResponse(ctx context.Context, id AgentID, params *SearchPassagesParams, reqEditors ...RequestEditorFn) (*SearchPassagesResponse, error)
+
+	// SearchPassagesByBodyWithBodyWithResponse Search an agent's archival memory (JSON body)
+	//
+	// The same search as `GET`, with the parameters in a JSON body, so that a
+	// `query_embedding` of any length fits. Needs `read` scope. Only this
+	// agent's passages are ever searched. A `query_embedding` of another length
+	// than the agent's embedded passages, or missing for `vector`/`hybrid`, is
+	// `422` naming `query_embedding`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/agents/{id}/archival/search (the `SearchPassagesByBody` operationId).
+	SearchPassagesByBodyWithBodyWithResponse(ctx context.Context, id AgentID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SearchPassagesByBodyResponse, error)
+
+	// SearchPassagesByBodyWithResponse Search an agent's archival memory (JSON body)
+	//
+	// The same search as `GET`, with the parameters in a JSON body, so that a
+	// `query_embedding` of any length fits. Needs `read` scope. Only this
+	// agent's passages are ever searched. A `query_embedding` of another length
+	// than the agent's embedded passages, or missing for `vector`/`hybrid`, is
+	// `422` naming `query_embedding`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/agents/{id}/archival/search (the `SearchPassagesByBody` operationId).
+	SearchPassagesByBodyWithResponse(ctx context.Context, id AgentID, body SearchPassagesByBodyJSONRequestBody, reqEditors ...RequestEditorFn) (*SearchPassagesByBodyResponse, error)
 
 	// DeletePassageWithResponse Delete a passage
 	//
@@ -12384,7 +12660,7 @@ type ClientWithResponsesInterface interface {
 	// | `memory_insert` | `label`, `new_str`, `insert_line?` | inserts after line `insert_line` (`0`: at the top; `-1` or absent: at the end) |
 	// | `memory_replace` | `label`, `old_str`, `new_str` | replaces `old_str`, which must occur exactly once |
 	// | `memory_rethink` | `label`, `new_memory` | rewrites the whole block, creating it if missing |
-	// | `memory` | `command`, `path`, `file_text?`, `old_str?`, `new_str?`, `insert_line?`, `insert_text?`, `view_range?` | Anthropic's memory tool: `view`, `create`, `str_replace`, `insert`, `delete` on `/memories`, where `/memories/<label>` is the block `<label>`; any other path (`..`, nested, outside `/memories`) is refused with `is_error` and nothing is touched. `rename` is not served (`422`). |
+	// | `memory` | `command`, `path`, `file_text?`, `old_str?`, `new_str?`, `insert_line?`, `insert_text?`, `view_range?`, `old_path?`, `new_path?` | Anthropic's memory tool: `view`, `create`, `str_replace`, `insert`, `delete`, `rename` on `/memories`, where `/memories/<label>` is the block `<label>`; any other path (`..`, nested, outside `/memories`) is refused with `is_error` and nothing is touched. `rename` (`old_path`, `new_path` instead of `path`) moves the block with its value, version and history in one write; an existing `new_path` is refused with `is_error` (`Error: The destination ... already exists`). |
 	//
 	// Each tool also accepts `request_heartbeat` (Letta adds it to every tool) and
 	// ignores it. Dates may be `YYYY-MM-DD`, `YYYY-MM-DDTHH:MM[:SS]` or RFC 3339;
@@ -12432,7 +12708,7 @@ type ClientWithResponsesInterface interface {
 	// | `memory_insert` | `label`, `new_str`, `insert_line?` | inserts after line `insert_line` (`0`: at the top; `-1` or absent: at the end) |
 	// | `memory_replace` | `label`, `old_str`, `new_str` | replaces `old_str`, which must occur exactly once |
 	// | `memory_rethink` | `label`, `new_memory` | rewrites the whole block, creating it if missing |
-	// | `memory` | `command`, `path`, `file_text?`, `old_str?`, `new_str?`, `insert_line?`, `insert_text?`, `view_range?` | Anthropic's memory tool: `view`, `create`, `str_replace`, `insert`, `delete` on `/memories`, where `/memories/<label>` is the block `<label>`; any other path (`..`, nested, outside `/memories`) is refused with `is_error` and nothing is touched. `rename` is not served (`422`). |
+	// | `memory` | `command`, `path`, `file_text?`, `old_str?`, `new_str?`, `insert_line?`, `insert_text?`, `view_range?`, `old_path?`, `new_path?` | Anthropic's memory tool: `view`, `create`, `str_replace`, `insert`, `delete`, `rename` on `/memories`, where `/memories/<label>` is the block `<label>`; any other path (`..`, nested, outside `/memories`) is refused with `is_error` and nothing is touched. `rename` (`old_path`, `new_path` instead of `path`) moves the block with its value, version and history in one write; an existing `new_path` is refused with `is_error` (`Error: The destination ... already exists`). |
 	//
 	// Each tool also accepts `request_heartbeat` (Letta adds it to every tool) and
 	// ignores it. Dates may be `YYYY-MM-DD`, `YYYY-MM-DDTHH:MM[:SS]` or RFC 3339;
@@ -16032,6 +16308,11 @@ type SearchPassagesResponse404Headers struct {
 	XRequestID string
 }
 
+// SearchPassagesResponse422Headers the declared response headers of an HTTP 422 response for SearchPassages
+type SearchPassagesResponse422Headers struct {
+	XRequestID string
+}
+
 // SearchPassagesResponse429Headers the declared response headers of an HTTP 429 response for SearchPassages
 type SearchPassagesResponse429Headers struct {
 	RetryAfter int
@@ -16067,6 +16348,8 @@ type SearchPassagesResponse struct {
 	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ValidationFailed
 	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationProblemJSON429 *RateLimited
 	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
@@ -16085,6 +16368,8 @@ type SearchPassagesResponse struct {
 	Headers403 *SearchPassagesResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *SearchPassagesResponse404Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *SearchPassagesResponse422Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *SearchPassagesResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
@@ -16118,6 +16403,11 @@ func (r SearchPassagesResponse) GetApplicationProblemJSON403() *Forbidden {
 // GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r SearchPassagesResponse) GetApplicationProblemJSON404() *NotFound {
 	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r SearchPassagesResponse) GetApplicationProblemJSON422() *ValidationFailed {
+	return r.ApplicationProblemJSON422
 }
 
 // GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -16163,6 +16453,183 @@ func (r SearchPassagesResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r SearchPassagesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// SearchPassagesByBodyResponse200Headers the declared response headers of an HTTP 200 response for SearchPassagesByBody
+type SearchPassagesByBodyResponse200Headers struct {
+	XRequestID string
+}
+
+// SearchPassagesByBodyResponse400Headers the declared response headers of an HTTP 400 response for SearchPassagesByBody
+type SearchPassagesByBodyResponse400Headers struct {
+	XRequestID string
+}
+
+// SearchPassagesByBodyResponse401Headers the declared response headers of an HTTP 401 response for SearchPassagesByBody
+type SearchPassagesByBodyResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestID      string
+}
+
+// SearchPassagesByBodyResponse403Headers the declared response headers of an HTTP 403 response for SearchPassagesByBody
+type SearchPassagesByBodyResponse403Headers struct {
+	XRequestID string
+}
+
+// SearchPassagesByBodyResponse404Headers the declared response headers of an HTTP 404 response for SearchPassagesByBody
+type SearchPassagesByBodyResponse404Headers struct {
+	XRequestID string
+}
+
+// SearchPassagesByBodyResponse422Headers the declared response headers of an HTTP 422 response for SearchPassagesByBody
+type SearchPassagesByBodyResponse422Headers struct {
+	XRequestID string
+}
+
+// SearchPassagesByBodyResponse429Headers the declared response headers of an HTTP 429 response for SearchPassagesByBody
+type SearchPassagesByBodyResponse429Headers struct {
+	RetryAfter int
+	XRequestID string
+}
+
+// SearchPassagesByBodyResponse500Headers the declared response headers of an HTTP 500 response for SearchPassagesByBody
+type SearchPassagesByBodyResponse500Headers struct {
+	XRequestID string
+}
+
+// SearchPassagesByBodyResponse503Headers the declared response headers of an HTTP 503 response for SearchPassagesByBody
+type SearchPassagesByBodyResponse503Headers struct {
+	RetryAfter int
+	XRequestID string
+}
+
+// SearchPassagesByBodyResponseDefaultHeaders the declared response headers of an HTTP default response for SearchPassagesByBody
+type SearchPassagesByBodyResponseDefaultHeaders struct {
+	XRequestID string
+}
+
+type SearchPassagesByBodyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PassageSearchResult
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *RateLimited
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *Default
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *SearchPassagesByBodyResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *SearchPassagesByBodyResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SearchPassagesByBodyResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *SearchPassagesByBodyResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *SearchPassagesByBodyResponse404Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *SearchPassagesByBodyResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SearchPassagesByBodyResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *SearchPassagesByBodyResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *SearchPassagesByBodyResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *SearchPassagesByBodyResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SearchPassagesByBodyResponse) GetJSON200() *PassageSearchResult {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r SearchPassagesByBodyResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r SearchPassagesByBodyResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r SearchPassagesByBodyResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r SearchPassagesByBodyResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r SearchPassagesByBodyResponse) GetApplicationProblemJSON422() *ValidationFailed {
+	return r.ApplicationProblemJSON422
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r SearchPassagesByBodyResponse) GetApplicationProblemJSON429() *RateLimited {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r SearchPassagesByBodyResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r SearchPassagesByBodyResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r SearchPassagesByBodyResponse) GetApplicationProblemJSONDefault() *Default {
+	return r.ApplicationProblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r SearchPassagesByBodyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SearchPassagesByBodyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SearchPassagesByBodyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SearchPassagesByBodyResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -23372,7 +23839,8 @@ func (c *ClientWithResponses) ListAPIKeysWithResponse(ctx context.Context, param
 // Makes a key for the caller's tenant with the given scope. The answer is the
 // only time the key text (`key`) is shown: only its SHA-256 is stored. Keys for
 // a new tenant are made with the CLI: `server keys create --tenant NAME --scope write`.
-// In open mode, the first key created ends open mode.
+// In open mode, the first key created ends open mode. With `user_id`, the key
+// is bound to that end user and sees only its sessions (see Authentication).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -23390,7 +23858,8 @@ func (c *ClientWithResponses) CreateAPIKeyWithBodyWithResponse(ctx context.Conte
 // Makes a key for the caller's tenant with the given scope. The answer is the
 // only time the key text (`key`) is shown: only its SHA-256 is stored. Keys for
 // a new tenant are made with the CLI: `server keys create --tenant NAME --scope write`.
-// In open mode, the first key created ends open mode.
+// In open mode, the first key created ends open mode. With `user_id`, the key
+// is bound to that end user and sees only its sessions (see Authentication).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -23766,7 +24235,8 @@ func (c *ClientWithResponses) CreatePassageWithResponse(ctx context.Context, id 
 // matches when it contains **any** of the words, compared case-insensitively
 // after English stemming; passages with more of the words, or rarer ones, rank
 // higher. At most 32 distinct words count; a `q` with no word finds nothing.
-// This is keyword search, not semantic (embedding) search.
+// With `mode=vector` or `hybrid` it searches by meaning instead, or too,
+// against the embeddings given with the passages (see `PassageSearchMode`).
 //
 // Filters all apply: `tags` (the passage must carry **every** tag given),
 // and `after`/`before` on `created_at`, both inclusive. Passages are
@@ -23789,6 +24259,44 @@ func (c *ClientWithResponses) SearchPassagesWithResponse(ctx context.Context, id
 		return nil, err
 	}
 	return ParseSearchPassagesResponse(rsp)
+}
+
+// SearchPassagesByBodyWithBodyWithResponse Search an agent's archival memory (JSON body)
+//
+// The same search as `GET`, with the parameters in a JSON body, so that a
+// `query_embedding` of any length fits. Needs `read` scope. Only this
+// agent's passages are ever searched. A `query_embedding` of another length
+// than the agent's embedded passages, or missing for `vector`/`hybrid`, is
+// `422` naming `query_embedding`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/agents/{id}/archival/search (the `SearchPassagesByBody` operationId).
+func (c *ClientWithResponses) SearchPassagesByBodyWithBodyWithResponse(ctx context.Context, id AgentID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SearchPassagesByBodyResponse, error) {
+	rsp, err := c.SearchPassagesByBodyWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSearchPassagesByBodyResponse(rsp)
+}
+
+// SearchPassagesByBodyWithResponse Search an agent's archival memory (JSON body)
+//
+// The same search as `GET`, with the parameters in a JSON body, so that a
+// `query_embedding` of any length fits. Needs `read` scope. Only this
+// agent's passages are ever searched. A `query_embedding` of another length
+// than the agent's embedded passages, or missing for `vector`/`hybrid`, is
+// `422` naming `query_embedding`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/agents/{id}/archival/search (the `SearchPassagesByBody` operationId).
+func (c *ClientWithResponses) SearchPassagesByBodyWithResponse(ctx context.Context, id AgentID, body SearchPassagesByBodyJSONRequestBody, reqEditors ...RequestEditorFn) (*SearchPassagesByBodyResponse, error) {
+	rsp, err := c.SearchPassagesByBody(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSearchPassagesByBodyResponse(rsp)
 }
 
 // DeletePassageWithResponse Delete a passage
@@ -24126,7 +24634,7 @@ func (c *ClientWithResponses) SearchAgentMessagesWithResponse(ctx context.Contex
 // | `memory_insert` | `label`, `new_str`, `insert_line?` | inserts after line `insert_line` (`0`: at the top; `-1` or absent: at the end) |
 // | `memory_replace` | `label`, `old_str`, `new_str` | replaces `old_str`, which must occur exactly once |
 // | `memory_rethink` | `label`, `new_memory` | rewrites the whole block, creating it if missing |
-// | `memory` | `command`, `path`, `file_text?`, `old_str?`, `new_str?`, `insert_line?`, `insert_text?`, `view_range?` | Anthropic's memory tool: `view`, `create`, `str_replace`, `insert`, `delete` on `/memories`, where `/memories/<label>` is the block `<label>`; any other path (`..`, nested, outside `/memories`) is refused with `is_error` and nothing is touched. `rename` is not served (`422`). |
+// | `memory` | `command`, `path`, `file_text?`, `old_str?`, `new_str?`, `insert_line?`, `insert_text?`, `view_range?`, `old_path?`, `new_path?` | Anthropic's memory tool: `view`, `create`, `str_replace`, `insert`, `delete`, `rename` on `/memories`, where `/memories/<label>` is the block `<label>`; any other path (`..`, nested, outside `/memories`) is refused with `is_error` and nothing is touched. `rename` (`old_path`, `new_path` instead of `path`) moves the block with its value, version and history in one write; an existing `new_path` is refused with `is_error` (`Error: The destination ... already exists`). |
 //
 // Each tool also accepts `request_heartbeat` (Letta adds it to every tool) and
 // ignores it. Dates may be `YYYY-MM-DD`, `YYYY-MM-DDTHH:MM[:SS]` or RFC 3339;
@@ -24180,7 +24688,7 @@ func (c *ClientWithResponses) RunToolWithBodyWithResponse(ctx context.Context, i
 // | `memory_insert` | `label`, `new_str`, `insert_line?` | inserts after line `insert_line` (`0`: at the top; `-1` or absent: at the end) |
 // | `memory_replace` | `label`, `old_str`, `new_str` | replaces `old_str`, which must occur exactly once |
 // | `memory_rethink` | `label`, `new_memory` | rewrites the whole block, creating it if missing |
-// | `memory` | `command`, `path`, `file_text?`, `old_str?`, `new_str?`, `insert_line?`, `insert_text?`, `view_range?` | Anthropic's memory tool: `view`, `create`, `str_replace`, `insert`, `delete` on `/memories`, where `/memories/<label>` is the block `<label>`; any other path (`..`, nested, outside `/memories`) is refused with `is_error` and nothing is touched. `rename` is not served (`422`). |
+// | `memory` | `command`, `path`, `file_text?`, `old_str?`, `new_str?`, `insert_line?`, `insert_text?`, `view_range?`, `old_path?`, `new_path?` | Anthropic's memory tool: `view`, `create`, `str_replace`, `insert`, `delete`, `rename` on `/memories`, where `/memories/<label>` is the block `<label>`; any other path (`..`, nested, outside `/memories`) is refused with `is_error` and nothing is touched. `rename` (`old_path`, `new_path` instead of `path`) moves the block with its value, version and history in one write; an existing `new_path` is refused with `is_error` (`Error: The destination ... already exists`). |
 //
 // Each tool also accepts `request_heartbeat` (Letta adds it to every tool) and
 // ignores it. Dates may be `YYYY-MM-DD`, `YYYY-MM-DDTHH:MM[:SS]` or RFC 3339;
@@ -28531,6 +29039,13 @@ func ParseSearchPassagesResponse(rsp *http.Response) (*SearchPassagesResponse, e
 		}
 		response.ApplicationProblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -28619,6 +29134,16 @@ func ParseSearchPassagesResponse(rsp *http.Response) (*SearchPassagesResponse, e
 			headers.XRequestID = value
 		}
 		response.Headers404 = &headers
+	case rsp.StatusCode == 422:
+		var headers SearchPassagesResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers422 = &headers
 	case rsp.StatusCode == 429:
 		var headers SearchPassagesResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -28665,6 +29190,219 @@ func ParseSearchPassagesResponse(rsp *http.Response) (*SearchPassagesResponse, e
 		response.Headers503 = &headers
 	case true:
 		var headers SearchPassagesResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSearchPassagesByBodyResponse parses an HTTP response from a SearchPassagesByBodyWithResponse call
+func ParseSearchPassagesByBodyResponse(rsp *http.Response) (*SearchPassagesByBodyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SearchPassagesByBodyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PassageSearchResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Default
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers SearchPassagesByBodyResponse200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers SearchPassagesByBodyResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers SearchPassagesByBodyResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers SearchPassagesByBodyResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers SearchPassagesByBodyResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 422:
+		var headers SearchPassagesByBodyResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers SearchPassagesByBodyResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers SearchPassagesByBodyResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers SearchPassagesByBodyResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	case true:
+		var headers SearchPassagesByBodyResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {

@@ -2,9 +2,12 @@ package api
 
 import (
 	"net/http"
+	"strconv"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/logbook/logbook/internal/model"
+	"github.com/logbook/logbook/internal/repo"
 )
 
 func (s *Server) createPassage(w http.ResponseWriter, r *http.Request) {
@@ -59,13 +62,55 @@ type passageHits struct {
 }
 
 func (s *Server) searchPassages(w http.ResponseWriter, r *http.Request) {
-	q := parseQuery(r, "q", "tags", "after", "before", "limit")
-	in := model.PassageSearch{Query: q.required("q"), Tags: q.list("tags"), After: q.time("after"), Before: q.time("before"),
-		Limit: q.page().Limit}
+	q := parseQuery(r, "q", "mode", "query_embedding", "tags", "after", "before", "limit")
+	in := model.PassageSearch{Mode: q.oneOf("mode", model.SearchKeyword, model.SearchVector, model.SearchHybrid),
+		Tags: q.list("tags"), After: q.time("after"), Before: q.time("before"), Limit: q.page().Limit}
+	if in.Mode != model.SearchVector {
+		in.Query = q.required("q")
+	}
+	for _, v := range q.list("query_embedding") {
+		f, err := strconv.ParseFloat(v, 32)
+		if err != nil {
+			q.fail("query_embedding", "must be numbers separated by commas")
+			break
+		}
+		in.QueryEmbedding = append(in.QueryEmbedding, float32(f))
+	}
 	if err := q.err(); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
+	s.runPassageSearch(w, r, in)
+}
+
+// passageSearchBody is the body of POST /v1/agents/{id}/archival/search, the
+// form of the search for query embeddings too long for a query string.
+type passageSearchBody struct {
+	Mode           string      `json:"mode,omitempty" validate:"omitempty,oneof=keyword vector hybrid"`
+	Q              string      `json:"q,omitempty" validate:"max=10000"`
+	QueryEmbedding []float32   `json:"query_embedding,omitempty" validate:"max=8192"`
+	Tags           []string    `json:"tags,omitempty" validate:"max=64"`
+	After          *model.Time `json:"after,omitempty"`
+	Before         *model.Time `json:"before,omitempty"`
+	Limit          int         `json:"limit,omitempty" validate:"min=0,max=200"`
+}
+
+func (s *Server) searchPassagesPost(w http.ResponseWriter, r *http.Request) {
+	b, err := decode[passageSearchBody](s, w, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if b.Mode != model.SearchVector && strings.TrimSpace(b.Q) == "" {
+		s.writeError(w, r, model.Invalid(model.FieldError{Field: "q", Message: "is required for mode keyword and hybrid"}))
+		return
+	}
+	in := model.PassageSearch{Mode: b.Mode, Query: strings.TrimSpace(b.Q), QueryEmbedding: b.QueryEmbedding, Tags: b.Tags,
+		After: b.After, Before: b.Before, Limit: repo.PageRequest{Limit: b.Limit}.Clamp()}
+	s.runPassageSearch(w, r, in)
+}
+
+func (s *Server) runPassageSearch(w http.ResponseWriter, r *http.Request, in model.PassageSearch) {
 	hits, err := s.store.SearchPassages(r.Context(), tenantOf(r), chi.URLParam(r, "id"), in)
 	if err != nil {
 		s.writeError(w, r, err)

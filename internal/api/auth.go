@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-chi/chi/v5"
 	"github.com/logbook/logbook/internal/model"
 )
 
@@ -56,6 +57,47 @@ func (s *Server) require(need model.Scope) func(http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 		})
 	}
+}
+
+// userBound keeps a key bound to one end user to that user's sessions: a
+// session of another user (or of none) is 404, as if it did not exist, and the
+// routes that span users are 403. It runs after routing, so it reads the
+// route's pattern and parameters as the handler will.
+func (s *Server) userBound(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := principalOf(r)
+		if p.UserID == "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		switch pattern := chi.RouteContext(r.Context()).RoutePattern(); {
+		case spansUsers[pattern],
+			pattern == "/v1/agents/{id}/tools/{tool_name}" && chi.URLParam(r, "tool_name") == "conversation_search":
+			s.writeError(w, r, model.ForbiddenForUser(p.UserID))
+			return
+		case strings.HasPrefix(pattern, "/v1/sessions/{id}"):
+			id := chi.URLParam(r, "id")
+			ses, err := s.store.GetSession(r.Context(), p.Tenant, id)
+			if err == nil && (ses.UserID == nil || *ses.UserID != p.UserID) {
+				err = model.NotFound("session", id)
+			}
+			if err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// spansUsers are the routes that read or write the sessions of every user of
+// the tenant at once; a key bound to one user may not use them.
+var spansUsers = map[string]bool{
+	"/v1/messages/search":             true,
+	"/v1/agents/{id}/messages/search": true,
+	"/v1/events":                      true,
+	"/v1/usage":                       true,
+	"/v1/sessions/import":             true,
 }
 
 func principalOf(r *http.Request) model.Principal {

@@ -242,6 +242,8 @@ func TestCrossTenantEveryRoute(t *testing.T) {
 		"searchMessages":      {ownList, nil, "?q=zebras"},
 		"listTools":           {ownList, nil, ""},
 
+		"searchPassagesByBody": {notFound, map[string]any{"mode": "hybrid", "q": "zebras", "query_embedding": []float32{1}}, ""},
+
 		"putCheckpoint":       {notFound, map[string]any{"iteration": 99, "state": map[string]any{}}, ""},
 		"patchCheckpoint":     {notFound, map[string]any{"iteration": 99, "state_patch": map[string]any{"x": 1}}, ""},
 		"getLatestCheckpoint": {notFound, nil, ""},

@@ -89,6 +89,9 @@ func (s *Server) memoryTool(ctx context.Context, w http.ResponseWriter, r *http.
 	if err != nil {
 		return model.ToolResult{}, err
 	}
+	if in.Command == "rename" {
+		return s.memoryRename(ctx, tenant, agentID, in)
+	}
 	if in.Path == nil {
 		return model.ToolResult{}, model.ToolRefusal("Error: Parameter `path` is required for command: %s", in.Command)
 	}
@@ -199,6 +202,38 @@ func (s *Server) memoryTool(ctx context.Context, w http.ResponseWriter, r *http.
 		}
 		return model.ToolResult{Result: "Successfully deleted " + path}, nil
 	}
+}
+
+// memoryRename renames a block, its value and its history, as the memory
+// tool renames a file; both paths are read as the other commands read path.
+func (s *Server) memoryRename(ctx context.Context, tenant, agentID string, in model.MemoryToolArgs) (model.ToolResult, error) {
+	var labels [2]string
+	for i, p := range []struct {
+		name string
+		path *string
+	}{{"old_path", in.OldPath}, {"new_path", in.NewPath}} {
+		if p.path == nil {
+			return model.ToolResult{}, model.ToolRefusal("Error: Parameter `%s` is required for command: rename", p.name)
+		}
+		label, err := model.MemoryPath(*p.path)
+		if err != nil {
+			return model.ToolResult{}, err
+		}
+		if label == "" {
+			return model.ToolResult{}, model.ToolRefusal("Error: %s is a directory; the rename command needs a file, %s/<name>", *p.path, model.MemoryDir)
+		}
+		labels[i] = label
+	}
+	_, err := s.store.RenameBlock(ctx, tenant, agentID, labels[0], labels[1], repo.EditByTool)
+	switch {
+	case model.IsNotFound(err, "block"):
+		return model.ToolError("Error: The path %s does not exist", *in.OldPath), nil
+	case model.AsError(err).Code == "block_exists" || model.AsError(err).Code == "conflict":
+		return model.ToolError("Error: The destination %s already exists", *in.NewPath), nil
+	case err != nil:
+		return model.ToolResult{}, err
+	}
+	return model.ToolResult{Result: fmt.Sprintf("Successfully renamed %s to %s", *in.OldPath, *in.NewPath)}, nil
 }
 
 func (s *Server) memoryDirView(ctx context.Context, tenant, agentID string) (model.ToolResult, error) {

@@ -146,7 +146,7 @@ func TestMemoryToolsNew(t *testing.T) {
 		}
 	})
 	t.Run("malformed_is_422", func(t *testing.T) {
-		c.do("POST", "/v1/agents/a/tools/memory", map[string]any{"command": "rename", "old_path": "/memories/a", "new_path": "/memories/b"}).
+		c.do("POST", "/v1/agents/a/tools/memory", map[string]any{"command": "move", "path": "/memories/a"}).
 			wantProblem(t, http.StatusUnprocessableEntity, "validation_failed")
 		c.do("POST", "/v1/agents/a/tools/memory_replace", map[string]any{"label": "notes", "new_str": "x"}).
 			wantProblem(t, http.StatusUnprocessableEntity, "validation_failed")
@@ -167,3 +167,65 @@ func TestMemoryToolsNew(t *testing.T) {
 }
 
 func fmtString(format, path string) string { return fmt.Sprintf(format, path) }
+
+// TestMemoryToolRename renames blocks with the memory tool through the router,
+// on the backend LOGBOOK_TEST_BACKEND names: the value and the history move.
+func TestMemoryToolRename(t *testing.T) {
+	root := newClient(t)
+	c := root.as(mustKey(t, root, "t1", model.ScopeWrite).Key)
+	other := root.as(mustKey(t, root, "t2", model.ScopeWrite).Key)
+	mustCreateAgent(t, c, map[string]any{"id": "a", "name": "a"})
+	c.do("PUT", "/v1/agents/a/blocks/draft", map[string]any{"value": "v1"}).want(t, http.StatusCreated, nil)
+	c.do("PUT", "/v1/agents/a/blocks/draft", map[string]any{"value": "v2"}).want(t, http.StatusOK, nil)
+	c.do("PUT", "/v1/agents/a/blocks/taken", map[string]any{"value": "t"}).want(t, http.StatusCreated, nil)
+	c.do("PUT", "/v1/agents/a/blocks/persona", map[string]any{"value": "p", "read_only": true}).want(t, http.StatusCreated, nil)
+	rename := func(cl *client, args map[string]any) *response {
+		args["command"] = "rename"
+		return cl.do("POST", "/v1/agents/a/tools/memory", args)
+	}
+	tool := func(args map[string]any, want string, isError bool) {
+		t.Helper()
+		var r model.ToolResult
+		rename(c, args).want(t, http.StatusOK, &r)
+		if r.Result != want || r.IsError != isError {
+			t.Errorf("%v: got %q (is_error %v), want %q (is_error %v)", args, r.Result, r.IsError, want, isError)
+		}
+	}
+
+	tool(map[string]any{"old_path": "/memories/draft", "new_path": "/memories/final"}, "Successfully renamed /memories/draft to /memories/final", false)
+	var b model.Block
+	c.do("GET", "/v1/agents/a/blocks/final", nil).want(t, http.StatusOK, &b)
+	if b.Value != "v2" || b.Version != 2 {
+		t.Errorf("renamed block = %q v%d, want v2 at version 2", b.Value, b.Version)
+	}
+	c.do("GET", "/v1/agents/a/blocks/draft", nil).wantProblem(t, http.StatusNotFound, "not_found")
+	var h struct{ Data []model.Block }
+	c.do("GET", "/v1/agents/a/blocks/final/history", nil).want(t, http.StatusOK, &h)
+	if len(h.Data) != 2 || h.Data[0].Value != "v2" || h.Data[1].Value != "v1" {
+		t.Errorf("history after rename = %+v", h.Data)
+	}
+
+	tool(map[string]any{"old_path": "/memories/final", "new_path": "/memories/taken"}, "Error: The destination /memories/taken already exists", true)
+	tool(map[string]any{"old_path": "/memories/nope", "new_path": "/memories/x"}, "Error: The path /memories/nope does not exist", true)
+	for _, bad := range []map[string]any{
+		{"old_path": "/memories/../etc/passwd", "new_path": "/memories/x"},
+		{"old_path": "/memories/final", "new_path": "/memories/../x"},
+		{"old_path": "/memories/final", "new_path": "/memories/a/b"},
+		{"old_path": "/memories/final", "new_path": "/tmp/x"},
+		{"old_path": "/memories/final", "new_path": "/memories"},
+		{"old_path": "/memories/final"},
+	} {
+		var r model.ToolResult
+		rename(c, bad).want(t, http.StatusOK, &r)
+		if !r.IsError {
+			t.Errorf("%v: not refused: %q", bad, r.Result)
+		}
+	}
+	c.do("GET", "/v1/agents/a/blocks/final", nil).want(t, http.StatusOK, &b)
+	if b.Value != "v2" {
+		t.Errorf("final after refused renames = %q", b.Value)
+	}
+	rename(c, map[string]any{"old_path": "/memories/persona", "new_path": "/memories/p2"}).wantProblem(t, http.StatusConflict, "read_only")
+	rename(other, map[string]any{"old_path": "/memories/final", "new_path": "/memories/x"}).wantProblem(t, http.StatusNotFound, "not_found")
+	c.do("GET", "/v1/agents/a/blocks/persona", nil).want(t, http.StatusOK, nil)
+}

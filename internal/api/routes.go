@@ -32,7 +32,7 @@ func (s *Server) routes() *chi.Mux {
 		r.Use(s.authenticate, s.rateLimit)
 
 		r.Group(func(r chi.Router) {
-			r.Use(s.require(model.ScopeRead))
+			r.Use(s.require(model.ScopeRead), s.userBound)
 			r.Get("/sessions", s.listSessions)
 			r.Get("/sessions/{id}", s.getSession)
 			r.Get("/sessions/{id}/messages", s.listMessages)
@@ -63,7 +63,7 @@ func (s *Server) routes() *chi.Mux {
 		})
 
 		r.Group(func(r chi.Router) {
-			r.Use(s.require(model.ScopeWrite))
+			r.Use(s.require(model.ScopeWrite), s.userBound)
 			r.Post("/sessions", s.createSession)
 			r.Patch("/sessions/{id}", s.updateSession)
 			r.Delete("/sessions/{id}", s.closeSession)
@@ -86,6 +86,7 @@ func (s *Server) routes() *chi.Mux {
 			r.Post("/agents/{id}/blocks/{label}/append", s.appendBlock)
 			r.Post("/agents/{id}/blocks/{label}/replace", s.replaceBlock)
 			r.Post("/agents/{id}/archival", s.createPassage)
+			r.Post("/agents/{id}/archival/search", s.searchPassagesPost)
 			r.Delete("/agents/{id}/archival/{passage_id}", s.deletePassage)
 			// Searches through tools read, but the route is one: the tools that write
 			// decide its scope.

@@ -14,6 +14,13 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	if user := principalOf(r).UserID; user != "" {
+		if in.UserID != nil && *in.UserID != user {
+			s.writeError(w, r, model.ForbiddenForUser(user))
+			return
+		}
+		in.UserID = &user
+	}
 	ses, err := s.store.CreateSession(r.Context(), tenantOf(r), in)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -59,6 +66,13 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 	if err := q.err(); err != nil {
 		s.writeError(w, r, err)
 		return
+	}
+	if user := principalOf(r).UserID; user != "" {
+		if f.UserID != "" && f.UserID != user {
+			s.writeJSON(w, r, http.StatusOK, model.Page[model.Session]{Data: []model.Session{}})
+			return
+		}
+		f.UserID = user
 	}
 	page, err := s.store.ListSessions(r.Context(), tenantOf(r), f, p)
 	if err != nil {

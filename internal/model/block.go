@@ -81,6 +81,11 @@ func ReplaceValue(label, current, old, new string) (string, error) {
 	return strings.ReplaceAll(current, old, new), nil
 }
 
+// BlockExists is a rename onto a label the agent already has.
+func BlockExists(label string) *Error {
+	return &Error{Kind: KindConflict, Code: "block_exists", Msg: fmt.Sprintf("memory block '%s' already exists", label)}
+}
+
 // ReadOnlyBlock is a tool's write to a block the agent may only read.
 func ReadOnlyBlock(label string) *Error {
 	return &Error{Kind: KindConflict, Code: "read_only",

@@ -23,6 +23,7 @@ type Principal struct {
 	Tenant string
 	Scope  Scope
 	KeyID  string // empty in open mode
+	UserID string // the end user a bound key acts for; empty: any user
 }
 
 // DefaultTenant is the tenant of open mode (no API key exists, loopback only).
@@ -36,6 +37,9 @@ type APIKey struct {
 	Scope     Scope  `json:"scope"`
 	CreatedAt Time   `json:"created_at"`
 	RevokedAt *Time  `json:"revoked_at"`
+	// UserID binds the key to one end user: it sees only sessions with this
+	// user_id, and the sessions it creates get it. Nil: the key sees every session.
+	UserID *string `json:"user_id"`
 }
 
 // NewAPIKey is a key just made: the only time its text (Key) is shown.
@@ -48,12 +52,21 @@ type NewAPIKey struct {
 type CreateAPIKey struct {
 	Scope Scope  `json:"scope" validate:"required,oneof=read write admin"`
 	Name  string `json:"name,omitempty" validate:"max=200"`
+	// UserID binds the key to one end user (see APIKey.UserID); not with admin scope.
+	UserID *string `json:"user_id,omitempty" validate:"omitempty,min=1,max=128,excluded_if=Scope admin"`
 }
 
 // ErrUnauthorized is a missing, malformed, unknown or revoked key. One error for
 // all four, so that an answer never tells which keys exist.
 var ErrUnauthorized = &Error{Kind: KindUnauthorized, Code: "unauthorized",
 	Msg: "a valid API key is required: send Authorization: Bearer lb_…"}
+
+// ForbiddenForUser is a key bound to one end user on a route that spans users,
+// or naming another user.
+func ForbiddenForUser(user string) *Error {
+	return &Error{Kind: KindForbidden, Code: "forbidden",
+		Msg: "this key is bound to user " + user + "; it acts only on that user's sessions"}
+}
 
 // Forbidden is a valid key whose scope does not reach the route.
 func Forbidden(have, need Scope) *Error {

@@ -20,24 +20,38 @@ type CreatePassage struct {
 	Metadata Object   `json:"metadata,omitempty"`
 	// ExpiresAt, if set, is when the passage expires (RFC 3339).
 	ExpiresAt *Time `json:"expires_at,omitempty"`
+	// Embedding and EmbeddingModel, both or neither, are the client's vector of
+	// the content. The agent's first passage with one pins model and length.
+	Embedding      []float32 `json:"embedding,omitempty" validate:"max=8192"`
+	EmbeddingModel string    `json:"embedding_model,omitempty" validate:"max=256"`
 }
 
 // PassageHit is a search result: the passage, a snippet with the matches marked,
-// and its rank (bm25; lower is better, as SQLite reports it).
+// and its rank, lower is better: bm25 as SQLite reports it (keyword), cosine
+// distance (vector), or minus the reciprocal rank fusion score (hybrid).
 type PassageHit struct {
 	Passage
 	Snippet string  `json:"snippet"`
 	Rank    float64 `json:"rank"`
 }
 
+// Archival search modes.
+const (
+	SearchKeyword = "keyword" // full-text ranking of Query (the default)
+	SearchVector  = "vector"  // cosine similarity to QueryEmbedding
+	SearchHybrid  = "hybrid"  // reciprocal rank fusion of both
+)
+
 // PassageSearch is an archival search.
 type PassageSearch struct {
-	Query  string
-	Tags   []string // every tag must be present
-	After  *Time
-	Before *Time
-	Limit  int
-	Offset int // for Letta's page argument
+	Mode           string    // SearchKeyword when empty
+	Query          string    // for keyword and hybrid
+	QueryEmbedding []float32 // for vector and hybrid
+	Tags           []string  // every tag must be present
+	After          *Time
+	Before         *Time
+	Limit          int
+	Offset         int // for Letta's page argument
 }
 
 // MessageHit is a conversation search result.

@@ -6,8 +6,7 @@ import (
 )
 
 // Letta's current memory tools (memory_insert, memory_replace, memory_rethink)
-// and Anthropic's memory tool (memory, type memory_20250818; its rename
-// command is not served), whose /memories
+// and Anthropic's memory tool (memory, type memory_20250818), whose /memories
 // directory is the agent's blocks: /memories/<label> is the block <label>.
 
 type MemoryInsertArgs struct {
@@ -32,7 +31,7 @@ type MemoryRethinkArgs struct {
 
 // MemoryToolArgs are the arguments of Anthropic's memory tool, all commands in one.
 type MemoryToolArgs struct {
-	Command    string  `json:"command" validate:"required,oneof=view create str_replace insert delete"`
+	Command    string  `json:"command" validate:"required,oneof=view create str_replace insert delete rename"`
 	Path       *string `json:"path"`
 	FileText   *string `json:"file_text"`
 	OldStr     *string `json:"old_str"`
@@ -40,6 +39,8 @@ type MemoryToolArgs struct {
 	InsertLine *int    `json:"insert_line"`
 	InsertText *string `json:"insert_text"`
 	ViewRange  []int   `json:"view_range" validate:"omitempty,len=2"`
+	OldPath    *string `json:"old_path"`
+	NewPath    *string `json:"new_path"`
 }
 
 // MemoryDir is the directory of Anthropic's memory tool.
@@ -136,10 +137,10 @@ var newMemoryTools = []ToolDef{
 			"new_memory": stringProp("The new memory contents with information integrated from existing memory blocks and the conversation context. Do not include line number prefixes."),
 		})},
 	{Name: "memory",
-		Description: "Anthropic's memory tool (type memory_20250818): view, create, str_replace, insert and delete files in the /memories directory. Each file /memories/<name> is the agent's memory block <name>.",
+		Description: "Anthropic's memory tool (type memory_20250818): view, create, str_replace, insert, delete and rename files in the /memories directory. Each file /memories/<name> is the agent's memory block <name>.",
 		Parameters: map[string]any{"type": "object", "required": []string{"command"}, "additionalProperties": false,
 			"properties": map[string]any{
-				"command": map[string]any{"type": "string", "enum": []string{"view", "create", "str_replace", "insert", "delete"},
+				"command": map[string]any{"type": "string", "enum": []string{"view", "create", "str_replace", "insert", "delete", "rename"},
 					"description": "The operation to perform."},
 				"path":        stringProp("The path: /memories, or a file /memories/<name>."),
 				"file_text":   stringProp("The content of the file to create (create)."),
@@ -149,5 +150,7 @@ var newMemoryTools = []ToolDef{
 				"insert_text": stringProp("The text to insert (insert)."),
 				"view_range": map[string]any{"type": "array", "items": map[string]any{"type": "integer"}, "minItems": 2, "maxItems": 2,
 					"description": "Optional [start, end] lines to view, 1-based; end -1 means the last line (view)."},
+				"old_path": stringProp("The file to rename, /memories/<name> (rename)."),
+				"new_path": stringProp("The file's new path, /memories/<name>; it must not exist yet (rename)."),
 			}}},
 }

@@ -89,6 +89,9 @@ type Memory interface {
 	// new, at Version 0.
 	EditBlock(ctx context.Context, tenant, agentID, label string, by BlockEdit, create bool, edit func(*model.Block) error) (model.Block, error)
 	DeleteBlock(ctx context.Context, tenant, agentID, label string) error
+	// RenameBlock moves a block, its value and its history, to label to, in one
+	// write. Errors: KindNotFound, block_exists, read_only (tools).
+	RenameBlock(ctx context.Context, tenant, agentID, from, to string, by BlockEdit) (model.Block, error)
 	BlockHistory(ctx context.Context, tenant, agentID, label string, p PageRequest) (model.Page[model.Block], error)
 
 	CreatePassage(ctx context.Context, tenant, agentID string, in model.CreatePassage) (model.Passage, error)

@@ -1083,11 +1083,14 @@ class Client:
 
     # --- admin ---------------------------------------------------------------
 
-    def create_key(self, scope: Scope, *, name: Optional[str] = None) -> NewAPIKey:
-        """A new key of the caller's tenant (admin scope); ``key`` is shown this once."""
+    def create_key(self, scope: Scope, *, name: Optional[str] = None, user_id: Optional[str] = None) -> NewAPIKey:
+        """A new key of the caller's tenant (admin scope); ``key`` is shown this once.
+        With ``user_id``, the key sees only that end user's sessions."""
         body: Dict[str, Any] = {"scope": scope}
         if name is not None:
             body["name"] = name
+        if user_id is not None:
+            body["user_id"] = user_id
         return cast(NewAPIKey, self._call("POST", "/v1/admin/keys", json_body=body))
 
     def list_keys(self, *, limit: Optional[int] = None, cursor: Optional[str] = None) -> Pager[APIKey]:

@@ -342,6 +342,7 @@ class APIKey(TypedDict):
     scope: Scope
     created_at: str
     revoked_at: Optional[str]
+    user_id: Optional[str]  # the end user a bound key acts for
 
 
 class NewAPIKey(APIKey):

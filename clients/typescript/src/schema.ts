@@ -826,7 +826,8 @@ export interface paths {
          *     matches when it contains **any** of the words, compared case-insensitively
          *     after English stemming; passages with more of the words, or rarer ones, rank
          *     higher. At most 32 distinct words count; a `q` with no word finds nothing.
-         *     This is keyword search, not semantic (embedding) search.
+         *     With `mode=vector` or `hybrid` it searches by meaning instead, or too,
+         *     against the embeddings given with the passages (see `PassageSearchMode`).
          *
          *     Filters all apply: `tags` (the passage must carry **every** tag given),
          *     and `after`/`before` on `created_at`, both inclusive. Passages are
@@ -842,7 +843,15 @@ export interface paths {
          */
         get: operations["searchPassages"];
         put?: never;
-        post?: never;
+        /**
+         * Search an agent's archival memory (JSON body)
+         * @description The same search as `GET`, with the parameters in a JSON body, so that a
+         *     `query_embedding` of any length fits. Needs `read` scope. Only this
+         *     agent's passages are ever searched. A `query_embedding` of another length
+         *     than the agent's embedded passages, or missing for `vector`/`hybrid`, is
+         *     `422` naming `query_embedding`.
+         */
+        post: operations["searchPassagesByBody"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1021,7 +1030,7 @@ export interface paths {
          *     | `memory_insert` | `label`, `new_str`, `insert_line?` | inserts after line `insert_line` (`0`: at the top; `-1` or absent: at the end) |
          *     | `memory_replace` | `label`, `old_str`, `new_str` | replaces `old_str`, which must occur exactly once |
          *     | `memory_rethink` | `label`, `new_memory` | rewrites the whole block, creating it if missing |
-         *     | `memory` | `command`, `path`, `file_text?`, `old_str?`, `new_str?`, `insert_line?`, `insert_text?`, `view_range?` | Anthropic's memory tool: `view`, `create`, `str_replace`, `insert`, `delete` on `/memories`, where `/memories/<label>` is the block `<label>`; any other path (`..`, nested, outside `/memories`) is refused with `is_error` and nothing is touched. `rename` is not served (`422`). |
+         *     | `memory` | `command`, `path`, `file_text?`, `old_str?`, `new_str?`, `insert_line?`, `insert_text?`, `view_range?`, `old_path?`, `new_path?` | Anthropic's memory tool: `view`, `create`, `str_replace`, `insert`, `delete`, `rename` on `/memories`, where `/memories/<label>` is the block `<label>`; any other path (`..`, nested, outside `/memories`) is refused with `is_error` and nothing is touched. `rename` (`old_path`, `new_path` instead of `path`) moves the block with its value, version and history in one write; an existing `new_path` is refused with `is_error` (`Error: The destination ... already exists`). |
          *
          *     Each tool also accepts `request_heartbeat` (Letta adds it to every tool) and
          *     ignores it. Dates may be `YYYY-MM-DD`, `YYYY-MM-DDTHH:MM[:SS]` or RFC 3339;
@@ -1072,7 +1081,8 @@ export interface paths {
          * @description Makes a key for the caller's tenant with the given scope. The answer is the
          *     only time the key text (`key`) is shown: only its SHA-256 is stored. Keys for
          *     a new tenant are made with the CLI: `server keys create --tenant NAME --scope write`.
-         *     In open mode, the first key created ends open mode.
+         *     In open mode, the first key created ends open mode. With `user_id`, the key
+         *     is bound to that end user and sees only its sessions (see Authentication).
          */
         post: operations["createAPIKey"];
         delete?: never;
@@ -2210,6 +2220,8 @@ export interface components {
              * @description When the key was revoked; `null` while it works.
              */
             revoked_at: string | null;
+            /** @description The end user the key is bound to (it sees only the sessions with this `user_id`); `null` for a key that sees every session of its tenant. */
+            user_id: string | null;
         };
         /** @description A key just made, with its text (`key`), shown this once. */
         NewAPIKey: components["schemas"]["APIKey"] & {
@@ -2222,6 +2234,8 @@ export interface components {
             scope: components["schemas"]["Scope"];
             /** @description A label for people (what the key is for). */
             name?: string;
+            /** @description Binds the key to this end user, the `user_id` of sessions; `read` or `write` scope only (`422` with `admin`). Such a key sees only that user's sessions and creates sessions of that user. */
+            user_id?: string;
         };
         /** @description One page of the tenant's API keys, newest first. */
         APIKeyPage: {
@@ -3114,7 +3128,52 @@ export interface components {
              * @description When the passage's time to live ends (RFC 3339); left out or `null` means never.
              */
             expires_at?: string | null;
+            /**
+             * @description The client's embedding of `content`, for `mode=vector` and `hybrid`
+             *     search; given with `embedding_model`. The agent's first passage with an
+             *     embedding pins the model and the length; a later passage with another
+             *     model or length is `422` naming `embedding_model` or `embedding`.
+             *     Stored as float32 and not returned on reads.
+             */
+            embedding?: number[];
+            /** @description The name of the model that made `embedding`; required with it. */
+            embedding_model?: string;
         };
+        /** @description The body of `POST /v1/agents/{id}/archival/search`. Unknown fields are `422`. */
+        PassageSearchRequest: {
+            mode?: components["schemas"]["PassageSearchMode"];
+            /** @description The words to search for; required for `keyword` and `hybrid`. */
+            q?: string;
+            /**
+             * @description The query's embedding, by the agent's pinned model; required for `vector`
+             *     and `hybrid`. Another length than the agent's passages is `422`.
+             */
+            query_embedding?: number[];
+            /** @description Only passages carrying **all** of these tags. */
+            tags?: string[];
+            /**
+             * Format: date-time
+             * @description Only passages created at or after this time.
+             */
+            after?: string;
+            /**
+             * Format: date-time
+             * @description Only passages created at or before this time.
+             */
+            before?: string;
+            /** @description How many hits, 1 to 200; 0 or absent means 50. */
+            limit?: number;
+        };
+        /**
+         * @description `keyword` (the default): full-text ranking of `q`; `rank` is bm25, lower
+         *     is better. `vector`: exact cosine similarity of `query_embedding` to the
+         *     passages that carry an embedding; `rank` is the cosine distance. `hybrid`:
+         *     reciprocal rank fusion (k = 60) of both rankings; `rank` is minus the
+         *     fused score. In every mode lower `rank` is better.
+         * @default keyword
+         * @enum {string}
+         */
+        PassageSearchMode: "keyword" | "vector" | "hybrid";
         /** @description One page of an agent's passages, newest first. */
         PassagePage: {
             /** @description The passages of this page. */
@@ -3350,7 +3409,7 @@ export interface components {
              * @description The operation.
              * @enum {string}
              */
-            command: "view" | "create" | "str_replace" | "insert" | "delete";
+            command: "view" | "create" | "str_replace" | "insert" | "delete" | "rename";
             /** @description `/memories` or `/memories/<label>`. */
             path?: string | null;
             /** @description The new file's content (create). */
@@ -3365,6 +3424,10 @@ export interface components {
             insert_text?: string | null;
             /** @description `[start, end]`, 1-based; end `-1` is the last line (view). */
             view_range?: number[] | null;
+            /** @description The file to rename, `/memories/<label>` (rename). */
+            old_path?: string | null;
+            /** @description Its new path, `/memories/<label>`, which must not exist yet (rename). */
+            new_path?: string | null;
         };
         /**
          * @description The stable, machine-readable reason of a problem. Branch on this, not on
@@ -5673,14 +5736,19 @@ export interface operations {
     };
     searchPassages: {
         parameters: {
-            query: {
+            query?: {
                 /**
-                 * @description The words to search for. Messages or passages containing any of them match
-                 *     (case-insensitive, with English stemming); more matched words rank higher.
-                 *     Punctuation and operators are ignored. Missing or blank is `400 invalid_query`.
-                 * @example refund teapot
+                 * @description The words to search for; required (not blank) unless `mode=vector`.
+                 *     Missing or blank is `400 invalid_query`.
                  */
-                q: components["parameters"]["SearchQuery"];
+                q?: string;
+                /** @description How to rank; see `PassageSearchMode`. */
+                mode?: components["schemas"]["PassageSearchMode"];
+                /**
+                 * @description The query's embedding as comma-separated numbers, for `vector` and
+                 *     `hybrid`; for long vectors use `POST` with a JSON body instead.
+                 */
+                query_embedding?: number[];
                 /**
                  * @description Only passages carrying **all** of these tags. Repeat the parameter
                  *     (`tags=a&tags=b`), give a comma-separated list (`tags=a,b`), or both.
@@ -5748,6 +5816,44 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["Default"];
+        };
+    };
+    searchPassagesByBody: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent's id (server-made `agt_…`, or the id the client chose). */
+                id: components["parameters"]["AgentId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PassageSearchRequest"];
+            };
+        };
+        responses: {
+            /** @description The best hits, best first. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PassageSearchResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];

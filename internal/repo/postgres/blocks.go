@@ -248,3 +248,48 @@ func (s *Store) DeleteBlock(ctx context.Context, tenant, agentID, label string) 
 		return nil
 	})
 }
+
+// RenameBlock moves a block, its value and its history, to label to, in one
+// transaction; the block keeps its id and version. A block created under to
+// meanwhile makes the update fail on the key (conflict). Errors: KindNotFound,
+// block_exists, read_only (tools).
+func (s *Store) RenameBlock(ctx context.Context, tenant, agentID, from, to string, by repo.BlockEdit) (model.Block, error) {
+	var b model.Block
+	err := runBlockWrite(ctx, s, tenant, agentID, func(tx pgx.Tx) error {
+		var (
+			found bool
+			err   error
+		)
+		if b, found, err = memLockBlock(ctx, tx, tenant, agentID, from); err != nil || !found {
+			if err == nil {
+				err = model.NotFound("block", from)
+			}
+			return err
+		}
+		if b.ReadOnly && by == repo.EditByTool {
+			return model.ReadOnlyBlock(from)
+		}
+		if from == to {
+			return model.BlockExists(to)
+		}
+		if _, found, err := memLockBlock(ctx, tx, tenant, agentID, to); err != nil || found {
+			if err == nil {
+				err = model.BlockExists(to)
+			}
+			return err
+		}
+		b.Label, b.UpdatedAt = to, model.Now()
+		if _, err := tx.Exec(ctx, `DELETE FROM block_history WHERE tenant_id = $1 AND agent_id = $2 AND label = $3`,
+			tenant, agentID, to); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE block_history SET label = $4 WHERE tenant_id = $1 AND agent_id = $2 AND label = $3`,
+			tenant, agentID, from, to); err != nil {
+			return mapErr(err)
+		}
+		_, err = tx.Exec(ctx, `UPDATE blocks SET label = $4, updated_at = $5 WHERE tenant_id = $1 AND agent_id = $2 AND label = $3`,
+			tenant, agentID, from, to, int64(b.UpdatedAt))
+		return mapErr(err)
+	})
+	return b, err
+}

@@ -20,12 +20,12 @@ func (s *Store) CreateAPIKey(ctx context.Context, tenant string, in model.Create
 		return model.NewAPIKey{}, model.Internal(err)
 	}
 	k := model.NewAPIKey{
-		APIKey: model.APIKey{ID: id, Tenant: tenant, Name: in.Name, Scope: in.Scope, CreatedAt: model.Now()},
+		APIKey: model.APIKey{ID: id, Tenant: tenant, Name: in.Name, Scope: in.Scope, CreatedAt: model.Now(), UserID: in.UserID},
 		Key:    text,
 	}
 	err = s.tx(ctx, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `INSERT INTO api_keys (id, tenant_id, name, scope, key_hash, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
-			k.ID, tenant, k.Name, string(k.Scope), repo.HashKey(text), int64(k.CreatedAt))
+		_, err := tx.Exec(ctx, `INSERT INTO api_keys (id, tenant_id, name, scope, key_hash, created_at, user_id) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+			k.ID, tenant, k.Name, string(k.Scope), repo.HashKey(text), int64(k.CreatedAt), k.UserID)
 		return err
 	})
 	if err != nil {
@@ -34,7 +34,7 @@ func (s *Store) CreateAPIKey(ctx context.Context, tenant string, in model.Create
 	return k, nil
 }
 
-const keyColumnsPG = `id, tenant_id, name, scope, created_at, revoked_at`
+const keyColumnsPG = `id, tenant_id, name, scope, created_at, revoked_at, user_id`
 
 func scanKeyPG(row pgx.Row) (model.APIKey, error) {
 	var (
@@ -43,7 +43,7 @@ func scanKeyPG(row pgx.Row) (model.APIKey, error) {
 		created int64
 		revoked *int64
 	)
-	if err := row.Scan(&k.ID, &k.Tenant, &k.Name, &scope, &created, &revoked); err != nil {
+	if err := row.Scan(&k.ID, &k.Tenant, &k.Name, &scope, &created, &revoked, &k.UserID); err != nil {
 		return k, err
 	}
 	k.Scope, k.CreatedAt = model.Scope(scope), model.Time(created)
@@ -122,9 +122,10 @@ func (s *Store) Authenticate(ctx context.Context, text string) (model.Principal,
 		scope   string
 		stored  []byte
 		revoked *int64
+		user    *string
 	)
-	err := s.pool.QueryRow(ctx, `SELECT tenant_id, scope, key_hash, revoked_at FROM api_keys WHERE id = $1`, id).
-		Scan(&p.Tenant, &scope, &stored, &revoked)
+	err := s.pool.QueryRow(ctx, `SELECT tenant_id, scope, key_hash, revoked_at, user_id FROM api_keys WHERE id = $1`, id).
+		Scan(&p.Tenant, &scope, &stored, &revoked, &user)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return model.Principal{}, mapErr(err)
 	}
@@ -134,6 +135,9 @@ func (s *Store) Authenticate(ctx context.Context, text string) (model.Principal,
 		return model.Principal{}, model.ErrUnauthorized
 	}
 	p.Scope = model.Scope(scope)
+	if user != nil {
+		p.UserID = *user
+	}
 	return p, nil
 }
 

@@ -55,6 +55,13 @@ func (s *Store) CreatePassage(ctx context.Context, tenant, agentID string, in mo
 		p.Metadata = model.Object("{}")
 	}
 	meta := p.Metadata.String()
+	if err := repo.CheckEmbedding(in, "", 0); err != nil {
+		return model.Passage{}, err
+	}
+	var vec []byte
+	if len(in.Embedding) > 0 {
+		vec = repo.EncodeVector(in.Embedding)
+	}
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		if err := s.faults.Check(repo.PointArchivalWrite); err != nil {
 			return err
@@ -62,9 +69,12 @@ func (s *Store) CreatePassage(ctx context.Context, tenant, agentID string, in mo
 		if err := lockAgentForMemory(ctx, tx, tenant, agentID); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO passages (tenant_id, agent_id, id, content, tags, metadata, created_at, expires_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-			tenant, agentID, p.ID, p.Content, memEncodeList(p.Tags), meta, int64(p.CreatedAt), timePtrPG(p.ExpiresAt))
+		if err := pinEmbedding(ctx, tx, tenant, agentID, in); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO passages (tenant_id, agent_id, id, content, tags, metadata, created_at, expires_at, embedding)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+			tenant, agentID, p.ID, p.Content, memEncodeList(p.Tags), meta, int64(p.CreatedAt), timePtrPG(p.ExpiresAt), vec)
 		return err
 	})
 	return p, err

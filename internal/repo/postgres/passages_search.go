@@ -34,7 +34,7 @@ func passageQueryTerms(q string) []string {
 	return out
 }
 
-// SearchPassages ranks an agent's passages against a query. The tenant, agent
+// searchPassagesKeyword ranks an agent's passages against a query. The tenant, agent
 // and filters are conditions of the statement that ranks, applied before the
 // LIMIT: filtering a ranked page afterwards would both leak and lose results.
 //
@@ -55,7 +55,7 @@ func passageQueryTerms(q string) []string {
 //     in FTS5's order.
 //   - The snippet marks the words PostgreSQL matched (passageSnippet), in a
 //     16-word window chosen as FTS5 chooses it, approximately.
-func (s *Store) SearchPassages(ctx context.Context, tenant, agentID string, in model.PassageSearch) ([]model.PassageHit, error) {
+func (s *Store) searchPassagesKeyword(ctx context.Context, tenant, agentID string, in model.PassageSearch) ([]model.PassageHit, error) {
 	if err := s.faults.Check(repo.PointArchivalRead); err != nil {
 		return nil, err
 	}

@@ -240,3 +240,44 @@ func (s *Store) BlockHistory(ctx context.Context, tenant, agentID, label string,
 	}
 	return repo.NewPage(out, limit, func(last model.Block) repo.Cursor { return repo.Cursor{Q: q, N: last.Version} }), nil
 }
+
+// RenameBlock moves a block, its value and its history, to label to, in one
+// write; the block keeps its id and version. Errors: KindNotFound,
+// block_exists, read_only (tools).
+func (s *Store) RenameBlock(ctx context.Context, tenant, agentID, from, to string, by repo.BlockEdit) (model.Block, error) {
+	var b model.Block
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if err := s.faults.Check(repo.PointBlockWrite); err != nil {
+			return err
+		}
+		var err error
+		if b, err = getBlock(ctx, tx, tenant, agentID, from); err != nil {
+			return err
+		}
+		if b.ReadOnly && by == repo.EditByTool {
+			return model.ReadOnlyBlock(from)
+		}
+		if from == to {
+			return model.BlockExists(to)
+		}
+		switch _, err := getBlock(ctx, tx, tenant, agentID, to); {
+		case err == nil:
+			return model.BlockExists(to)
+		case !model.IsNotFound(err, "block"):
+			return err
+		}
+		b.Label, b.UpdatedAt = to, model.Now()
+		if _, err := tx.ExecContext(ctx, `DELETE FROM block_history WHERE tenant_id = ? AND agent_id = ? AND label = ?`,
+			tenant, agentID, to); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE block_history SET label = ? WHERE tenant_id = ? AND agent_id = ? AND label = ?`,
+			to, tenant, agentID, from); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE blocks SET label = ?, updated_at = ? WHERE tenant_id = ? AND agent_id = ? AND label = ?`,
+			to, int64(b.UpdatedAt), tenant, agentID, from)
+		return err
+	})
+	return b, err
+}

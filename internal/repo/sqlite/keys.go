@@ -17,12 +17,12 @@ func (s *Store) CreateAPIKey(ctx context.Context, tenant string, in model.Create
 		return model.NewAPIKey{}, model.Internal(err)
 	}
 	k := model.NewAPIKey{
-		APIKey: model.APIKey{ID: id, Tenant: tenant, Name: in.Name, Scope: in.Scope, CreatedAt: model.Now()},
+		APIKey: model.APIKey{ID: id, Tenant: tenant, Name: in.Name, Scope: in.Scope, CreatedAt: model.Now(), UserID: in.UserID},
 		Key:    text,
 	}
 	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		_, err := tx.Exec(`INSERT INTO api_keys (id, tenant_id, name, scope, key_hash, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
-			k.ID, tenant, k.Name, k.Scope, repo.HashKey(text), int64(k.CreatedAt))
+		_, err := tx.Exec(`INSERT INTO api_keys (id, tenant_id, name, scope, key_hash, created_at, user_id) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			k.ID, tenant, k.Name, k.Scope, repo.HashKey(text), int64(k.CreatedAt), k.UserID)
 		return err
 	})
 	if err != nil {
@@ -31,14 +31,14 @@ func (s *Store) CreateAPIKey(ctx context.Context, tenant string, in model.Create
 	return k, nil
 }
 
-const keyColumns = `id, tenant_id, name, scope, created_at, revoked_at`
+const keyColumns = `id, tenant_id, name, scope, created_at, revoked_at, user_id`
 
 func scanKey(sc scanner) (model.APIKey, error) {
 	var (
 		k       model.APIKey
 		revoked sql.NullInt64
 	)
-	if err := sc.Scan(&k.ID, &k.Tenant, &k.Name, &k.Scope, &k.CreatedAt, &revoked); err != nil {
+	if err := sc.Scan(&k.ID, &k.Tenant, &k.Name, &k.Scope, &k.CreatedAt, &revoked, &k.UserID); err != nil {
 		return k, err
 	}
 	if revoked.Valid {
@@ -121,9 +121,10 @@ func (s *Store) Authenticate(ctx context.Context, text string) (model.Principal,
 		p       = model.Principal{KeyID: id}
 		stored  []byte
 		revoked sql.NullInt64
+		user    sql.NullString
 	)
-	err := s.rdb.QueryRowContext(ctx, `SELECT tenant_id, scope, key_hash, revoked_at FROM api_keys WHERE id = ?`, id).
-		Scan(&p.Tenant, &p.Scope, &stored, &revoked)
+	err := s.rdb.QueryRowContext(ctx, `SELECT tenant_id, scope, key_hash, revoked_at, user_id FROM api_keys WHERE id = ?`, id).
+		Scan(&p.Tenant, &p.Scope, &stored, &revoked, &user)
 	if err != nil && err != sql.ErrNoRows {
 		return model.Principal{}, mapErr(err)
 	}
@@ -132,6 +133,7 @@ func (s *Store) Authenticate(ctx context.Context, text string) (model.Principal,
 	if !repo.KeyMatches(text, stored) || revoked.Valid {
 		return model.Principal{}, model.ErrUnauthorized
 	}
+	p.UserID = user.String
 	return p, nil
 }
 

@@ -44,6 +44,13 @@ func (s *Store) CreatePassage(ctx context.Context, tenant, agentID string, in mo
 		p.Metadata = model.Object("{}")
 	}
 	meta := p.Metadata.String()
+	if err := repo.CheckEmbedding(in, "", 0); err != nil {
+		return model.Passage{}, err
+	}
+	var vec []byte
+	if len(in.Embedding) > 0 {
+		vec = repo.EncodeVector(in.Embedding)
+	}
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if err := s.faults.Check(repo.PointArchivalWrite); err != nil {
 			return err
@@ -51,8 +58,11 @@ func (s *Store) CreatePassage(ctx context.Context, tenant, agentID string, in mo
 		if err := agentExists(ctx, tx, tenant, agentID); err != nil {
 			return err
 		}
-		_, err := tx.Exec(`INSERT INTO passages (tenant_id, agent_id, id, content, tags, metadata, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			tenant, agentID, p.ID, p.Content, encodeList(p.Tags), meta, int64(p.CreatedAt), p.ExpiresAt)
+		if err := pinEmbedding(ctx, tx, tenant, agentID, in); err != nil {
+			return err
+		}
+		_, err := tx.Exec(`INSERT INTO passages (tenant_id, agent_id, id, content, tags, metadata, created_at, expires_at, embedding) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			tenant, agentID, p.ID, p.Content, encodeList(p.Tags), meta, int64(p.CreatedAt), p.ExpiresAt, vec)
 		return err
 	})
 	return p, err
@@ -120,10 +130,10 @@ func (s *Store) DeletePassage(ctx context.Context, tenant, agentID, id string) e
 	})
 }
 
-// SearchPassages ranks an agent's passages against a query with bm25. The tenant
-// and agent are conditions of the same SQL statement as the MATCH, applied before
-// the LIMIT: filtering a ranked page afterwards would both leak and lose results.
-func (s *Store) SearchPassages(ctx context.Context, tenant, agentID string, in model.PassageSearch) ([]model.PassageHit, error) {
+// searchPassagesKeyword ranks an agent's passages against a query with bm25. The
+// tenant and agent are conditions of the same SQL statement as the MATCH, applied
+// before the LIMIT: filtering a ranked page afterwards would both leak and lose results.
+func (s *Store) searchPassagesKeyword(ctx context.Context, tenant, agentID string, in model.PassageSearch) ([]model.PassageHit, error) {
 	if err := s.faults.Check(repo.PointArchivalRead); err != nil {
 		return nil, err
 	}

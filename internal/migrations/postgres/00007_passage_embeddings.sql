@@ -1,0 +1,12 @@
+-- +goose Up
+-- Archival search by meaning: a passage may carry the client's embedding,
+-- little-endian float32s. The first passage of an agent with an embedding pins
+-- the agent's model and dimensions; later ones must match them.
+ALTER TABLE passages ADD COLUMN embedding BYTEA;
+ALTER TABLE agents ADD COLUMN embedding_model TEXT;
+ALTER TABLE agents ADD COLUMN embedding_dims INTEGER;
+
+-- +goose Down
+ALTER TABLE agents DROP COLUMN embedding_dims;
+ALTER TABLE agents DROP COLUMN embedding_model;
+ALTER TABLE passages DROP COLUMN embedding;

@@ -1,0 +1,187 @@
+package repo
+
+import (
+	"encoding/binary"
+	"math"
+	"sort"
+	"strconv"
+
+	"github.com/logbook/logbook/internal/model"
+)
+
+// EncodeVector stores an embedding as little-endian float32s.
+func EncodeVector(v []float32) []byte {
+	b := make([]byte, 4*len(v))
+	for i, f := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(f))
+	}
+	return b
+}
+
+// DecodeVector reads what EncodeVector wrote.
+func DecodeVector(b []byte) []float32 {
+	v := make([]float32, len(b)/4)
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return v
+}
+
+// CheckEmbedding validates a passage's embedding against itself (both fields
+// or neither, finite numbers) and, when pinnedDims > 0, against the model and
+// dimensions pinned for the agent. Errors: KindInvalid naming the field.
+func CheckEmbedding(in model.CreatePassage, pinnedModel string, pinnedDims int) error {
+	switch {
+	case len(in.Embedding) == 0 && in.EmbeddingModel == "":
+		return nil
+	case len(in.Embedding) == 0:
+		return model.Invalid(model.FieldError{Field: "embedding", Message: "is required with embedding_model"})
+	case in.EmbeddingModel == "":
+		return model.Invalid(model.FieldError{Field: "embedding_model", Message: "is required with embedding"})
+	}
+	if err := checkFinite("embedding", in.Embedding); err != nil {
+		return err
+	}
+	if pinnedDims == 0 {
+		return nil
+	}
+	if in.EmbeddingModel != pinnedModel {
+		return model.Invalid(model.FieldError{Field: "embedding_model",
+			Message: "the agent's passages are embedded with " + strconv.Quote(pinnedModel)})
+	}
+	if len(in.Embedding) != pinnedDims {
+		return model.Invalid(model.FieldError{Field: "embedding",
+			Message: "must have " + strconv.Itoa(pinnedDims) + " numbers, as the agent's other passages"})
+	}
+	return nil
+}
+
+// CheckQueryEmbedding validates a search's query_embedding against the agent's
+// pinned dimensions (0: no passage has an embedding, anything goes).
+func CheckQueryEmbedding(q []float32, pinnedDims int) error {
+	if len(q) == 0 {
+		return model.Invalid(model.FieldError{Field: "query_embedding", Message: "is required for mode vector and hybrid"})
+	}
+	if err := checkFinite("query_embedding", q); err != nil {
+		return err
+	}
+	if pinnedDims != 0 && len(q) != pinnedDims {
+		return model.Invalid(model.FieldError{Field: "query_embedding",
+			Message: "must have " + strconv.Itoa(pinnedDims) + " numbers, as the agent's passages"})
+	}
+	return nil
+}
+
+func checkFinite(field string, v []float32) error {
+	for _, f := range v {
+		if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+			return model.Invalid(model.FieldError{Field: field, Message: "must hold finite numbers"})
+		}
+	}
+	return nil
+}
+
+// Cosine is the cosine similarity of a and b (equal lengths), 0 when either is
+// the zero vector.
+func Cosine(a, b []float32) float64 {
+	var dot, na, nb float64
+	for i := range a {
+		x, y := float64(a[i]), float64(b[i])
+		dot, na, nb = dot+x*y, na+x*x, nb+y*y
+	}
+	if na == 0 || nb == 0 {
+		return 0
+	}
+	return dot / math.Sqrt(na*nb)
+}
+
+// VectorCandidate is a passage with its stored embedding.
+type VectorCandidate struct {
+	Passage   model.Passage
+	Embedding []float32
+}
+
+// snippetRunes bounds the snippet of a hit found by meaning only: there are no
+// matched words to mark, so it is the passage's beginning.
+const snippetRunes = 200
+
+func leadSnippet(s string) string {
+	r := []rune(s)
+	if len(r) <= snippetRunes {
+		return s
+	}
+	return string(r[:snippetRunes]) + "…"
+}
+
+// RankByVector orders candidates by cosine similarity to q, best first (ties:
+// newest first, then id descending). Each hit's rank is the cosine distance,
+// 1 - similarity: lower is better, as with bm25.
+func RankByVector(q []float32, cands []VectorCandidate) []model.PassageHit {
+	hits := make([]model.PassageHit, 0, len(cands))
+	for _, c := range cands {
+		if len(c.Embedding) != len(q) {
+			continue
+		}
+		hits = append(hits, model.PassageHit{Passage: c.Passage, Snippet: leadSnippet(c.Passage.Content), Rank: 1 - Cosine(q, c.Embedding)})
+	}
+	sort.SliceStable(hits, func(i, j int) bool { return hitLess(hits[i], hits[j]) })
+	return hits
+}
+
+func hitLess(a, b model.PassageHit) bool {
+	if a.Rank != b.Rank {
+		return a.Rank < b.Rank
+	}
+	if a.CreatedAt != b.CreatedAt {
+		return a.CreatedAt > b.CreatedAt
+	}
+	return a.ID > b.ID
+}
+
+// RRFK is reciprocal rank fusion's constant k.
+const RRFK = 60
+
+// HybridDepth is how many of each ranking hybrid search fuses.
+const HybridDepth = 200
+
+// FuseRRF merges a keyword and a vector ranking (best first each) by reciprocal
+// rank fusion: score = Σ 1/(RRFK + position), position from 1. Each hit's rank
+// is -score (lower is better); a passage in the keyword ranking keeps its
+// marked snippet.
+func FuseRRF(keyword, vector []model.PassageHit) []model.PassageHit {
+	byID := make(map[string]int, len(keyword)+len(vector))
+	var out []model.PassageHit
+	add := func(list []model.PassageHit) {
+		for i, h := range list {
+			score := 1 / float64(RRFK+i+1)
+			if j, ok := byID[h.ID]; ok {
+				out[j].Rank -= score
+				continue
+			}
+			byID[h.ID] = len(out)
+			h.Rank = -score
+			out = append(out, h)
+		}
+	}
+	add(keyword)
+	add(vector)
+	sort.SliceStable(out, func(i, j int) bool { return hitLess(out[i], out[j]) })
+	if out == nil {
+		out = []model.PassageHit{}
+	}
+	return out
+}
+
+// PageHits applies a search's offset and limit (negative limit: no limit) to
+// a ranking made in Go.
+func PageHits(hits []model.PassageHit, offset, limit int) []model.PassageHit {
+	offset = max(offset, 0)
+	if offset >= len(hits) {
+		return []model.PassageHit{}
+	}
+	hits = hits[offset:]
+	if limit >= 0 && limit < len(hits) {
+		hits = hits[:limit]
+	}
+	return hits
+}
