@@ -141,6 +141,25 @@ func hitLess(a, b model.PassageHit) bool {
 // RRFK is reciprocal rank fusion's constant k.
 const RRFK = 60
 
+// RankPassages answers a vector or hybrid passage search from the agent's
+// candidates: by cosine alone, or fused with the keyword ranking that
+// keyword reads (asked for HybridDepth hits from the top). Both backends
+// search this way; only reading the candidates and the keyword hits differs.
+func RankPassages(in model.PassageSearch, cands []VectorCandidate,
+	keyword func(model.PassageSearch) ([]model.PassageHit, error)) ([]model.PassageHit, error) {
+	vector := RankByVector(in.QueryEmbedding, cands)
+	if in.Mode == model.SearchVector {
+		return PageHits(vector, in.Offset, in.Limit), nil
+	}
+	kin := in
+	kin.Limit, kin.Offset = HybridDepth, 0
+	kw, err := keyword(kin)
+	if err != nil {
+		return nil, err
+	}
+	return PageHits(FuseRRF(kw, vector[:min(len(vector), HybridDepth)]), in.Offset, in.Limit), nil
+}
+
 // HybridDepth is how many of each ranking hybrid search fuses.
 const HybridDepth = 200
 

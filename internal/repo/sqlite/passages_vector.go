@@ -39,17 +39,9 @@ func (s *Store) SearchPassages(ctx context.Context, tenant, agentID string, in m
 	if err != nil {
 		return nil, err
 	}
-	vector := repo.RankByVector(in.QueryEmbedding, cands)
-	if in.Mode == model.SearchVector {
-		return repo.PageHits(vector, in.Offset, in.Limit), nil
-	}
-	kin := in
-	kin.Limit, kin.Offset = repo.HybridDepth, 0
-	keyword, err := s.searchPassagesKeyword(ctx, tenant, agentID, kin)
-	if err != nil {
-		return nil, err
-	}
-	return repo.PageHits(repo.FuseRRF(keyword, vector[:min(len(vector), repo.HybridDepth)]), in.Offset, in.Limit), nil
+	return repo.RankPassages(in, cands, func(kin model.PassageSearch) ([]model.PassageHit, error) {
+		return s.searchPassagesKeyword(ctx, tenant, agentID, kin)
+	})
 }
 
 // passageVectors reads the agent's live passages that have an embedding and
