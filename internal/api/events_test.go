@@ -406,8 +406,12 @@ func TestEventsHeartbeatWhenQuiet(t *testing.T) {
 	c := newClient(t, withEventsHeartbeat(20*time.Millisecond))
 	mustCreateSession(t, c, map[string]any{"id": "s"})
 	f := openFeed(t, c, "/v1/sessions/s/events")
-	beats := make(chan struct{})
+	beats, done := make(chan struct{}), make(chan struct{})
+	// The reader must be gone before f.close (an earlier cleanup) drains the
+	// same bufio.Reader; cleanups run last-registered first.
+	t.Cleanup(func() { f.res.Body.Close(); <-done })
 	go func() {
+		defer close(done)
 		n := 0
 		for {
 			line, err := f.rd.ReadString('\n')
