@@ -4,7 +4,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: run build test test-go test-postgres test-python test-typescript test-ui chromium check check-generated fmt vet lint lint-openapi deps tools bench profile gobench crash fuzz sim pg-failover clean
+.PHONY: run build test test-go test-postgres test-python test-typescript test-ui vecbench chromium check check-generated fmt vet lint lint-openapi deps tools bench profile gobench crash fuzz sim pg-failover clean
 
 run:
 	$(GO) run ./cmd/server
@@ -144,7 +144,15 @@ pg-failover:
 
 # Go micro-benchmarks of the store (append paths, page reads, table layout).
 gobench:
-	$(GO) test -run '^$$' -bench . -benchmem ./internal/repo/sqlite/
+	$(GO) test -run '^$$' -bench . -skip VectorSearch -benchmem ./internal/repo/sqlite/
+
+# Vector search at 10k and 100k passages of 768 numbers, one core: the cache
+# against the ways it replaced (docs/benchmarks.md, Vector search). Builds a
+# ~350 MB SQLite file; several minutes.
+vecbench:
+	GOMAXPROCS=1 $(GO) test -run '^$$' -bench TopK -benchtime 200x ./internal/repo/vecindex/
+	GOMAXPROCS=1 $(GO) test -run '^$$' -bench VectorSearch -benchtime 20x -timeout 30m ./internal/repo/sqlite/
+	$(GO) test -run '^$$' -bench WorkerEmbedsPassages -benchtime 2000x ./internal/embed/
 
 # The long form of the crash test: many kill -9 cycles under load.
 crash:

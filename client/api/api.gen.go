@@ -44,11 +44,36 @@ func (e CounterDriftField) Valid() bool {
 	}
 }
 
+// Defines values for EmbeddingState.
+const (
+	EmbeddingStateFailed  EmbeddingState = "failed"
+	EmbeddingStatePending EmbeddingState = "pending"
+	EmbeddingStateReady   EmbeddingState = "ready"
+)
+
+// Valid indicates whether the value is a known member of the EmbeddingState enum.
+func (e EmbeddingState) Valid() bool {
+	switch e {
+	case EmbeddingStateFailed:
+		return true
+	case EmbeddingStatePending:
+		return true
+	case EmbeddingStateReady:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ErrorCode.
 const (
+	ErrorCodeAlreadyAttached      ErrorCode = "already_attached"
+	ErrorCodeBlockAttached        ErrorCode = "block_attached"
+	ErrorCodeBlockExists          ErrorCode = "block_exists"
 	ErrorCodeConflict             ErrorCode = "conflict"
 	ErrorCodeCorrupted            ErrorCode = "corrupted"
 	ErrorCodeDuplicateToolResult  ErrorCode = "duplicate_tool_result"
+	ErrorCodeEmbeddingUnavailable ErrorCode = "embedding_unavailable"
 	ErrorCodeEventNotFound        ErrorCode = "event_not_found"
 	ErrorCodeForbidden            ErrorCode = "forbidden"
 	ErrorCodeIdempotencyConflict  ErrorCode = "idempotency_conflict"
@@ -61,6 +86,7 @@ const (
 	ErrorCodeMalformedJSON        ErrorCode = "malformed_json"
 	ErrorCodeMethodNotAllowed     ErrorCode = "method_not_allowed"
 	ErrorCodeNoCheckpoint         ErrorCode = "no_checkpoint"
+	ErrorCodeNotAttached          ErrorCode = "not_attached"
 	ErrorCodeNotFound             ErrorCode = "not_found"
 	ErrorCodeOldNotFound          ErrorCode = "old_not_found"
 	ErrorCodePayloadTooLarge      ErrorCode = "payload_too_large"
@@ -82,11 +108,19 @@ const (
 // Valid indicates whether the value is a known member of the ErrorCode enum.
 func (e ErrorCode) Valid() bool {
 	switch e {
+	case ErrorCodeAlreadyAttached:
+		return true
+	case ErrorCodeBlockAttached:
+		return true
+	case ErrorCodeBlockExists:
+		return true
 	case ErrorCodeConflict:
 		return true
 	case ErrorCodeCorrupted:
 		return true
 	case ErrorCodeDuplicateToolResult:
+		return true
+	case ErrorCodeEmbeddingUnavailable:
 		return true
 	case ErrorCodeEventNotFound:
 		return true
@@ -111,6 +145,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeMethodNotAllowed:
 		return true
 	case ErrorCodeNoCheckpoint:
+		return true
+	case ErrorCodeNotAttached:
 		return true
 	case ErrorCodeNotFound:
 		return true
@@ -664,6 +700,15 @@ type Agent struct {
 	// Examples: 2026-11-22T02:36:54.323Z
 	CreatedAt Timestamp `json:"created_at"`
 
+	// Embedding The agent's own embedding endpoint; `null` means the server's, if it has one.
+	Embedding *EmbeddingConfig `json:"embedding"`
+
+	// EmbeddingDims The length every embedding of the agent has, pinned by its first one.
+	EmbeddingDims *int `json:"embedding_dims"`
+
+	// EmbeddingModel The model every embedding of the agent is made with, pinned by its first one.
+	EmbeddingModel *string `json:"embedding_model"`
+
 	// ID The agent's id.
 	//
 	// Examples: agt_0193a4b2c1d07e8f9a0b1c2d3e4f5a70, support-bot.eu
@@ -701,6 +746,9 @@ type Agent struct {
 type AgentCreate struct {
 	// AgentType The kind of agent, free-form; left out (or `""`) means `memgpt_agent`.
 	AgentType *string `json:"agent_type,omitempty"`
+
+	// Embedding The agent's own embedding endpoint; left out or `null`, the server's (if any).
+	Embedding *EmbeddingConfig `json:"embedding,omitempty"`
 
 	// ID A client-chosen id, 1–128 characters of `[A-Za-z0-9_.:-]`. Leave it out (or send `""`) for a server-made `agt_…` id. A duplicate is `409 conflict`.
 	//
@@ -752,6 +800,12 @@ type AgentPage struct {
 type AgentUpdate struct {
 	// AgentType A new agent type, 1–64 characters; not `null`.
 	AgentType *string `json:"agent_type,omitempty"`
+
+	// Embedding Sets the agent's own embedding endpoint; `null` goes back to the server's.
+	// Another model than the one the agent's embeddings are pinned to is `422`.
+	// The agent's passages stored without an embedding, and those whose
+	// embedding `failed`, are embedded by the new endpoint (`pending`).
+	Embedding *EmbeddingConfig `json:"embedding,omitempty"`
 
 	// Metadata Merge patch: keys set to a value are set (objects merge recursively), keys
 	// set to `null` are removed, other keys are kept. `null` removes every key.
@@ -851,8 +905,16 @@ type BackupRequest struct {
 // Block One labelled piece of an agent's core memory, the text a runtime keeps in
 // the model's context window. Every key is always present; optional values are
 // `null`.
+//
+// A block may be **shared**: attached under other agents (`POST
+// /v1/agents/{id}/blocks/attach`), as Letta's sleep-time agents share their
+// primary agent's blocks. It stays one block, with one value, one `version`
+// (and `ETag`) and one history, seen by each agent under its own label:
+// `agent_id` and `label` are the agent and label it was read through,
+// `owner_agent_id` and `owner_label` say where it is kept when that is
+// another agent, and `shared_with` lists every attachment of it.
 type Block struct {
-	// AgentID The agent whose memory this is.
+	// AgentID The agent whose memory this is (the one it was read through, for a shared block).
 	//
 	// Examples: agt_0193a4b2c1d07e8f9a0b1c2d3e4f5a70, support-bot.eu
 	AgentID AgentID `json:"agent_id"`
@@ -865,7 +927,7 @@ type Block struct {
 	// Examples: blk_0193a4b2c2117c3d8e9f0a1b2c3d4e5f
 	ID BlockID `json:"id"`
 
-	// Label The block's name within its agent.
+	// Label The block's name within that agent.
 	//
 	// Examples: human
 	Label BlockLabel `json:"label"`
@@ -873,8 +935,20 @@ type Block struct {
 	// Limit The most characters (Unicode code points, not bytes) `value` may hold.
 	Limit int `json:"limit"`
 
+	// OwnerAgentID When the block is attached to `agent_id` from another agent: that agent,
+	// which keeps it. `null` for the agent's own block.
+	OwnerAgentID *string `json:"owner_agent_id"`
+
+	// OwnerLabel The block's label under `owner_agent_id`; `null` for the agent's own block.
+	OwnerLabel *string `json:"owner_label"`
+
 	// ReadOnly When `true`, the agent's memory tools may not change the block (this API may).
 	ReadOnly bool `json:"read_only"`
+
+	// SharedWith Every agent the block is attached to, with its label there, ordered by
+	// agent id, then label; `[]` when the block is not shared. The same list
+	// whichever agent the block was read through.
+	SharedWith []BlockRef `json:"shared_with"`
 
 	// UpdatedAt When this version was written.
 	//
@@ -892,6 +966,23 @@ type Block struct {
 type BlockAppend struct {
 	// Content The text to append, on a new line.
 	Content string `json:"content"`
+}
+
+// BlockAttach The body of `POST /v1/agents/{id}/blocks/attach`: which block to share with
+// agent `{id}`, and under which label. Unknown fields are `422`.
+type BlockAttach struct {
+	// AgentID The agent that keeps the block (its owner), of the same tenant.
+	AgentID string `json:"agent_id"`
+
+	// As The label the block takes under agent `{id}`; the owner's label when left out.
+	//
+	// Examples: human
+	As *BlockLabel `json:"as,omitempty"`
+
+	// Label The block's label under its owner.
+	//
+	// Examples: human
+	Label BlockLabel `json:"label"`
 }
 
 // BlockID A block id, `blk_` + 32 lowercase hex digits. It stays the same across the block's versions.
@@ -937,6 +1028,19 @@ type BlockPut struct {
 
 	// Value The text, at most `limit` characters (else `422 limit_exceeded`); left out means `""`.
 	Value *string `json:"value,omitempty"`
+}
+
+// BlockRef An attachment of a shared block, by agent and label.
+type BlockRef struct {
+	// AgentID The agent the block is attached to.
+	//
+	// Examples: agt_0193a4b2c1d07e8f9a0b1c2d3e4f5a70, support-bot.eu
+	AgentID AgentID `json:"agent_id"`
+
+	// Label The block's label under that agent.
+	//
+	// Examples: human
+	Label BlockLabel `json:"label"`
 }
 
 // BlockReplace The body of `POST /v1/agents/{id}/blocks/{label}/replace`. Unknown fields are `422`.
@@ -1210,6 +1314,36 @@ type CounterDrift struct {
 // CounterDriftField Which counter drifts.
 type CounterDriftField string
 
+// EmbeddingConfig An OpenAI-compatible embeddings endpoint (`POST` `{"model", "input"}` →
+// `{"data": [{"index", "embedding"}]}`: OpenAI, Ollama's `/v1/embeddings`,
+// vLLM, LiteLLM …) that embeds the agent's passages and messages and the
+// `q` of its searches by meaning. The server calls it outside every write,
+// in batches, retrying with backoff. Agents naming none use the server's
+// `--embedding-url`, if set. The first embedding pins the agent's model and
+// dimensions: an endpoint with another model is `422` naming
+// `embedding.model`.
+type EmbeddingConfig struct {
+	// APIKeyEnv The name of the server's environment variable holding the endpoint's
+	// key (sent as a bearer token). It must start with
+	// `LOGBOOK_EMBEDDING_KEY` (e.g. `LOGBOOK_EMBEDDING_KEY_OPENAI`), so that
+	// no tenant can have the server send another secret. Keys are never stored.
+	APIKeyEnv *string `json:"api_key_env,omitempty"`
+
+	// Dimensions Dimensions asked for (sent as `dimensions`); left out, the model's own.
+	Dimensions *int `json:"dimensions,omitempty"`
+
+	// Model The model asked for, e.g. `text-embedding-3-small` or `nomic-embed-text`.
+	Model string `json:"model"`
+
+	// URL The endpoint's full URL, e.g. `http://127.0.0.1:11434/v1/embeddings`. It
+	// must start with one of the server's `--embedding-allowed-urls` (the
+	// server calls it for you): any other is `422` naming `embedding.url`.
+	URL string `json:"url"`
+}
+
+// EmbeddingState Where the server's embedding of a passage stands.
+type EmbeddingState string
+
 // ErrorCode The stable, machine-readable reason of a problem. Branch on this, not on
 // `detail`.
 //
@@ -1225,6 +1359,10 @@ type CounterDriftField string
 // | `limit_exceeded` | 422 | a block would hold more characters than its `limit` |
 // | `old_not_found` | 422 | the text to replace does not occur in the block |
 // | `read_only` | 409 | a memory tool tried to change a read-only block |
+// | `block_exists` | 409 | the agent already has a block (or an attachment) under that label |
+// | `block_attached` | 409 | the block to attach is itself an attachment; attach its owner's block |
+// | `already_attached` | 409 | the block is already attached to this agent, under another label |
+// | `not_attached` | 409 | the label is the agent's own block, not an attachment |
 // | `stale_iteration` | 409 | a checkpoint lost the race to a newer one; see `latest_iteration` |
 // | `no_checkpoint` | 409 | a checkpoint patch has no checkpoint to apply to |
 // | `stale_seq` | 409 | `expected_last_seq` is not the session's `last_seq`; see `last_seq` |
@@ -1245,6 +1383,7 @@ type CounterDriftField string
 // | `forbidden` | 403 | not allowed for these credentials |
 // | `rate_limited` | 429 | too many requests |
 // | `storage_unavailable` | 503 | storage failed; nothing was applied |
+// | `embedding_unavailable` | 503 | the embedding endpoint did not embed the search's `q`; retry, or send `query_embedding` |
 // | `internal` | 500 | unexpected failure |
 type ErrorCode string
 
@@ -1622,6 +1761,42 @@ type MessageBatchResult struct {
 	Data []Message `json:"data"`
 }
 
+// MessageEmbedding Where a message's embedding stands. Every key is always present.
+type MessageEmbedding struct {
+	// AgentID The session's agent, whose model and dimensions the embedding has.
+	AgentID string `json:"agent_id"`
+
+	// Dimensions The embedding's length; 0 until it is `ready`.
+	Dimensions int `json:"dimensions"`
+
+	// EmbeddingError The endpoint's last failure while `pending`, or why it is `failed`.
+	EmbeddingError *string `json:"embedding_error"`
+
+	// EmbeddingModel The embedding's model, once it has one.
+	EmbeddingModel *string `json:"embedding_model"`
+
+	// EmbeddingState Where the server's embedding of a passage stands.
+	EmbeddingState EmbeddingState `json:"embedding_state"`
+
+	// MessageID The message.
+	MessageID string `json:"message_id"`
+
+	// Seq The message's position in the session.
+	Seq int64 `json:"seq"`
+
+	// SessionID The session that stores the message.
+	SessionID string `json:"session_id"`
+}
+
+// MessageEmbeddingPut The body of `PUT …/messages/{message_id}/embedding`. Unknown fields are `422`.
+type MessageEmbeddingPut struct {
+	// Embedding The client's embedding of the message's content; stored as float32.
+	Embedding []float32 `json:"embedding"`
+
+	// EmbeddingModel The model that made `embedding`.
+	EmbeddingModel string `json:"embedding_model"`
+}
+
 // MessageHit A message found by a conversation search. Fetch the whole message with `GET /v1/sessions/{session_id}/messages/{message_id}`.
 type MessageHit struct {
 	// Content The message's whole text.
@@ -1857,7 +2032,19 @@ type Passage struct {
 	// Examples: 2026-11-22T02:36:54.323Z
 	CreatedAt Timestamp `json:"created_at"`
 
-	// ExpiresAt When the passage's time to live ends, if it has one. From then on reads and searches do not find it, until `POST /v1/admin/purge` with `expired` deletes it.
+	// EmbeddingError The endpoint's last failure, while `pending` after one, or why it is `failed`.
+	EmbeddingError *string `json:"embedding_error"`
+
+	// EmbeddingModel The model of the passage's embedding, once it has one.
+	EmbeddingModel *string `json:"embedding_model"`
+
+	// EmbeddingState `null` when the passage has no embedding and none is coming; `ready`
+	// when it has one (the client's, or the server's); `pending` while the
+	// server embeds it (retried with backoff when the endpoint fails);
+	// `failed` when the server gave up (`embedding_error` says why).
+	EmbeddingState *EmbeddingState `json:"embedding_state"`
+
+	// ExpiresAt When the passage's time to live ends, if it has one. From then on reads and searches do not find it, until the server's expiry sweep (`--expiry-sweep`) or `POST /v1/admin/purge` with `expired` deletes it.
 	ExpiresAt *time.Time `json:"expires_at"`
 
 	// ID The passage's id.
@@ -1916,7 +2103,19 @@ type PassageHit struct {
 	// Examples: 2026-11-22T02:36:54.323Z
 	CreatedAt Timestamp `json:"created_at"`
 
-	// ExpiresAt When the passage's time to live ends, if it has one. From then on reads and searches do not find it, until `POST /v1/admin/purge` with `expired` deletes it.
+	// EmbeddingError The endpoint's last failure, while `pending` after one, or why it is `failed`.
+	EmbeddingError *string `json:"embedding_error"`
+
+	// EmbeddingModel The model of the passage's embedding, once it has one.
+	EmbeddingModel *string `json:"embedding_model"`
+
+	// EmbeddingState `null` when the passage has no embedding and none is coming; `ready`
+	// when it has one (the client's, or the server's); `pending` while the
+	// server embeds it (retried with backoff when the endpoint fails);
+	// `failed` when the server gave up (`embedding_error` says why).
+	EmbeddingState *EmbeddingState `json:"embedding_state"`
+
+	// ExpiresAt When the passage's time to live ends, if it has one. From then on reads and searches do not find it, until the server's expiry sweep (`--expiry-sweep`) or `POST /v1/admin/purge` with `expired` deletes it.
 	ExpiresAt *time.Time `json:"expires_at"`
 
 	// ID The passage's id.
@@ -1987,11 +2186,12 @@ type PassageSearchRequest struct {
 	// fused score. In every mode lower `rank` is better.
 	Mode *PassageSearchMode `json:"mode,omitempty"`
 
-	// Q The words to search for; required for `keyword` and `hybrid`.
+	// Q The words to search for; required, but for `vector` with `query_embedding`.
 	Q *string `json:"q,omitempty"`
 
-	// QueryEmbedding The query's embedding, by the agent's pinned model; required for `vector`
-	// and `hybrid`. Another length than the agent's passages is `422`.
+	// QueryEmbedding The query's embedding, by the agent's pinned model, for `vector` and
+	// `hybrid`; left out, the server embeds `q` with the agent's endpoint.
+	// Another length than the agent's passages is `422`.
 	QueryEmbedding []float32 `json:"query_embedding,omitempty"`
 
 	// Tags Only passages carrying **all** of these tags.
@@ -2334,7 +2534,7 @@ type Session struct {
 	// Examples: 2026-11-22T02:36:54.323Z
 	CreatedAt Timestamp `json:"created_at"`
 
-	// ExpiresAt When the session's time to live ends, if it has one. From then on it is not found (`404`, and left out of lists) until `POST /v1/admin/purge` with `expired` erases it. Forks do not inherit it.
+	// ExpiresAt When the session's time to live ends, if it has one. From then on it is not found (`404`, and left out of lists, searches and usage by session) until it is erased (by the server's expiry sweep, `--expiry-sweep`, or `POST /v1/admin/purge` with `expired`); every route under `/v1/sessions/{id}` answers as for a session that does not exist, writes included. Forks do not inherit it, and a fork made before it expired keeps its inherited messages.
 	ExpiresAt *time.Time `json:"expires_at"`
 
 	// ForkedAtSeq The parent's `seq` this session was forked at, if forked.
@@ -2492,6 +2692,12 @@ type Snippet = string
 //
 // Examples: ["prod","support"]
 type Tags = []string
+
+// TenantEmbedding A tenant's embedding endpoint.
+type TenantEmbedding struct {
+	// Embedding The endpoint, or `null` when the tenant has none.
+	Embedding *EmbeddingConfig `json:"embedding"`
+}
 
 // Timestamp An RFC 3339 instant in UTC with millisecond precision.
 //
@@ -2658,8 +2864,18 @@ type SearchBefore = time.Time
 // SearchLimit defines model for SearchLimit.
 type SearchLimit = int
 
+// SearchMode `keyword` (the default): full-text ranking of `q`; `rank` is bm25, lower
+// is better. `vector`: exact cosine similarity of `query_embedding` to the
+// passages that carry an embedding; `rank` is the cosine distance. `hybrid`:
+// reciprocal rank fusion (k = 60) of both rankings; `rank` is minus the
+// fused score. In every mode lower `rank` is better.
+type SearchMode = PassageSearchMode
+
 // SearchQuery defines model for SearchQuery.
 type SearchQuery = string
+
+// SearchQueryEmbedding defines model for SearchQueryEmbedding.
+type SearchQueryEmbedding = []float32
 
 // SearchRole defines model for SearchRole.
 type SearchRole = []MessageRole
@@ -2676,6 +2892,12 @@ type SearchSessionID = SessionID
 // `from` and `to` only on `invalid_transition` (the session's current status
 // and the refused one). Branch on `code`.
 type AgentConflict = Problem
+
+// AttachConflict An RFC 9457 problem details object (`application/problem+json`). `errors`
+// is present when the problem is about particular fields or query parameters;
+// `from` and `to` only on `invalid_transition` (the session's current status
+// and the refused one). Branch on `code`.
+type AttachConflict = Problem
 
 // BackupConflict An RFC 9457 problem details object (`application/problem+json`). `errors`
 // is present when the problem is about particular fields or query parameters;
@@ -2724,6 +2946,12 @@ type ImportUnprocessable = Problem
 // `from` and `to` only on `invalid_transition` (the session's current status
 // and the refused one). Branch on `code`.
 type Internal = Problem
+
+// NotAttached An RFC 9457 problem details object (`application/problem+json`). `errors`
+// is present when the problem is about particular fields or query parameters;
+// `from` and `to` only on `invalid_transition` (the session's current status
+// and the refused one). Branch on `code`.
+type NotAttached = Problem
 
 // NotFound An RFC 9457 problem details object (`application/problem+json`). `errors`
 // is present when the problem is about particular fields or query parameters;
@@ -2816,6 +3044,12 @@ type ListAgentsParams struct {
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
+// ImportAgentParams defines parameters for ImportAgent.
+type ImportAgentParams struct {
+	// AsNew Give the agent and its sessions (and their messages, checkpoints and compactions) new ids.
+	AsNew *bool `form:"as_new,omitempty" json:"as_new,omitempty"`
+}
+
 // ListPassagesParams defines parameters for ListPassages.
 type ListPassagesParams struct {
 	// Limit Page size, 1–200. Outside that range is `400 invalid_query`.
@@ -2829,8 +3063,10 @@ type ListPassagesParams struct {
 
 // SearchPassagesParams defines parameters for SearchPassages.
 type SearchPassagesParams struct {
-	// Q The words to search for; required (not blank) unless `mode=vector`.
-	// Missing or blank is `400 invalid_query`.
+	// Q The words to search for; required (not blank) unless `mode=vector`
+	// with `query_embedding`. Missing or blank is `400 invalid_query`. With
+	// `vector` or `hybrid` and no `query_embedding`, the server embeds `q`
+	// with the agent's endpoint (`503 embedding_unavailable` if it fails).
 	Q *string `form:"q,omitempty" json:"q,omitempty"`
 
 	// Mode How to rank; see `PassageSearchMode`.
@@ -2878,8 +3114,20 @@ type GetBlockHistoryParams struct {
 type SearchAgentMessagesParams struct {
 	// Q The words to search for. Messages or passages containing any of them match
 	// (case-insensitive, with English stemming); more matched words rank higher.
-	// Punctuation and operators are ignored. Missing or blank is `400 invalid_query`.
-	Q SearchQuery `form:"q" json:"q"`
+	// Punctuation and operators are ignored. Required (not blank) unless
+	// `mode=vector` with `query_embedding`: missing or blank is then
+	// `400 invalid_query`. With `mode=vector` or `hybrid` and no
+	// `query_embedding`, the server embeds `q` with the agent's endpoint.
+	Q *SearchQuery `form:"q,omitempty" json:"q,omitempty"`
+
+	// Mode How to rank (`keyword`, `vector` or `hybrid`); see `PassageSearchMode`.
+	Mode *SearchMode `form:"mode,omitempty" json:"mode,omitempty"`
+
+	// QueryEmbedding The query's embedding as comma-separated numbers, for `vector` and
+	// `hybrid`; left out, the server embeds `q` (or answers `422` naming
+	// `query_embedding` when no endpoint is configured). Another length than
+	// the agent's embeddings is `422`.
+	QueryEmbedding SearchQueryEmbedding `form:"query_embedding,omitempty" json:"query_embedding,omitempty"`
 
 	// Role Only messages of these roles. Repeat the parameter (`role=user&role=tool`),
 	// give a comma-separated list (`role=user,tool`), or both. A role that is not
@@ -2927,8 +3175,20 @@ type DownloadFileParams struct {
 type SearchMessagesParams struct {
 	// Q The words to search for. Messages or passages containing any of them match
 	// (case-insensitive, with English stemming); more matched words rank higher.
-	// Punctuation and operators are ignored. Missing or blank is `400 invalid_query`.
-	Q SearchQuery `form:"q" json:"q"`
+	// Punctuation and operators are ignored. Required (not blank) unless
+	// `mode=vector` with `query_embedding`: missing or blank is then
+	// `400 invalid_query`. With `mode=vector` or `hybrid` and no
+	// `query_embedding`, the server embeds `q` with the agent's endpoint.
+	Q *SearchQuery `form:"q,omitempty" json:"q,omitempty"`
+
+	// Mode How to rank (`keyword`, `vector` or `hybrid`); see `PassageSearchMode`.
+	Mode *SearchMode `form:"mode,omitempty" json:"mode,omitempty"`
+
+	// QueryEmbedding The query's embedding as comma-separated numbers, for `vector` and
+	// `hybrid`; left out, the server embeds `q` (or answers `422` naming
+	// `query_embedding` when no endpoint is configured). Another length than
+	// the agent's embeddings is `422`.
+	QueryEmbedding SearchQueryEmbedding `form:"query_embedding,omitempty" json:"query_embedding,omitempty"`
 
 	// Role Only messages of these roles. Repeat the parameter (`role=user&role=tool`),
 	// give a comma-separated list (`role=user,tool`), or both. A role that is not
@@ -3153,6 +3413,9 @@ type GetUsageParamsGroupBy string
 // BackupDatabaseJSONRequestBody defines body for BackupDatabase for application/json ContentType.
 type BackupDatabaseJSONRequestBody = BackupRequest
 
+// PutTenantEmbeddingJSONRequestBody defines body for PutTenantEmbedding for application/json ContentType.
+type PutTenantEmbeddingJSONRequestBody = EmbeddingConfig
+
 // CreateAPIKeyJSONRequestBody defines body for CreateAPIKey for application/json ContentType.
 type CreateAPIKeyJSONRequestBody = APIKeyCreate
 
@@ -3173,6 +3436,9 @@ type CreatePassageJSONRequestBody = PassageCreate
 
 // SearchPassagesByBodyJSONRequestBody defines body for SearchPassagesByBody for application/json ContentType.
 type SearchPassagesByBodyJSONRequestBody = PassageSearchRequest
+
+// AttachBlockJSONRequestBody defines body for AttachBlock for application/json ContentType.
+type AttachBlockJSONRequestBody = BlockAttach
 
 // PutBlockJSONRequestBody defines body for PutBlock for application/json ContentType.
 type PutBlockJSONRequestBody = BlockPut
@@ -3212,6 +3478,9 @@ type AppendMessageJSONRequestBody = AppendRequest
 
 // AppendMessageBatchJSONRequestBody defines body for AppendMessageBatch for application/json ContentType.
 type AppendMessageBatchJSONRequestBody = MessageBatch
+
+// PutMessageEmbeddingJSONRequestBody defines body for PutMessageEmbedding for application/json ContentType.
+type PutMessageEmbeddingJSONRequestBody = MessageEmbeddingPut
 
 // RepairSessionJSONRequestBody defines body for RepairSession for application/json ContentType.
 type RepairSessionJSONRequestBody = RepairRequest
@@ -4204,6 +4473,51 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/admin/backup (the `BackupDatabase` operationId).
 	BackupDatabase(ctx context.Context, body BackupDatabaseJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// DeleteTenantEmbedding Remove the tenant's embedding endpoint
+	//
+	// Its agents that name none use the server's endpoint, if any, from now on. Needs `admin` scope.
+	//
+	// Corresponds with DELETE /v1/admin/embedding (the `DeleteTenantEmbedding` operationId).
+	DeleteTenantEmbedding(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetTenantEmbedding The tenant's embedding endpoint
+	//
+	// The endpoint that embeds the passages and messages of the tenant's agents
+	// that name none of their own (`embedding` on the agent), before the
+	// server's `--embedding-url`. `null` when the tenant has none. Needs
+	// `admin` scope.
+	//
+	// Corresponds with GET /v1/admin/embedding (the `GetTenantEmbedding` operationId).
+	GetTenantEmbedding(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutTenantEmbeddingWithBody Set the tenant's embedding endpoint
+	//
+	// Sets the endpoint of the tenant's agents that name none. The URL must
+	// start with one of the server's `--embedding-allowed-urls` and the key
+	// variable with `LOGBOOK_EMBEDDING_KEY` (`422` naming the field). Passages
+	// of those agents stored without an embedding, before or after, and those
+	// whose embedding `failed`, wait for one from it (`pending`). Needs
+	// `admin` scope.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /v1/admin/embedding (the `PutTenantEmbedding` operationId).
+	PutTenantEmbeddingWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutTenantEmbedding Set the tenant's embedding endpoint
+	//
+	// Sets the endpoint of the tenant's agents that name none. The URL must
+	// start with one of the server's `--embedding-allowed-urls` and the key
+	// variable with `LOGBOOK_EMBEDDING_KEY` (`422` naming the field). Passages
+	// of those agents stored without an embedding, before or after, and those
+	// whose embedding `failed`, wait for one from it (`pending`). Needs
+	// `admin` scope.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /v1/admin/embedding (the `PutTenantEmbedding` operationId).
+	PutTenantEmbedding(ctx context.Context, body PutTenantEmbeddingJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// CheckIntegrity Check the database (and repair counters)
 	//
 	// Runs SQLite's `PRAGMA integrity_check` over the whole file, then checks the
@@ -4366,6 +4680,47 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/agents (the `CreateAgent` operationId).
 	CreateAgent(ctx context.Context, body CreateAgentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ImportAgentWithBody Import an agent from an agent export
+	//
+	// Restores an agent from the NDJSON of `GET /v1/agents/{id}/export`, sent as
+	// `application/x-ndjson` (`application/json` is accepted too), into the
+	// caller's tenant: the agent and its pinned embedding model, its blocks (at
+	// their exported version, which starts their history), its passages with
+	// their ids, timestamps and embeddings bit for bit, and its sessions as
+	// `POST /v1/sessions/import` restores a session. The agent's own embedding
+	// endpoint (`embedding`) is not imported: the server calls it for the
+	// tenant, so only `PATCH /v1/agents/{id}`, which checks it against
+	// `--embedding-allowed-urls`, sets one.
+	//
+	// The whole body is checked before anything is written, and then stored all or
+	// nothing: the header's format and version, the `sha256` and `counts` of the
+	// `agent_end` line, the order of the lines, every value with the rules the API
+	// applies to it (a block over its limit, an embedding of another length or
+	// model than the agent pins …), each session with every check a session
+	// import makes (its own `end` line included), and each session's `agent_id`
+	// against the agent's. A line that is not JSON is `400 malformed_json`; any
+	// other problem with the content (a checksum mismatch, a truncated file, a line
+	// out of order, a value out of bounds) is `422 invalid_import`; an agent,
+	// session, message, checkpoint or compaction id that exists is `409 conflict`.
+	// Each names its line in `errors[].field` (`line 7`) and the field in the message.
+	//
+	// `?as_new=true` gives the agent and its sessions (with their messages,
+	// checkpoints and compactions) new ids, and the sessions the new agent's id;
+	// blocks and passages keep theirs, which belong to the agent. The body limit
+	// and pace are those of a session import (`413 payload_too_large`). A key
+	// bound to one end user may not import (`403`). Write scope. The answer is
+	// `201` with the agent and a `Location` header.
+	//
+	// ```
+	// curl -H "Authorization: Bearer $KEY" -H 'Content-Type: application/x-ndjson' \
+	//   --data-binary @agent.ndjson 'http://127.0.0.1:8080/v1/agents/import?as_new=true'
+	// ```
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/agents/import (the `ImportAgent` operationId).
+	ImportAgentWithBody(ctx context.Context, params *ImportAgentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// DeleteAgent Delete an agent and its memory
 	//
 	// Deletes the agent **for good**, together with its memory: its core memory
@@ -4521,7 +4876,8 @@ type ClientInterface interface {
 	// after English stemming; passages with more of the words, or rarer ones, rank
 	// higher. At most 32 distinct words count; a `q` with no word finds nothing.
 	// With `mode=vector` or `hybrid` it searches by meaning instead, or too,
-	// against the embeddings given with the passages (see `PassageSearchMode`).
+	// against the passages' embeddings, given by the client or computed by the
+	// server (see `PassageSearchMode` and `EmbeddingConfig`).
 	//
 	// Filters all apply: `tags` (the passage must carry **every** tag given),
 	// and `after`/`before` on `created_at`, both inclusive. Passages are
@@ -4591,11 +4947,90 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/agents/{id}/blocks (the `ListBlocks` operationId).
 	ListBlocks(ctx context.Context, id AgentID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// AttachBlockWithBody Share another agent's core memory block with this one
+	//
+	// Attaches the block `label` of agent `agent_id` (its owner) to agent `{id}`,
+	// under the label `as` (the owner's label when left out), as Letta attaches a
+	// block to several agents (a sleep-time agent and its primary agent share
+	// their blocks this way). Needs `write` scope.
+	//
+	// From then on it is **one block**: every read and write of that label
+	// through agent `{id}` — `GET`, `PUT` (with `If-Match`), append, replace,
+	// history, the list, the memory tools (Letta's and Anthropic's), a session's
+	// context with `include=blocks` — acts on the owner's block. A write through
+	// either agent is seen by the other; `version`, the `ETag` and the history are
+	// the block's own, shared. The block answers with `owner_agent_id` and
+	// `owner_label` set when read through agent `{id}`, and lists every
+	// attachment in `shared_with`.
+	//
+	// - Both agents must be the caller's: another tenant's agent, like a missing
+	//   one, is `404` (`detail` names which); a missing block is `404`.
+	// - `agent_id` may not be `{id}` itself (`422 validation_failed`).
+	// - The label must be free under agent `{id}`: `409 block_exists` otherwise.
+	// - A block attaches once per agent (`409 already_attached`), and only the
+	//   owner's block attaches: a label that is itself an attachment is `409
+	//   block_attached` (so an attachment never points at another, and there are
+	//   no cycles).
+	//
+	// Deleting the owner's block, or the owner agent, removes its attachments;
+	// deleting agent `{id}` removes its own. Renaming the block under its owner
+	// (the memory tool's `rename`) keeps it attached; renaming it under agent
+	// `{id}` renames only that agent's label. `POST
+	// /v1/agents/{id}/blocks/{label}/detach` undoes the attachment. The answer is
+	// `201` with the block as agent `{id}` sees it and a `Location` header.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/agents/{id}/blocks/attach (the `AttachBlock` operationId).
+	AttachBlockWithBody(ctx context.Context, id AgentID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AttachBlock Share another agent's core memory block with this one
+	//
+	// Attaches the block `label` of agent `agent_id` (its owner) to agent `{id}`,
+	// under the label `as` (the owner's label when left out), as Letta attaches a
+	// block to several agents (a sleep-time agent and its primary agent share
+	// their blocks this way). Needs `write` scope.
+	//
+	// From then on it is **one block**: every read and write of that label
+	// through agent `{id}` — `GET`, `PUT` (with `If-Match`), append, replace,
+	// history, the list, the memory tools (Letta's and Anthropic's), a session's
+	// context with `include=blocks` — acts on the owner's block. A write through
+	// either agent is seen by the other; `version`, the `ETag` and the history are
+	// the block's own, shared. The block answers with `owner_agent_id` and
+	// `owner_label` set when read through agent `{id}`, and lists every
+	// attachment in `shared_with`.
+	//
+	// - Both agents must be the caller's: another tenant's agent, like a missing
+	//   one, is `404` (`detail` names which); a missing block is `404`.
+	// - `agent_id` may not be `{id}` itself (`422 validation_failed`).
+	// - The label must be free under agent `{id}`: `409 block_exists` otherwise.
+	// - A block attaches once per agent (`409 already_attached`), and only the
+	//   owner's block attaches: a label that is itself an attachment is `409
+	//   block_attached` (so an attachment never points at another, and there are
+	//   no cycles).
+	//
+	// Deleting the owner's block, or the owner agent, removes its attachments;
+	// deleting agent `{id}` removes its own. Renaming the block under its owner
+	// (the memory tool's `rename`) keeps it attached; renaming it under agent
+	// `{id}` renames only that agent's label. `POST
+	// /v1/agents/{id}/blocks/{label}/detach` undoes the attachment. The answer is
+	// `201` with the block as agent `{id}` sees it and a `Location` header.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/agents/{id}/blocks/attach (the `AttachBlock` operationId).
+	AttachBlock(ctx context.Context, id AgentID, body AttachBlockJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// DeleteBlock Delete a core memory block
 	//
-	// Deletes the block **and its version history**. Needs `write` scope. The
-	// answer is `204` with no body; a missing agent or block is `404`. A block
-	// created again under the same label starts over at version 1.
+	// Deletes the block **and its version history**, and its attachments to other
+	// agents (they see it no more). Needs `write` scope. The answer is `204` with
+	// no body; a missing agent or block is `404`. A block created again under the
+	// same label starts over at version 1.
+	//
+	// For a label that is another agent's block attached to this one, only the
+	// attachment goes, as with `POST …/{label}/detach`: the owner's block, and
+	// every other agent's view of it, stays.
 	//
 	// Corresponds with DELETE /v1/agents/{id}/blocks/{label} (the `DeleteBlock` operationId).
 	DeleteBlock(ctx context.Context, id AgentID, label BlockLabel, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4724,6 +5159,18 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/agents/{id}/blocks/{label}/append (the `AppendBlock` operationId).
 	AppendBlock(ctx context.Context, id AgentID, label BlockLabel, body AppendBlockJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// DetachBlock Detach a shared block from this agent
+	//
+	// Removes the attachment `label` of agent `{id}` (made by `POST
+	// /v1/agents/{id}/blocks/attach`): the agent sees the block no more. The
+	// owner's block, its value and history, and its other attachments stay.
+	// Needs `write` scope. The answer is `204` with no body; a missing agent or
+	// label is `404`; a label that is the agent's own block is `409
+	// not_attached` (delete it with `DELETE /v1/agents/{id}/blocks/{label}`).
+	//
+	// Corresponds with POST /v1/agents/{id}/blocks/{label}/detach (the `DetachBlock` operationId).
+	DetachBlock(ctx context.Context, id AgentID, label BlockLabel, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetBlockHistory List a block's versions
 	//
 	// Lists every version of the block, **newest version first** (the first item
@@ -4772,6 +5219,41 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/agents/{id}/blocks/{label}/replace (the `ReplaceBlock` operationId).
 	ReplaceBlock(ctx context.Context, id AgentID, label BlockLabel, body ReplaceBlockJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ExportAgent Export an agent, its memory and its sessions as NDJSON
+	//
+	// Streams the agent as NDJSON (`application/x-ndjson`), one JSON object a
+	// line, from one consistent snapshot:
+	//
+	// 1. `{"type":"header","format":"logbook.agent","version":1}`
+	// 2. `{"type":"agent","agent":{…Agent…,"embedding_model":…,"embedding_dims":…}}`
+	//    (the embedding model and length its passages are pinned to, or `null`)
+	// 3. every core memory block by label, `{"type":"block","block":{"id","label",
+	//    "value","limit","description","read_only","version","updated_at"}}`:
+	//    the current value only, not the block's history
+	// 4. every archival passage, oldest first, `{"type":"passage","passage":{"id",
+	//    "content","tags","metadata","created_at","expires_at","embedding",
+	//    "embedding_model"}}` (`embedding` exactly as stored, when it has one)
+	// 5. every session of the agent, oldest first, each exactly as
+	//    `GET /v1/sessions/{id}/export` writes it, its own `end` line included
+	// 6. `{"type":"agent_end","counts":{"blocks":B,"passages":P,"sessions":S},"sha256":"<hex>"}`,
+	//    the SHA-256 of every byte of the lines before it, newlines included.
+	//
+	// Expired passages and sessions are left out, as reads leave them out.
+	// `POST /v1/agents/import` restores the file, and exporting what it restored
+	// gives the same bytes, but for a fork exported with its parent: the fork's
+	// inherited messages carry the parent's message ids, so the import stores
+	// them under new ones (the fork's own from then on). A problem found before the first byte is answered as
+	// a problem (`404 not_found`, `409 corrupted` for a damaged checkpoint); a
+	// failure after it cuts the connection. A key bound to one end user may not
+	// export (`403`): the sessions span users. Read scope.
+	//
+	// ```
+	// curl -H "Authorization: Bearer $KEY" http://127.0.0.1:8080/v1/agents/agt_…/export > agent.ndjson
+	// ```
+	//
+	// Corresponds with GET /v1/agents/{id}/export (the `ExportAgent` operationId).
+	ExportAgent(ctx context.Context, id AgentID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// SearchAgentMessages Search an agent's conversations
 	//
@@ -4934,6 +5416,14 @@ type ClientInterface interface {
 	//
 	// **Filters** all apply together: `role` (one or more), `session_id`, and the
 	// time window `after`/`before` on the message's `created_at`, both inclusive.
+	//
+	// **By meaning.** `mode=vector` ranks by cosine similarity to
+	// `query_embedding` (or to `q` as the server embeds it), `mode=hybrid` fuses
+	// that with the keyword ranking (reciprocal rank fusion, k = 60). Only
+	// messages of sessions with an `agent_id` whose agent has an embedding
+	// endpoint (its own `embedding`, or the server's `--embedding-url`) have
+	// embeddings: the server computes them from the event log after the append,
+	// outside the write, usually within a second.
 	//
 	// **Freshness (`index_lag`).** Appending a message does not index it: an
 	// indexer beside the server's single writer indexes each message just after it
@@ -5700,6 +6190,47 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/sessions/{id}/messages/{message_id} (the `GetMessage` operationId).
 	GetMessage(ctx context.Context, id SessionID, messageID MessageID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetMessageEmbedding Where a message's embedding stands
+	//
+	// A message of a session with an agent is embedded by the server when the
+	// agent (or the server) has an embedding endpoint, from the event log,
+	// after the append: `pending`, then `ready`, or `failed` with
+	// `embedding_error`. `404 not_found` when the message has none (yet, or
+	// ever). Needs `read` scope.
+	//
+	// Corresponds with GET /v1/sessions/{id}/messages/{message_id}/embedding (the `GetMessageEmbedding` operationId).
+	GetMessageEmbedding(ctx context.Context, id SessionID, messageID MessageID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutMessageEmbeddingWithBody Store the client's embedding of a message
+	//
+	// For conversation search by meaning with embeddings the client computes:
+	// the message's vector, checked against (or pinning) the model and length
+	// of the session's agent's embeddings (`422` naming `embedding` or
+	// `embedding_model`), replacing any the server made. The message must be
+	// stored in this session (a fork's inherited messages carry their own
+	// session's embeddings), and the session must have an `agent_id` (`422`
+	// naming `agent_id`). Idempotent. Needs `write` scope.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /v1/sessions/{id}/messages/{message_id}/embedding (the `PutMessageEmbedding` operationId).
+	PutMessageEmbeddingWithBody(ctx context.Context, id SessionID, messageID MessageID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutMessageEmbedding Store the client's embedding of a message
+	//
+	// For conversation search by meaning with embeddings the client computes:
+	// the message's vector, checked against (or pinning) the model and length
+	// of the session's agent's embeddings (`422` naming `embedding` or
+	// `embedding_model`), replacing any the server made. The message must be
+	// stored in this session (a fork's inherited messages carry their own
+	// session's embeddings), and the session must have an `agent_id` (`422`
+	// naming `agent_id`). Idempotent. Needs `write` scope.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /v1/sessions/{id}/messages/{message_id}/embedding (the `PutMessageEmbedding` operationId).
+	PutMessageEmbedding(ctx context.Context, id SessionID, messageID MessageID, body PutMessageEmbeddingJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// RepairSessionWithBody Apply the safe repairs resume suggests
 	//
 	// Applies the problems of `GET …/resume` whose `repair.automatic` is true,
@@ -5988,6 +6519,91 @@ func (c *Client) BackupDatabase(ctx context.Context, body BackupDatabaseJSONRequ
 	return c.Client.Do(req)
 }
 
+// DeleteTenantEmbedding Remove the tenant's embedding endpoint
+//
+// Its agents that name none use the server's endpoint, if any, from now on. Needs `admin` scope.
+//
+// Corresponds with DELETE /v1/admin/embedding (the `DeleteTenantEmbedding` operationId).
+func (c *Client) DeleteTenantEmbedding(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteTenantEmbeddingRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetTenantEmbedding The tenant's embedding endpoint
+//
+// The endpoint that embeds the passages and messages of the tenant's agents
+// that name none of their own (`embedding` on the agent), before the
+// server's `--embedding-url`. `null` when the tenant has none. Needs
+// `admin` scope.
+//
+// Corresponds with GET /v1/admin/embedding (the `GetTenantEmbedding` operationId).
+func (c *Client) GetTenantEmbedding(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetTenantEmbeddingRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutTenantEmbeddingWithBody Set the tenant's embedding endpoint
+//
+// Sets the endpoint of the tenant's agents that name none. The URL must
+// start with one of the server's `--embedding-allowed-urls` and the key
+// variable with `LOGBOOK_EMBEDDING_KEY` (`422` naming the field). Passages
+// of those agents stored without an embedding, before or after, and those
+// whose embedding `failed`, wait for one from it (`pending`). Needs
+// `admin` scope.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /v1/admin/embedding (the `PutTenantEmbedding` operationId).
+func (c *Client) PutTenantEmbeddingWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutTenantEmbeddingRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutTenantEmbedding Set the tenant's embedding endpoint
+//
+// Sets the endpoint of the tenant's agents that name none. The URL must
+// start with one of the server's `--embedding-allowed-urls` and the key
+// variable with `LOGBOOK_EMBEDDING_KEY` (`422` naming the field). Passages
+// of those agents stored without an embedding, before or after, and those
+// whose embedding `failed`, wait for one from it (`pending`). Needs
+// `admin` scope.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /v1/admin/embedding (the `PutTenantEmbedding` operationId).
+func (c *Client) PutTenantEmbedding(ctx context.Context, body PutTenantEmbeddingJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutTenantEmbeddingRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // CheckIntegrity Check the database (and repair counters)
 //
 // Runs SQLite's `PRAGMA integrity_check` over the whole file, then checks the
@@ -6250,6 +6866,59 @@ func (c *Client) CreateAgent(ctx context.Context, body CreateAgentJSONRequestBod
 	return c.Client.Do(req)
 }
 
+// ImportAgentWithBody Import an agent from an agent export
+//
+// Restores an agent from the NDJSON of `GET /v1/agents/{id}/export`, sent as
+// `application/x-ndjson` (`application/json` is accepted too), into the
+// caller's tenant: the agent and its pinned embedding model, its blocks (at
+// their exported version, which starts their history), its passages with
+// their ids, timestamps and embeddings bit for bit, and its sessions as
+// `POST /v1/sessions/import` restores a session. The agent's own embedding
+// endpoint (`embedding`) is not imported: the server calls it for the
+// tenant, so only `PATCH /v1/agents/{id}`, which checks it against
+// `--embedding-allowed-urls`, sets one.
+//
+// The whole body is checked before anything is written, and then stored all or
+// nothing: the header's format and version, the `sha256` and `counts` of the
+// `agent_end` line, the order of the lines, every value with the rules the API
+// applies to it (a block over its limit, an embedding of another length or
+// model than the agent pins …), each session with every check a session
+// import makes (its own `end` line included), and each session's `agent_id`
+// against the agent's. A line that is not JSON is `400 malformed_json`; any
+// other problem with the content (a checksum mismatch, a truncated file, a line
+// out of order, a value out of bounds) is `422 invalid_import`; an agent,
+// session, message, checkpoint or compaction id that exists is `409 conflict`.
+// Each names its line in `errors[].field` (`line 7`) and the field in the message.
+//
+// `?as_new=true` gives the agent and its sessions (with their messages,
+// checkpoints and compactions) new ids, and the sessions the new agent's id;
+// blocks and passages keep theirs, which belong to the agent. The body limit
+// and pace are those of a session import (`413 payload_too_large`). A key
+// bound to one end user may not import (`403`). Write scope. The answer is
+// `201` with the agent and a `Location` header.
+//
+// ```
+//
+//	curl -H "Authorization: Bearer $KEY" -H 'Content-Type: application/x-ndjson' \
+//	  --data-binary @agent.ndjson 'http://127.0.0.1:8080/v1/agents/import?as_new=true'
+//
+// ```
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/agents/import (the `ImportAgent` operationId).
+func (c *Client) ImportAgentWithBody(ctx context.Context, params *ImportAgentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewImportAgentRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // DeleteAgent Delete an agent and its memory
 //
 // Deletes the agent **for good**, together with its memory: its core memory
@@ -6485,7 +7154,8 @@ func (c *Client) CreatePassage(ctx context.Context, id AgentID, body CreatePassa
 // after English stemming; passages with more of the words, or rarer ones, rank
 // higher. At most 32 distinct words count; a `q` with no word finds nothing.
 // With `mode=vector` or `hybrid` it searches by meaning instead, or too,
-// against the embeddings given with the passages (see `PassageSearchMode`).
+// against the passages' embeddings, given by the client or computed by the
+// server (see `PassageSearchMode` and `EmbeddingConfig`).
 //
 // Filters all apply: `tags` (the passage must carry **every** tag given),
 // and `after`/`before` on `created_at`, both inclusive. Passages are
@@ -6615,11 +7285,110 @@ func (c *Client) ListBlocks(ctx context.Context, id AgentID, reqEditors ...Reque
 	return c.Client.Do(req)
 }
 
+// AttachBlockWithBody Share another agent's core memory block with this one
+//
+// Attaches the block `label` of agent `agent_id` (its owner) to agent `{id}`,
+// under the label `as` (the owner's label when left out), as Letta attaches a
+// block to several agents (a sleep-time agent and its primary agent share
+// their blocks this way). Needs `write` scope.
+//
+// From then on it is **one block**: every read and write of that label
+// through agent `{id}` — `GET`, `PUT` (with `If-Match`), append, replace,
+// history, the list, the memory tools (Letta's and Anthropic's), a session's
+// context with `include=blocks` — acts on the owner's block. A write through
+// either agent is seen by the other; `version`, the `ETag` and the history are
+// the block's own, shared. The block answers with `owner_agent_id` and
+// `owner_label` set when read through agent `{id}`, and lists every
+// attachment in `shared_with`.
+//
+//   - Both agents must be the caller's: another tenant's agent, like a missing
+//     one, is `404` (`detail` names which); a missing block is `404`.
+//   - `agent_id` may not be `{id}` itself (`422 validation_failed`).
+//   - The label must be free under agent `{id}`: `409 block_exists` otherwise.
+//   - A block attaches once per agent (`409 already_attached`), and only the
+//     owner's block attaches: a label that is itself an attachment is `409
+//     block_attached` (so an attachment never points at another, and there are
+//     no cycles).
+//
+// Deleting the owner's block, or the owner agent, removes its attachments;
+// deleting agent `{id}` removes its own. Renaming the block under its owner
+// (the memory tool's `rename`) keeps it attached; renaming it under agent
+// `{id}` renames only that agent's label. `POST
+// /v1/agents/{id}/blocks/{label}/detach` undoes the attachment. The answer is
+// `201` with the block as agent `{id}` sees it and a `Location` header.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/agents/{id}/blocks/attach (the `AttachBlock` operationId).
+func (c *Client) AttachBlockWithBody(ctx context.Context, id AgentID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAttachBlockRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AttachBlock Share another agent's core memory block with this one
+//
+// Attaches the block `label` of agent `agent_id` (its owner) to agent `{id}`,
+// under the label `as` (the owner's label when left out), as Letta attaches a
+// block to several agents (a sleep-time agent and its primary agent share
+// their blocks this way). Needs `write` scope.
+//
+// From then on it is **one block**: every read and write of that label
+// through agent `{id}` — `GET`, `PUT` (with `If-Match`), append, replace,
+// history, the list, the memory tools (Letta's and Anthropic's), a session's
+// context with `include=blocks` — acts on the owner's block. A write through
+// either agent is seen by the other; `version`, the `ETag` and the history are
+// the block's own, shared. The block answers with `owner_agent_id` and
+// `owner_label` set when read through agent `{id}`, and lists every
+// attachment in `shared_with`.
+//
+//   - Both agents must be the caller's: another tenant's agent, like a missing
+//     one, is `404` (`detail` names which); a missing block is `404`.
+//   - `agent_id` may not be `{id}` itself (`422 validation_failed`).
+//   - The label must be free under agent `{id}`: `409 block_exists` otherwise.
+//   - A block attaches once per agent (`409 already_attached`), and only the
+//     owner's block attaches: a label that is itself an attachment is `409
+//     block_attached` (so an attachment never points at another, and there are
+//     no cycles).
+//
+// Deleting the owner's block, or the owner agent, removes its attachments;
+// deleting agent `{id}` removes its own. Renaming the block under its owner
+// (the memory tool's `rename`) keeps it attached; renaming it under agent
+// `{id}` renames only that agent's label. `POST
+// /v1/agents/{id}/blocks/{label}/detach` undoes the attachment. The answer is
+// `201` with the block as agent `{id}` sees it and a `Location` header.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/agents/{id}/blocks/attach (the `AttachBlock` operationId).
+func (c *Client) AttachBlock(ctx context.Context, id AgentID, body AttachBlockJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAttachBlockRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // DeleteBlock Delete a core memory block
 //
-// Deletes the block **and its version history**. Needs `write` scope. The
-// answer is `204` with no body; a missing agent or block is `404`. A block
-// created again under the same label starts over at version 1.
+// Deletes the block **and its version history**, and its attachments to other
+// agents (they see it no more). Needs `write` scope. The answer is `204` with
+// no body; a missing agent or block is `404`. A block created again under the
+// same label starts over at version 1.
+//
+// For a label that is another agent's block attached to this one, only the
+// attachment goes, as with `POST …/{label}/detach`: the owner's block, and
+// every other agent's view of it, stays.
 //
 // Corresponds with DELETE /v1/agents/{id}/blocks/{label} (the `DeleteBlock` operationId).
 func (c *Client) DeleteBlock(ctx context.Context, id AgentID, label BlockLabel, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6808,6 +7577,28 @@ func (c *Client) AppendBlock(ctx context.Context, id AgentID, label BlockLabel, 
 	return c.Client.Do(req)
 }
 
+// DetachBlock Detach a shared block from this agent
+//
+// Removes the attachment `label` of agent `{id}` (made by `POST
+// /v1/agents/{id}/blocks/attach`): the agent sees the block no more. The
+// owner's block, its value and history, and its other attachments stay.
+// Needs `write` scope. The answer is `204` with no body; a missing agent or
+// label is `404`; a label that is the agent's own block is `409
+// not_attached` (delete it with `DELETE /v1/agents/{id}/blocks/{label}`).
+//
+// Corresponds with POST /v1/agents/{id}/blocks/{label}/detach (the `DetachBlock` operationId).
+func (c *Client) DetachBlock(ctx context.Context, id AgentID, label BlockLabel, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDetachBlockRequest(c.Server, id, label)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetBlockHistory List a block's versions
 //
 // Lists every version of the block, **newest version first** (the first item
@@ -6877,6 +7668,51 @@ func (c *Client) ReplaceBlockWithBody(ctx context.Context, id AgentID, label Blo
 // Corresponds with POST /v1/agents/{id}/blocks/{label}/replace (the `ReplaceBlock` operationId).
 func (c *Client) ReplaceBlock(ctx context.Context, id AgentID, label BlockLabel, body ReplaceBlockJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewReplaceBlockRequest(c.Server, id, label, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ExportAgent Export an agent, its memory and its sessions as NDJSON
+//
+// Streams the agent as NDJSON (`application/x-ndjson`), one JSON object a
+// line, from one consistent snapshot:
+//
+//  1. `{"type":"header","format":"logbook.agent","version":1}`
+//  2. `{"type":"agent","agent":{…Agent…,"embedding_model":…,"embedding_dims":…}}`
+//     (the embedding model and length its passages are pinned to, or `null`)
+//  3. every core memory block by label, `{"type":"block","block":{"id","label",
+//     "value","limit","description","read_only","version","updated_at"}}`:
+//     the current value only, not the block's history
+//  4. every archival passage, oldest first, `{"type":"passage","passage":{"id",
+//     "content","tags","metadata","created_at","expires_at","embedding",
+//     "embedding_model"}}` (`embedding` exactly as stored, when it has one)
+//  5. every session of the agent, oldest first, each exactly as
+//     `GET /v1/sessions/{id}/export` writes it, its own `end` line included
+//  6. `{"type":"agent_end","counts":{"blocks":B,"passages":P,"sessions":S},"sha256":"<hex>"}`,
+//     the SHA-256 of every byte of the lines before it, newlines included.
+//
+// Expired passages and sessions are left out, as reads leave them out.
+// `POST /v1/agents/import` restores the file, and exporting what it restored
+// gives the same bytes, but for a fork exported with its parent: the fork's
+// inherited messages carry the parent's message ids, so the import stores
+// them under new ones (the fork's own from then on). A problem found before the first byte is answered as
+// a problem (`404 not_found`, `409 corrupted` for a damaged checkpoint); a
+// failure after it cuts the connection. A key bound to one end user may not
+// export (`403`): the sessions span users. Read scope.
+//
+// ```
+// curl -H "Authorization: Bearer $KEY" http://127.0.0.1:8080/v1/agents/agt_…/export > agent.ndjson
+// ```
+//
+// Corresponds with GET /v1/agents/{id}/export (the `ExportAgent` operationId).
+func (c *Client) ExportAgent(ctx context.Context, id AgentID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewExportAgentRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -7108,6 +7944,14 @@ func (c *Client) DownloadFile(ctx context.Context, id string, params *DownloadFi
 //
 // **Filters** all apply together: `role` (one or more), `session_id`, and the
 // time window `after`/`before` on the message's `created_at`, both inclusive.
+//
+// **By meaning.** `mode=vector` ranks by cosine similarity to
+// `query_embedding` (or to `q` as the server embeds it), `mode=hybrid` fuses
+// that with the keyword ranking (reciprocal rank fusion, k = 60). Only
+// messages of sessions with an `agent_id` whose agent has an embedding
+// endpoint (its own `embedding`, or the server's `--embedding-url`) have
+// embeddings: the server computes them from the event log after the append,
+// outside the write, usually within a second.
 //
 // **Freshness (`index_lag`).** Appending a message does not index it: an
 // indexer beside the server's single writer indexes each message just after it
@@ -8196,6 +9040,77 @@ func (c *Client) GetMessage(ctx context.Context, id SessionID, messageID Message
 	return c.Client.Do(req)
 }
 
+// GetMessageEmbedding Where a message's embedding stands
+//
+// A message of a session with an agent is embedded by the server when the
+// agent (or the server) has an embedding endpoint, from the event log,
+// after the append: `pending`, then `ready`, or `failed` with
+// `embedding_error`. `404 not_found` when the message has none (yet, or
+// ever). Needs `read` scope.
+//
+// Corresponds with GET /v1/sessions/{id}/messages/{message_id}/embedding (the `GetMessageEmbedding` operationId).
+func (c *Client) GetMessageEmbedding(ctx context.Context, id SessionID, messageID MessageID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetMessageEmbeddingRequest(c.Server, id, messageID)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutMessageEmbeddingWithBody Store the client's embedding of a message
+//
+// For conversation search by meaning with embeddings the client computes:
+// the message's vector, checked against (or pinning) the model and length
+// of the session's agent's embeddings (`422` naming `embedding` or
+// `embedding_model`), replacing any the server made. The message must be
+// stored in this session (a fork's inherited messages carry their own
+// session's embeddings), and the session must have an `agent_id` (`422`
+// naming `agent_id`). Idempotent. Needs `write` scope.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /v1/sessions/{id}/messages/{message_id}/embedding (the `PutMessageEmbedding` operationId).
+func (c *Client) PutMessageEmbeddingWithBody(ctx context.Context, id SessionID, messageID MessageID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutMessageEmbeddingRequestWithBody(c.Server, id, messageID, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutMessageEmbedding Store the client's embedding of a message
+//
+// For conversation search by meaning with embeddings the client computes:
+// the message's vector, checked against (or pinning) the model and length
+// of the session's agent's embeddings (`422` naming `embedding` or
+// `embedding_model`), replacing any the server made. The message must be
+// stored in this session (a fork's inherited messages carry their own
+// session's embeddings), and the session must have an `agent_id` (`422`
+// naming `agent_id`). Idempotent. Needs `write` scope.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /v1/sessions/{id}/messages/{message_id}/embedding (the `PutMessageEmbedding` operationId).
+func (c *Client) PutMessageEmbedding(ctx context.Context, id SessionID, messageID MessageID, body PutMessageEmbeddingJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutMessageEmbeddingRequest(c.Server, id, messageID, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // RepairSessionWithBody Apply the safe repairs resume suggests
 //
 // Applies the problems of `GET …/resume` whose `repair.automatic` is true,
@@ -8580,6 +9495,100 @@ func NewBackupDatabaseRequestWithBody(server string, contentType string, body io
 	return req, nil
 }
 
+// NewDeleteTenantEmbeddingRequest constructs an http.Request for the DeleteTenantEmbedding method
+func NewDeleteTenantEmbeddingRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/admin/embedding")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetTenantEmbeddingRequest constructs an http.Request for the GetTenantEmbedding method
+func NewGetTenantEmbeddingRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/admin/embedding")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPutTenantEmbeddingRequest calls the generic PutTenantEmbedding builder with application/json body
+func NewPutTenantEmbeddingRequest(server string, body PutTenantEmbeddingJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPutTenantEmbeddingRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewPutTenantEmbeddingRequestWithBody constructs an http.Request for the PutTenantEmbedding method, with any body, and a specified content type
+func NewPutTenantEmbeddingRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/admin/embedding")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewCheckIntegrityRequest constructs an http.Request for the CheckIntegrity method
 func NewCheckIntegrityRequest(server string, params *CheckIntegrityParams) (*http.Request, error) {
 	var err error
@@ -8932,6 +9941,62 @@ func NewCreateAgentRequestWithBody(server string, contentType string, body io.Re
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewImportAgentRequestWithBody constructs an http.Request for the ImportAgent method, with any body, and a specified content type
+func NewImportAgentRequestWithBody(server string, params *ImportAgentParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/agents/import")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.AsNew != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "as_new", *params.AsNew, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
@@ -9486,6 +10551,53 @@ func NewListBlocksRequest(server string, id AgentID) (*http.Request, error) {
 	return req, nil
 }
 
+// NewAttachBlockRequest calls the generic AttachBlock builder with application/json body
+func NewAttachBlockRequest(server string, id AgentID, body AttachBlockJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewAttachBlockRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewAttachBlockRequestWithBody constructs an http.Request for the AttachBlock method, with any body, and a specified content type
+func NewAttachBlockRequestWithBody(server string, id AgentID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/agents/%s/blocks/attach", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewDeleteBlockRequest constructs an http.Request for the DeleteBlock method
 func NewDeleteBlockRequest(server string, id AgentID, label BlockLabel) (*http.Request, error) {
 	var err error
@@ -9691,6 +10803,47 @@ func NewAppendBlockRequestWithBody(server string, id AgentID, label BlockLabel, 
 	return req, nil
 }
 
+// NewDetachBlockRequest constructs an http.Request for the DetachBlock method
+func NewDetachBlockRequest(server string, id AgentID, label BlockLabel) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "label", label, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/agents/%s/blocks/%s/detach", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewGetBlockHistoryRequest constructs an http.Request for the GetBlockHistory method
 func NewGetBlockHistoryRequest(server string, id AgentID, label BlockLabel, params *GetBlockHistoryParams) (*http.Request, error) {
 	var err error
@@ -9825,6 +10978,40 @@ func NewReplaceBlockRequestWithBody(server string, id AgentID, label BlockLabel,
 	return req, nil
 }
 
+// NewExportAgentRequest constructs an http.Request for the ExportAgent method
+func NewExportAgentRequest(server string, id AgentID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/agents/%s/export", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewSearchAgentMessagesRequest constructs an http.Request for the SearchAgentMessages method
 func NewSearchAgentMessagesRequest(server string, id AgentID, params *SearchAgentMessagesParams) (*http.Request, error) {
 	var err error
@@ -9860,12 +11047,40 @@ func NewSearchAgentMessagesRequest(server string, id AgentID, params *SearchAgen
 		// per the OpenAPI spec (e.g. "color=blue,black,brown").
 		var rawQueryFragments []string
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "q", params.Q, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
-			return nil, err
-		} else {
-			for _, qp := range strings.Split(queryFrag, "&") {
-				rawQueryFragments = append(rawQueryFragments, qp)
+		if params.Q != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "q", *params.Q, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
 			}
+
+		}
+
+		if params.Mode != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "mode", *params.Mode, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.QueryEmbedding != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "query_embedding", params.QueryEmbedding, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
 		}
 
 		if params.Role != nil {
@@ -10195,12 +11410,40 @@ func NewSearchMessagesRequest(server string, params *SearchMessagesParams) (*htt
 		// per the OpenAPI spec (e.g. "color=blue,black,brown").
 		var rawQueryFragments []string
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "q", params.Q, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
-			return nil, err
-		} else {
-			for _, qp := range strings.Split(queryFrag, "&") {
-				rawQueryFragments = append(rawQueryFragments, qp)
+		if params.Q != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "q", *params.Q, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
 			}
+
+		}
+
+		if params.Mode != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "mode", *params.Mode, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.QueryEmbedding != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "query_embedding", params.QueryEmbedding, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
 		}
 
 		if params.Role != nil {
@@ -11638,6 +12881,101 @@ func NewGetMessageRequest(server string, id SessionID, messageID MessageID) (*ht
 	return req, nil
 }
 
+// NewGetMessageEmbeddingRequest constructs an http.Request for the GetMessageEmbedding method
+func NewGetMessageEmbeddingRequest(server string, id SessionID, messageID MessageID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "message_id", messageID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/sessions/%s/messages/%s/embedding", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPutMessageEmbeddingRequest calls the generic PutMessageEmbedding builder with application/json body
+func NewPutMessageEmbeddingRequest(server string, id SessionID, messageID MessageID, body PutMessageEmbeddingJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPutMessageEmbeddingRequestWithBody(server, id, messageID, "application/json", bodyReader)
+}
+
+// NewPutMessageEmbeddingRequestWithBody constructs an http.Request for the PutMessageEmbedding method, with any body, and a specified content type
+func NewPutMessageEmbeddingRequestWithBody(server string, id SessionID, messageID MessageID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "message_id", messageID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/sessions/%s/messages/%s/embedding", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewRepairSessionRequest calls the generic RepairSession builder with application/json body
 func NewRepairSessionRequest(server string, id SessionID, body RepairSessionJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -12027,6 +13365,55 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/admin/backup (the `BackupDatabase` operationId).
 	BackupDatabaseWithResponse(ctx context.Context, body BackupDatabaseJSONRequestBody, reqEditors ...RequestEditorFn) (*BackupDatabaseResponse, error)
 
+	// DeleteTenantEmbeddingWithResponse Remove the tenant's embedding endpoint
+	//
+	// Its agents that name none use the server's endpoint, if any, from now on. Needs `admin` scope.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/admin/embedding (the `DeleteTenantEmbedding` operationId).
+	DeleteTenantEmbeddingWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*DeleteTenantEmbeddingResponse, error)
+
+	// GetTenantEmbeddingWithResponse The tenant's embedding endpoint
+	//
+	// The endpoint that embeds the passages and messages of the tenant's agents
+	// that name none of their own (`embedding` on the agent), before the
+	// server's `--embedding-url`. `null` when the tenant has none. Needs
+	// `admin` scope.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/admin/embedding (the `GetTenantEmbedding` operationId).
+	GetTenantEmbeddingWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetTenantEmbeddingResponse, error)
+
+	// PutTenantEmbeddingWithBodyWithResponse Set the tenant's embedding endpoint
+	//
+	// Sets the endpoint of the tenant's agents that name none. The URL must
+	// start with one of the server's `--embedding-allowed-urls` and the key
+	// variable with `LOGBOOK_EMBEDDING_KEY` (`422` naming the field). Passages
+	// of those agents stored without an embedding, before or after, and those
+	// whose embedding `failed`, wait for one from it (`pending`). Needs
+	// `admin` scope.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/admin/embedding (the `PutTenantEmbedding` operationId).
+	PutTenantEmbeddingWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutTenantEmbeddingResponse, error)
+
+	// PutTenantEmbeddingWithResponse Set the tenant's embedding endpoint
+	//
+	// Sets the endpoint of the tenant's agents that name none. The URL must
+	// start with one of the server's `--embedding-allowed-urls` and the key
+	// variable with `LOGBOOK_EMBEDDING_KEY` (`422` naming the field). Passages
+	// of those agents stored without an embedding, before or after, and those
+	// whose embedding `failed`, wait for one from it (`pending`). Needs
+	// `admin` scope.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/admin/embedding (the `PutTenantEmbedding` operationId).
+	PutTenantEmbeddingWithResponse(ctx context.Context, body PutTenantEmbeddingJSONRequestBody, reqEditors ...RequestEditorFn) (*PutTenantEmbeddingResponse, error)
+
 	// CheckIntegrityWithResponse Check the database (and repair counters)
 	//
 	// Runs SQLite's `PRAGMA integrity_check` over the whole file, then checks the
@@ -12197,6 +13584,47 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/agents (the `CreateAgent` operationId).
 	CreateAgentWithResponse(ctx context.Context, body CreateAgentJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAgentResponse, error)
 
+	// ImportAgentWithBodyWithResponse Import an agent from an agent export
+	//
+	// Restores an agent from the NDJSON of `GET /v1/agents/{id}/export`, sent as
+	// `application/x-ndjson` (`application/json` is accepted too), into the
+	// caller's tenant: the agent and its pinned embedding model, its blocks (at
+	// their exported version, which starts their history), its passages with
+	// their ids, timestamps and embeddings bit for bit, and its sessions as
+	// `POST /v1/sessions/import` restores a session. The agent's own embedding
+	// endpoint (`embedding`) is not imported: the server calls it for the
+	// tenant, so only `PATCH /v1/agents/{id}`, which checks it against
+	// `--embedding-allowed-urls`, sets one.
+	//
+	// The whole body is checked before anything is written, and then stored all or
+	// nothing: the header's format and version, the `sha256` and `counts` of the
+	// `agent_end` line, the order of the lines, every value with the rules the API
+	// applies to it (a block over its limit, an embedding of another length or
+	// model than the agent pins …), each session with every check a session
+	// import makes (its own `end` line included), and each session's `agent_id`
+	// against the agent's. A line that is not JSON is `400 malformed_json`; any
+	// other problem with the content (a checksum mismatch, a truncated file, a line
+	// out of order, a value out of bounds) is `422 invalid_import`; an agent,
+	// session, message, checkpoint or compaction id that exists is `409 conflict`.
+	// Each names its line in `errors[].field` (`line 7`) and the field in the message.
+	//
+	// `?as_new=true` gives the agent and its sessions (with their messages,
+	// checkpoints and compactions) new ids, and the sessions the new agent's id;
+	// blocks and passages keep theirs, which belong to the agent. The body limit
+	// and pace are those of a session import (`413 payload_too_large`). A key
+	// bound to one end user may not import (`403`). Write scope. The answer is
+	// `201` with the agent and a `Location` header.
+	//
+	// ```
+	// curl -H "Authorization: Bearer $KEY" -H 'Content-Type: application/x-ndjson' \
+	//   --data-binary @agent.ndjson 'http://127.0.0.1:8080/v1/agents/import?as_new=true'
+	// ```
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/agents/import (the `ImportAgent` operationId).
+	ImportAgentWithBodyWithResponse(ctx context.Context, params *ImportAgentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ImportAgentResponse, error)
+
 	// DeleteAgentWithResponse Delete an agent and its memory
 	//
 	// Deletes the agent **for good**, together with its memory: its core memory
@@ -12358,7 +13786,8 @@ type ClientWithResponsesInterface interface {
 	// after English stemming; passages with more of the words, or rarer ones, rank
 	// higher. At most 32 distinct words count; a `q` with no word finds nothing.
 	// With `mode=vector` or `hybrid` it searches by meaning instead, or too,
-	// against the embeddings given with the passages (see `PassageSearchMode`).
+	// against the passages' embeddings, given by the client or computed by the
+	// server (see `PassageSearchMode` and `EmbeddingConfig`).
 	//
 	// Filters all apply: `tags` (the passage must carry **every** tag given),
 	// and `after`/`before` on `created_at`, both inclusive. Passages are
@@ -12436,11 +13865,90 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/agents/{id}/blocks (the `ListBlocks` operationId).
 	ListBlocksWithResponse(ctx context.Context, id AgentID, reqEditors ...RequestEditorFn) (*ListBlocksResponse, error)
 
+	// AttachBlockWithBodyWithResponse Share another agent's core memory block with this one
+	//
+	// Attaches the block `label` of agent `agent_id` (its owner) to agent `{id}`,
+	// under the label `as` (the owner's label when left out), as Letta attaches a
+	// block to several agents (a sleep-time agent and its primary agent share
+	// their blocks this way). Needs `write` scope.
+	//
+	// From then on it is **one block**: every read and write of that label
+	// through agent `{id}` — `GET`, `PUT` (with `If-Match`), append, replace,
+	// history, the list, the memory tools (Letta's and Anthropic's), a session's
+	// context with `include=blocks` — acts on the owner's block. A write through
+	// either agent is seen by the other; `version`, the `ETag` and the history are
+	// the block's own, shared. The block answers with `owner_agent_id` and
+	// `owner_label` set when read through agent `{id}`, and lists every
+	// attachment in `shared_with`.
+	//
+	// - Both agents must be the caller's: another tenant's agent, like a missing
+	//   one, is `404` (`detail` names which); a missing block is `404`.
+	// - `agent_id` may not be `{id}` itself (`422 validation_failed`).
+	// - The label must be free under agent `{id}`: `409 block_exists` otherwise.
+	// - A block attaches once per agent (`409 already_attached`), and only the
+	//   owner's block attaches: a label that is itself an attachment is `409
+	//   block_attached` (so an attachment never points at another, and there are
+	//   no cycles).
+	//
+	// Deleting the owner's block, or the owner agent, removes its attachments;
+	// deleting agent `{id}` removes its own. Renaming the block under its owner
+	// (the memory tool's `rename`) keeps it attached; renaming it under agent
+	// `{id}` renames only that agent's label. `POST
+	// /v1/agents/{id}/blocks/{label}/detach` undoes the attachment. The answer is
+	// `201` with the block as agent `{id}` sees it and a `Location` header.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/agents/{id}/blocks/attach (the `AttachBlock` operationId).
+	AttachBlockWithBodyWithResponse(ctx context.Context, id AgentID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AttachBlockResponse, error)
+
+	// AttachBlockWithResponse Share another agent's core memory block with this one
+	//
+	// Attaches the block `label` of agent `agent_id` (its owner) to agent `{id}`,
+	// under the label `as` (the owner's label when left out), as Letta attaches a
+	// block to several agents (a sleep-time agent and its primary agent share
+	// their blocks this way). Needs `write` scope.
+	//
+	// From then on it is **one block**: every read and write of that label
+	// through agent `{id}` — `GET`, `PUT` (with `If-Match`), append, replace,
+	// history, the list, the memory tools (Letta's and Anthropic's), a session's
+	// context with `include=blocks` — acts on the owner's block. A write through
+	// either agent is seen by the other; `version`, the `ETag` and the history are
+	// the block's own, shared. The block answers with `owner_agent_id` and
+	// `owner_label` set when read through agent `{id}`, and lists every
+	// attachment in `shared_with`.
+	//
+	// - Both agents must be the caller's: another tenant's agent, like a missing
+	//   one, is `404` (`detail` names which); a missing block is `404`.
+	// - `agent_id` may not be `{id}` itself (`422 validation_failed`).
+	// - The label must be free under agent `{id}`: `409 block_exists` otherwise.
+	// - A block attaches once per agent (`409 already_attached`), and only the
+	//   owner's block attaches: a label that is itself an attachment is `409
+	//   block_attached` (so an attachment never points at another, and there are
+	//   no cycles).
+	//
+	// Deleting the owner's block, or the owner agent, removes its attachments;
+	// deleting agent `{id}` removes its own. Renaming the block under its owner
+	// (the memory tool's `rename`) keeps it attached; renaming it under agent
+	// `{id}` renames only that agent's label. `POST
+	// /v1/agents/{id}/blocks/{label}/detach` undoes the attachment. The answer is
+	// `201` with the block as agent `{id}` sees it and a `Location` header.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/agents/{id}/blocks/attach (the `AttachBlock` operationId).
+	AttachBlockWithResponse(ctx context.Context, id AgentID, body AttachBlockJSONRequestBody, reqEditors ...RequestEditorFn) (*AttachBlockResponse, error)
+
 	// DeleteBlockWithResponse Delete a core memory block
 	//
-	// Deletes the block **and its version history**. Needs `write` scope. The
-	// answer is `204` with no body; a missing agent or block is `404`. A block
-	// created again under the same label starts over at version 1.
+	// Deletes the block **and its version history**, and its attachments to other
+	// agents (they see it no more). Needs `write` scope. The answer is `204` with
+	// no body; a missing agent or block is `404`. A block created again under the
+	// same label starts over at version 1.
+	//
+	// For a label that is another agent's block attached to this one, only the
+	// attachment goes, as with `POST …/{label}/detach`: the owner's block, and
+	// every other agent's view of it, stays.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -12573,6 +14081,20 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/agents/{id}/blocks/{label}/append (the `AppendBlock` operationId).
 	AppendBlockWithResponse(ctx context.Context, id AgentID, label BlockLabel, body AppendBlockJSONRequestBody, reqEditors ...RequestEditorFn) (*AppendBlockResponse, error)
 
+	// DetachBlockWithResponse Detach a shared block from this agent
+	//
+	// Removes the attachment `label` of agent `{id}` (made by `POST
+	// /v1/agents/{id}/blocks/attach`): the agent sees the block no more. The
+	// owner's block, its value and history, and its other attachments stay.
+	// Needs `write` scope. The answer is `204` with no body; a missing agent or
+	// label is `404`; a label that is the agent's own block is `409
+	// not_attached` (delete it with `DELETE /v1/agents/{id}/blocks/{label}`).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/agents/{id}/blocks/{label}/detach (the `DetachBlock` operationId).
+	DetachBlockWithResponse(ctx context.Context, id AgentID, label BlockLabel, reqEditors ...RequestEditorFn) (*DetachBlockResponse, error)
+
 	// GetBlockHistoryWithResponse List a block's versions
 	//
 	// Lists every version of the block, **newest version first** (the first item
@@ -12623,6 +14145,43 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/agents/{id}/blocks/{label}/replace (the `ReplaceBlock` operationId).
 	ReplaceBlockWithResponse(ctx context.Context, id AgentID, label BlockLabel, body ReplaceBlockJSONRequestBody, reqEditors ...RequestEditorFn) (*ReplaceBlockResponse, error)
+
+	// ExportAgentWithResponse Export an agent, its memory and its sessions as NDJSON
+	//
+	// Streams the agent as NDJSON (`application/x-ndjson`), one JSON object a
+	// line, from one consistent snapshot:
+	//
+	// 1. `{"type":"header","format":"logbook.agent","version":1}`
+	// 2. `{"type":"agent","agent":{…Agent…,"embedding_model":…,"embedding_dims":…}}`
+	//    (the embedding model and length its passages are pinned to, or `null`)
+	// 3. every core memory block by label, `{"type":"block","block":{"id","label",
+	//    "value","limit","description","read_only","version","updated_at"}}`:
+	//    the current value only, not the block's history
+	// 4. every archival passage, oldest first, `{"type":"passage","passage":{"id",
+	//    "content","tags","metadata","created_at","expires_at","embedding",
+	//    "embedding_model"}}` (`embedding` exactly as stored, when it has one)
+	// 5. every session of the agent, oldest first, each exactly as
+	//    `GET /v1/sessions/{id}/export` writes it, its own `end` line included
+	// 6. `{"type":"agent_end","counts":{"blocks":B,"passages":P,"sessions":S},"sha256":"<hex>"}`,
+	//    the SHA-256 of every byte of the lines before it, newlines included.
+	//
+	// Expired passages and sessions are left out, as reads leave them out.
+	// `POST /v1/agents/import` restores the file, and exporting what it restored
+	// gives the same bytes, but for a fork exported with its parent: the fork's
+	// inherited messages carry the parent's message ids, so the import stores
+	// them under new ones (the fork's own from then on). A problem found before the first byte is answered as
+	// a problem (`404 not_found`, `409 corrupted` for a damaged checkpoint); a
+	// failure after it cuts the connection. A key bound to one end user may not
+	// export (`403`): the sessions span users. Read scope.
+	//
+	// ```
+	// curl -H "Authorization: Bearer $KEY" http://127.0.0.1:8080/v1/agents/agt_…/export > agent.ndjson
+	// ```
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/agents/{id}/export (the `ExportAgent` operationId).
+	ExportAgentWithResponse(ctx context.Context, id AgentID, reqEditors ...RequestEditorFn) (*ExportAgentResponse, error)
 
 	// SearchAgentMessagesWithResponse Search an agent's conversations
 	//
@@ -12791,6 +14350,14 @@ type ClientWithResponsesInterface interface {
 	//
 	// **Filters** all apply together: `role` (one or more), `session_id`, and the
 	// time window `after`/`before` on the message's `created_at`, both inclusive.
+	//
+	// **By meaning.** `mode=vector` ranks by cosine similarity to
+	// `query_embedding` (or to `q` as the server embeds it), `mode=hybrid` fuses
+	// that with the keyword ranking (reciprocal rank fusion, k = 60). Only
+	// messages of sessions with an `agent_id` whose agent has an embedding
+	// endpoint (its own `embedding`, or the server's `--embedding-url`) have
+	// embeddings: the server computes them from the event log after the append,
+	// outside the write, usually within a second.
 	//
 	// **Freshness (`index_lag`).** Appending a message does not index it: an
 	// indexer beside the server's single writer indexes each message just after it
@@ -13583,6 +15150,49 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/sessions/{id}/messages/{message_id} (the `GetMessage` operationId).
 	GetMessageWithResponse(ctx context.Context, id SessionID, messageID MessageID, reqEditors ...RequestEditorFn) (*GetMessageResponse, error)
 
+	// GetMessageEmbeddingWithResponse Where a message's embedding stands
+	//
+	// A message of a session with an agent is embedded by the server when the
+	// agent (or the server) has an embedding endpoint, from the event log,
+	// after the append: `pending`, then `ready`, or `failed` with
+	// `embedding_error`. `404 not_found` when the message has none (yet, or
+	// ever). Needs `read` scope.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/sessions/{id}/messages/{message_id}/embedding (the `GetMessageEmbedding` operationId).
+	GetMessageEmbeddingWithResponse(ctx context.Context, id SessionID, messageID MessageID, reqEditors ...RequestEditorFn) (*GetMessageEmbeddingResponse, error)
+
+	// PutMessageEmbeddingWithBodyWithResponse Store the client's embedding of a message
+	//
+	// For conversation search by meaning with embeddings the client computes:
+	// the message's vector, checked against (or pinning) the model and length
+	// of the session's agent's embeddings (`422` naming `embedding` or
+	// `embedding_model`), replacing any the server made. The message must be
+	// stored in this session (a fork's inherited messages carry their own
+	// session's embeddings), and the session must have an `agent_id` (`422`
+	// naming `agent_id`). Idempotent. Needs `write` scope.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/sessions/{id}/messages/{message_id}/embedding (the `PutMessageEmbedding` operationId).
+	PutMessageEmbeddingWithBodyWithResponse(ctx context.Context, id SessionID, messageID MessageID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutMessageEmbeddingResponse, error)
+
+	// PutMessageEmbeddingWithResponse Store the client's embedding of a message
+	//
+	// For conversation search by meaning with embeddings the client computes:
+	// the message's vector, checked against (or pinning) the model and length
+	// of the session's agent's embeddings (`422` naming `embedding` or
+	// `embedding_model`), replacing any the server made. The message must be
+	// stored in this session (a fork's inherited messages carry their own
+	// session's embeddings), and the session must have an `agent_id` (`422`
+	// naming `agent_id`). Idempotent. Needs `write` scope.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/sessions/{id}/messages/{message_id}/embedding (the `PutMessageEmbedding` operationId).
+	PutMessageEmbeddingWithResponse(ctx context.Context, id SessionID, messageID MessageID, body PutMessageEmbeddingJSONRequestBody, reqEditors ...RequestEditorFn) (*PutMessageEmbeddingResponse, error)
+
 	// RepairSessionWithBodyWithResponse Apply the safe repairs resume suggests
 	//
 	// Applies the problems of `GET …/resume` whose `repair.automatic` is true,
@@ -14269,6 +15879,460 @@ func (r BackupDatabaseResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r BackupDatabaseResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteTenantEmbeddingResponse204Headers the declared response headers of an HTTP 204 response for DeleteTenantEmbedding
+type DeleteTenantEmbeddingResponse204Headers struct {
+	XRequestID string
+}
+
+// DeleteTenantEmbeddingResponse401Headers the declared response headers of an HTTP 401 response for DeleteTenantEmbedding
+type DeleteTenantEmbeddingResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestID      string
+}
+
+// DeleteTenantEmbeddingResponse403Headers the declared response headers of an HTTP 403 response for DeleteTenantEmbedding
+type DeleteTenantEmbeddingResponse403Headers struct {
+	XRequestID string
+}
+
+// DeleteTenantEmbeddingResponse429Headers the declared response headers of an HTTP 429 response for DeleteTenantEmbedding
+type DeleteTenantEmbeddingResponse429Headers struct {
+	RetryAfter int
+	XRequestID string
+}
+
+// DeleteTenantEmbeddingResponse500Headers the declared response headers of an HTTP 500 response for DeleteTenantEmbedding
+type DeleteTenantEmbeddingResponse500Headers struct {
+	XRequestID string
+}
+
+// DeleteTenantEmbeddingResponse503Headers the declared response headers of an HTTP 503 response for DeleteTenantEmbedding
+type DeleteTenantEmbeddingResponse503Headers struct {
+	RetryAfter int
+	XRequestID string
+}
+
+// DeleteTenantEmbeddingResponseDefaultHeaders the declared response headers of an HTTP default response for DeleteTenantEmbedding
+type DeleteTenantEmbeddingResponseDefaultHeaders struct {
+	XRequestID string
+}
+
+type DeleteTenantEmbeddingResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *RateLimited
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *Default
+	// Headers204 the parsed response headers for an HTTP 204 response
+	Headers204 *DeleteTenantEmbeddingResponse204Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteTenantEmbeddingResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *DeleteTenantEmbeddingResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteTenantEmbeddingResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *DeleteTenantEmbeddingResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DeleteTenantEmbeddingResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *DeleteTenantEmbeddingResponseDefaultHeaders
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r DeleteTenantEmbeddingResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r DeleteTenantEmbeddingResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r DeleteTenantEmbeddingResponse) GetApplicationProblemJSON429() *RateLimited {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r DeleteTenantEmbeddingResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r DeleteTenantEmbeddingResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r DeleteTenantEmbeddingResponse) GetApplicationProblemJSONDefault() *Default {
+	return r.ApplicationProblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteTenantEmbeddingResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteTenantEmbeddingResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteTenantEmbeddingResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteTenantEmbeddingResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetTenantEmbeddingResponse200Headers the declared response headers of an HTTP 200 response for GetTenantEmbedding
+type GetTenantEmbeddingResponse200Headers struct {
+	XRequestID string
+}
+
+// GetTenantEmbeddingResponse401Headers the declared response headers of an HTTP 401 response for GetTenantEmbedding
+type GetTenantEmbeddingResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestID      string
+}
+
+// GetTenantEmbeddingResponse403Headers the declared response headers of an HTTP 403 response for GetTenantEmbedding
+type GetTenantEmbeddingResponse403Headers struct {
+	XRequestID string
+}
+
+// GetTenantEmbeddingResponse429Headers the declared response headers of an HTTP 429 response for GetTenantEmbedding
+type GetTenantEmbeddingResponse429Headers struct {
+	RetryAfter int
+	XRequestID string
+}
+
+// GetTenantEmbeddingResponse500Headers the declared response headers of an HTTP 500 response for GetTenantEmbedding
+type GetTenantEmbeddingResponse500Headers struct {
+	XRequestID string
+}
+
+// GetTenantEmbeddingResponse503Headers the declared response headers of an HTTP 503 response for GetTenantEmbedding
+type GetTenantEmbeddingResponse503Headers struct {
+	RetryAfter int
+	XRequestID string
+}
+
+// GetTenantEmbeddingResponseDefaultHeaders the declared response headers of an HTTP default response for GetTenantEmbedding
+type GetTenantEmbeddingResponseDefaultHeaders struct {
+	XRequestID string
+}
+
+type GetTenantEmbeddingResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TenantEmbedding
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *RateLimited
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *Default
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetTenantEmbeddingResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetTenantEmbeddingResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetTenantEmbeddingResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetTenantEmbeddingResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetTenantEmbeddingResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetTenantEmbeddingResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetTenantEmbeddingResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetTenantEmbeddingResponse) GetJSON200() *TenantEmbedding {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetTenantEmbeddingResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetTenantEmbeddingResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetTenantEmbeddingResponse) GetApplicationProblemJSON429() *RateLimited {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r GetTenantEmbeddingResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetTenantEmbeddingResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetTenantEmbeddingResponse) GetApplicationProblemJSONDefault() *Default {
+	return r.ApplicationProblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetTenantEmbeddingResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetTenantEmbeddingResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetTenantEmbeddingResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetTenantEmbeddingResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PutTenantEmbeddingResponse200Headers the declared response headers of an HTTP 200 response for PutTenantEmbedding
+type PutTenantEmbeddingResponse200Headers struct {
+	XRequestID string
+}
+
+// PutTenantEmbeddingResponse400Headers the declared response headers of an HTTP 400 response for PutTenantEmbedding
+type PutTenantEmbeddingResponse400Headers struct {
+	XRequestID string
+}
+
+// PutTenantEmbeddingResponse401Headers the declared response headers of an HTTP 401 response for PutTenantEmbedding
+type PutTenantEmbeddingResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestID      string
+}
+
+// PutTenantEmbeddingResponse403Headers the declared response headers of an HTTP 403 response for PutTenantEmbedding
+type PutTenantEmbeddingResponse403Headers struct {
+	XRequestID string
+}
+
+// PutTenantEmbeddingResponse413Headers the declared response headers of an HTTP 413 response for PutTenantEmbedding
+type PutTenantEmbeddingResponse413Headers struct {
+	XRequestID string
+}
+
+// PutTenantEmbeddingResponse415Headers the declared response headers of an HTTP 415 response for PutTenantEmbedding
+type PutTenantEmbeddingResponse415Headers struct {
+	XRequestID string
+}
+
+// PutTenantEmbeddingResponse422Headers the declared response headers of an HTTP 422 response for PutTenantEmbedding
+type PutTenantEmbeddingResponse422Headers struct {
+	XRequestID string
+}
+
+// PutTenantEmbeddingResponse429Headers the declared response headers of an HTTP 429 response for PutTenantEmbedding
+type PutTenantEmbeddingResponse429Headers struct {
+	RetryAfter int
+	XRequestID string
+}
+
+// PutTenantEmbeddingResponse500Headers the declared response headers of an HTTP 500 response for PutTenantEmbedding
+type PutTenantEmbeddingResponse500Headers struct {
+	XRequestID string
+}
+
+// PutTenantEmbeddingResponse503Headers the declared response headers of an HTTP 503 response for PutTenantEmbedding
+type PutTenantEmbeddingResponse503Headers struct {
+	RetryAfter int
+	XRequestID string
+}
+
+// PutTenantEmbeddingResponseDefaultHeaders the declared response headers of an HTTP default response for PutTenantEmbedding
+type PutTenantEmbeddingResponseDefaultHeaders struct {
+	XRequestID string
+}
+
+type PutTenantEmbeddingResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TenantEmbedding
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *PayloadTooLarge
+	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *RateLimited
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *Default
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *PutTenantEmbeddingResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *PutTenantEmbeddingResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PutTenantEmbeddingResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *PutTenantEmbeddingResponse403Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *PutTenantEmbeddingResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *PutTenantEmbeddingResponse415Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *PutTenantEmbeddingResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PutTenantEmbeddingResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *PutTenantEmbeddingResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PutTenantEmbeddingResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *PutTenantEmbeddingResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PutTenantEmbeddingResponse) GetJSON200() *TenantEmbedding {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r PutTenantEmbeddingResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r PutTenantEmbeddingResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r PutTenantEmbeddingResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r PutTenantEmbeddingResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
+	return r.ApplicationProblemJSON413
+}
+
+// GetApplicationProblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r PutTenantEmbeddingResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationProblemJSON415
+}
+
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r PutTenantEmbeddingResponse) GetApplicationProblemJSON422() *ValidationFailed {
+	return r.ApplicationProblemJSON422
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r PutTenantEmbeddingResponse) GetApplicationProblemJSON429() *RateLimited {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r PutTenantEmbeddingResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r PutTenantEmbeddingResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r PutTenantEmbeddingResponse) GetApplicationProblemJSONDefault() *Default {
+	return r.ApplicationProblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r PutTenantEmbeddingResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PutTenantEmbeddingResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PutTenantEmbeddingResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PutTenantEmbeddingResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -15411,6 +17475,198 @@ func (r CreateAgentResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r CreateAgentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ImportAgentResponse201Headers the declared response headers of an HTTP 201 response for ImportAgent
+type ImportAgentResponse201Headers struct {
+	Location   string
+	XRequestID string
+}
+
+// ImportAgentResponse400Headers the declared response headers of an HTTP 400 response for ImportAgent
+type ImportAgentResponse400Headers struct {
+	XRequestID string
+}
+
+// ImportAgentResponse401Headers the declared response headers of an HTTP 401 response for ImportAgent
+type ImportAgentResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestID      string
+}
+
+// ImportAgentResponse403Headers the declared response headers of an HTTP 403 response for ImportAgent
+type ImportAgentResponse403Headers struct {
+	XRequestID string
+}
+
+// ImportAgentResponse409Headers the declared response headers of an HTTP 409 response for ImportAgent
+type ImportAgentResponse409Headers struct {
+	XRequestID string
+}
+
+// ImportAgentResponse413Headers the declared response headers of an HTTP 413 response for ImportAgent
+type ImportAgentResponse413Headers struct {
+	XRequestID string
+}
+
+// ImportAgentResponse415Headers the declared response headers of an HTTP 415 response for ImportAgent
+type ImportAgentResponse415Headers struct {
+	XRequestID string
+}
+
+// ImportAgentResponse422Headers the declared response headers of an HTTP 422 response for ImportAgent
+type ImportAgentResponse422Headers struct {
+	XRequestID string
+}
+
+// ImportAgentResponse429Headers the declared response headers of an HTTP 429 response for ImportAgent
+type ImportAgentResponse429Headers struct {
+	RetryAfter int
+	XRequestID string
+}
+
+// ImportAgentResponse503Headers the declared response headers of an HTTP 503 response for ImportAgent
+type ImportAgentResponse503Headers struct {
+	RetryAfter int
+	XRequestID string
+}
+
+// ImportAgentResponseDefaultHeaders the declared response headers of an HTTP default response for ImportAgent
+type ImportAgentResponseDefaultHeaders struct {
+	XRequestID string
+}
+
+type ImportAgentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Agent
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationProblemJSON409 *Conflict
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *PayloadTooLarge
+	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ImportUnprocessable
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *RateLimited
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *Default
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *ImportAgentResponse201Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ImportAgentResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ImportAgentResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ImportAgentResponse403Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *ImportAgentResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *ImportAgentResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *ImportAgentResponse415Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *ImportAgentResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ImportAgentResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ImportAgentResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ImportAgentResponseDefaultHeaders
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r ImportAgentResponse) GetJSON201() *Agent {
+	return r.JSON201
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ImportAgentResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ImportAgentResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ImportAgentResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r ImportAgentResponse) GetApplicationProblemJSON409() *Conflict {
+	return r.ApplicationProblemJSON409
+}
+
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r ImportAgentResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
+	return r.ApplicationProblemJSON413
+}
+
+// GetApplicationProblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r ImportAgentResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationProblemJSON415
+}
+
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r ImportAgentResponse) GetApplicationProblemJSON422() *ImportUnprocessable {
+	return r.ApplicationProblemJSON422
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ImportAgentResponse) GetApplicationProblemJSON429() *RateLimited {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ImportAgentResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ImportAgentResponse) GetApplicationProblemJSONDefault() *Default {
+	return r.ApplicationProblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ImportAgentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ImportAgentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ImportAgentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ImportAgentResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -17076,6 +19332,227 @@ func (r ListBlocksResponse) ContentType() string {
 	return ""
 }
 
+// AttachBlockResponse201Headers the declared response headers of an HTTP 201 response for AttachBlock
+type AttachBlockResponse201Headers struct {
+	ETag       string
+	Location   string
+	XRequestID string
+}
+
+// AttachBlockResponse400Headers the declared response headers of an HTTP 400 response for AttachBlock
+type AttachBlockResponse400Headers struct {
+	XRequestID string
+}
+
+// AttachBlockResponse401Headers the declared response headers of an HTTP 401 response for AttachBlock
+type AttachBlockResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestID      string
+}
+
+// AttachBlockResponse403Headers the declared response headers of an HTTP 403 response for AttachBlock
+type AttachBlockResponse403Headers struct {
+	XRequestID string
+}
+
+// AttachBlockResponse404Headers the declared response headers of an HTTP 404 response for AttachBlock
+type AttachBlockResponse404Headers struct {
+	XRequestID string
+}
+
+// AttachBlockResponse409Headers the declared response headers of an HTTP 409 response for AttachBlock
+type AttachBlockResponse409Headers struct {
+	XRequestID string
+}
+
+// AttachBlockResponse413Headers the declared response headers of an HTTP 413 response for AttachBlock
+type AttachBlockResponse413Headers struct {
+	XRequestID string
+}
+
+// AttachBlockResponse415Headers the declared response headers of an HTTP 415 response for AttachBlock
+type AttachBlockResponse415Headers struct {
+	XRequestID string
+}
+
+// AttachBlockResponse422Headers the declared response headers of an HTTP 422 response for AttachBlock
+type AttachBlockResponse422Headers struct {
+	XRequestID string
+}
+
+// AttachBlockResponse429Headers the declared response headers of an HTTP 429 response for AttachBlock
+type AttachBlockResponse429Headers struct {
+	RetryAfter int
+	XRequestID string
+}
+
+// AttachBlockResponse500Headers the declared response headers of an HTTP 500 response for AttachBlock
+type AttachBlockResponse500Headers struct {
+	XRequestID string
+}
+
+// AttachBlockResponse503Headers the declared response headers of an HTTP 503 response for AttachBlock
+type AttachBlockResponse503Headers struct {
+	RetryAfter int
+	XRequestID string
+}
+
+// AttachBlockResponseDefaultHeaders the declared response headers of an HTTP default response for AttachBlock
+type AttachBlockResponseDefaultHeaders struct {
+	XRequestID string
+}
+
+type AttachBlockResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Block
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationProblemJSON409 *AttachConflict
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *PayloadTooLarge
+	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *RateLimited
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *Default
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *AttachBlockResponse201Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *AttachBlockResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *AttachBlockResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *AttachBlockResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *AttachBlockResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *AttachBlockResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *AttachBlockResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *AttachBlockResponse415Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *AttachBlockResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AttachBlockResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *AttachBlockResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *AttachBlockResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *AttachBlockResponseDefaultHeaders
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r AttachBlockResponse) GetJSON201() *Block {
+	return r.JSON201
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r AttachBlockResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r AttachBlockResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r AttachBlockResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r AttachBlockResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r AttachBlockResponse) GetApplicationProblemJSON409() *AttachConflict {
+	return r.ApplicationProblemJSON409
+}
+
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r AttachBlockResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
+	return r.ApplicationProblemJSON413
+}
+
+// GetApplicationProblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r AttachBlockResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationProblemJSON415
+}
+
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r AttachBlockResponse) GetApplicationProblemJSON422() *ValidationFailed {
+	return r.ApplicationProblemJSON422
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r AttachBlockResponse) GetApplicationProblemJSON429() *RateLimited {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r AttachBlockResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r AttachBlockResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r AttachBlockResponse) GetApplicationProblemJSONDefault() *Default {
+	return r.ApplicationProblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r AttachBlockResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AttachBlockResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AttachBlockResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AttachBlockResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // DeleteBlockResponse204Headers the declared response headers of an HTTP 204 response for DeleteBlock
 type DeleteBlockResponse204Headers struct {
 	XRequestID string
@@ -17810,6 +20287,162 @@ func (r AppendBlockResponse) ContentType() string {
 	return ""
 }
 
+// DetachBlockResponse204Headers the declared response headers of an HTTP 204 response for DetachBlock
+type DetachBlockResponse204Headers struct {
+	XRequestID string
+}
+
+// DetachBlockResponse401Headers the declared response headers of an HTTP 401 response for DetachBlock
+type DetachBlockResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestID      string
+}
+
+// DetachBlockResponse403Headers the declared response headers of an HTTP 403 response for DetachBlock
+type DetachBlockResponse403Headers struct {
+	XRequestID string
+}
+
+// DetachBlockResponse404Headers the declared response headers of an HTTP 404 response for DetachBlock
+type DetachBlockResponse404Headers struct {
+	XRequestID string
+}
+
+// DetachBlockResponse409Headers the declared response headers of an HTTP 409 response for DetachBlock
+type DetachBlockResponse409Headers struct {
+	XRequestID string
+}
+
+// DetachBlockResponse429Headers the declared response headers of an HTTP 429 response for DetachBlock
+type DetachBlockResponse429Headers struct {
+	RetryAfter int
+	XRequestID string
+}
+
+// DetachBlockResponse500Headers the declared response headers of an HTTP 500 response for DetachBlock
+type DetachBlockResponse500Headers struct {
+	XRequestID string
+}
+
+// DetachBlockResponse503Headers the declared response headers of an HTTP 503 response for DetachBlock
+type DetachBlockResponse503Headers struct {
+	RetryAfter int
+	XRequestID string
+}
+
+// DetachBlockResponseDefaultHeaders the declared response headers of an HTTP default response for DetachBlock
+type DetachBlockResponseDefaultHeaders struct {
+	XRequestID string
+}
+
+type DetachBlockResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationProblemJSON409 *NotAttached
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *RateLimited
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *Default
+	// Headers204 the parsed response headers for an HTTP 204 response
+	Headers204 *DetachBlockResponse204Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DetachBlockResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *DetachBlockResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *DetachBlockResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *DetachBlockResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DetachBlockResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *DetachBlockResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DetachBlockResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *DetachBlockResponseDefaultHeaders
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r DetachBlockResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r DetachBlockResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r DetachBlockResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r DetachBlockResponse) GetApplicationProblemJSON409() *NotAttached {
+	return r.ApplicationProblemJSON409
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r DetachBlockResponse) GetApplicationProblemJSON429() *RateLimited {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r DetachBlockResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r DetachBlockResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r DetachBlockResponse) GetApplicationProblemJSONDefault() *Default {
+	return r.ApplicationProblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r DetachBlockResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DetachBlockResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DetachBlockResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DetachBlockResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetBlockHistoryResponse200Headers the declared response headers of an HTTP 200 response for GetBlockHistory
 type GetBlockHistoryResponse200Headers struct {
 	XRequestID string
@@ -18173,6 +20806,148 @@ func (r ReplaceBlockResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ReplaceBlockResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ExportAgentResponse200Headers the declared response headers of an HTTP 200 response for ExportAgent
+type ExportAgentResponse200Headers struct {
+	XRequestID string
+}
+
+// ExportAgentResponse401Headers the declared response headers of an HTTP 401 response for ExportAgent
+type ExportAgentResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestID      string
+}
+
+// ExportAgentResponse403Headers the declared response headers of an HTTP 403 response for ExportAgent
+type ExportAgentResponse403Headers struct {
+	XRequestID string
+}
+
+// ExportAgentResponse404Headers the declared response headers of an HTTP 404 response for ExportAgent
+type ExportAgentResponse404Headers struct {
+	XRequestID string
+}
+
+// ExportAgentResponse409Headers the declared response headers of an HTTP 409 response for ExportAgent
+type ExportAgentResponse409Headers struct {
+	XRequestID string
+}
+
+// ExportAgentResponse429Headers the declared response headers of an HTTP 429 response for ExportAgent
+type ExportAgentResponse429Headers struct {
+	RetryAfter int
+	XRequestID string
+}
+
+// ExportAgentResponse503Headers the declared response headers of an HTTP 503 response for ExportAgent
+type ExportAgentResponse503Headers struct {
+	RetryAfter int
+	XRequestID string
+}
+
+// ExportAgentResponseDefaultHeaders the declared response headers of an HTTP default response for ExportAgent
+type ExportAgentResponseDefaultHeaders struct {
+	XRequestID string
+}
+
+type ExportAgentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationProblemJSON409 *Conflict
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *RateLimited
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *Default
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ExportAgentResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ExportAgentResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ExportAgentResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ExportAgentResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *ExportAgentResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ExportAgentResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ExportAgentResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ExportAgentResponseDefaultHeaders
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ExportAgentResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ExportAgentResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ExportAgentResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r ExportAgentResponse) GetApplicationProblemJSON409() *Conflict {
+	return r.ApplicationProblemJSON409
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ExportAgentResponse) GetApplicationProblemJSON429() *RateLimited {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ExportAgentResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ExportAgentResponse) GetApplicationProblemJSONDefault() *Default {
+	return r.ApplicationProblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ExportAgentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ExportAgentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ExportAgentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ExportAgentResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -22867,6 +25642,360 @@ func (r GetMessageResponse) ContentType() string {
 	return ""
 }
 
+// GetMessageEmbeddingResponse200Headers the declared response headers of an HTTP 200 response for GetMessageEmbedding
+type GetMessageEmbeddingResponse200Headers struct {
+	XRequestID string
+}
+
+// GetMessageEmbeddingResponse401Headers the declared response headers of an HTTP 401 response for GetMessageEmbedding
+type GetMessageEmbeddingResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestID      string
+}
+
+// GetMessageEmbeddingResponse403Headers the declared response headers of an HTTP 403 response for GetMessageEmbedding
+type GetMessageEmbeddingResponse403Headers struct {
+	XRequestID string
+}
+
+// GetMessageEmbeddingResponse404Headers the declared response headers of an HTTP 404 response for GetMessageEmbedding
+type GetMessageEmbeddingResponse404Headers struct {
+	XRequestID string
+}
+
+// GetMessageEmbeddingResponse429Headers the declared response headers of an HTTP 429 response for GetMessageEmbedding
+type GetMessageEmbeddingResponse429Headers struct {
+	RetryAfter int
+	XRequestID string
+}
+
+// GetMessageEmbeddingResponse500Headers the declared response headers of an HTTP 500 response for GetMessageEmbedding
+type GetMessageEmbeddingResponse500Headers struct {
+	XRequestID string
+}
+
+// GetMessageEmbeddingResponse503Headers the declared response headers of an HTTP 503 response for GetMessageEmbedding
+type GetMessageEmbeddingResponse503Headers struct {
+	RetryAfter int
+	XRequestID string
+}
+
+// GetMessageEmbeddingResponseDefaultHeaders the declared response headers of an HTTP default response for GetMessageEmbedding
+type GetMessageEmbeddingResponseDefaultHeaders struct {
+	XRequestID string
+}
+
+type GetMessageEmbeddingResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *MessageEmbedding
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *RateLimited
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *Default
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetMessageEmbeddingResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetMessageEmbeddingResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetMessageEmbeddingResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetMessageEmbeddingResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetMessageEmbeddingResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetMessageEmbeddingResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetMessageEmbeddingResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetMessageEmbeddingResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetMessageEmbeddingResponse) GetJSON200() *MessageEmbedding {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetMessageEmbeddingResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetMessageEmbeddingResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetMessageEmbeddingResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetMessageEmbeddingResponse) GetApplicationProblemJSON429() *RateLimited {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r GetMessageEmbeddingResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetMessageEmbeddingResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetMessageEmbeddingResponse) GetApplicationProblemJSONDefault() *Default {
+	return r.ApplicationProblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetMessageEmbeddingResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetMessageEmbeddingResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetMessageEmbeddingResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetMessageEmbeddingResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PutMessageEmbeddingResponse200Headers the declared response headers of an HTTP 200 response for PutMessageEmbedding
+type PutMessageEmbeddingResponse200Headers struct {
+	XRequestID string
+}
+
+// PutMessageEmbeddingResponse400Headers the declared response headers of an HTTP 400 response for PutMessageEmbedding
+type PutMessageEmbeddingResponse400Headers struct {
+	XRequestID string
+}
+
+// PutMessageEmbeddingResponse401Headers the declared response headers of an HTTP 401 response for PutMessageEmbedding
+type PutMessageEmbeddingResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestID      string
+}
+
+// PutMessageEmbeddingResponse403Headers the declared response headers of an HTTP 403 response for PutMessageEmbedding
+type PutMessageEmbeddingResponse403Headers struct {
+	XRequestID string
+}
+
+// PutMessageEmbeddingResponse404Headers the declared response headers of an HTTP 404 response for PutMessageEmbedding
+type PutMessageEmbeddingResponse404Headers struct {
+	XRequestID string
+}
+
+// PutMessageEmbeddingResponse413Headers the declared response headers of an HTTP 413 response for PutMessageEmbedding
+type PutMessageEmbeddingResponse413Headers struct {
+	XRequestID string
+}
+
+// PutMessageEmbeddingResponse415Headers the declared response headers of an HTTP 415 response for PutMessageEmbedding
+type PutMessageEmbeddingResponse415Headers struct {
+	XRequestID string
+}
+
+// PutMessageEmbeddingResponse422Headers the declared response headers of an HTTP 422 response for PutMessageEmbedding
+type PutMessageEmbeddingResponse422Headers struct {
+	XRequestID string
+}
+
+// PutMessageEmbeddingResponse429Headers the declared response headers of an HTTP 429 response for PutMessageEmbedding
+type PutMessageEmbeddingResponse429Headers struct {
+	RetryAfter int
+	XRequestID string
+}
+
+// PutMessageEmbeddingResponse500Headers the declared response headers of an HTTP 500 response for PutMessageEmbedding
+type PutMessageEmbeddingResponse500Headers struct {
+	XRequestID string
+}
+
+// PutMessageEmbeddingResponse503Headers the declared response headers of an HTTP 503 response for PutMessageEmbedding
+type PutMessageEmbeddingResponse503Headers struct {
+	RetryAfter int
+	XRequestID string
+}
+
+// PutMessageEmbeddingResponseDefaultHeaders the declared response headers of an HTTP default response for PutMessageEmbedding
+type PutMessageEmbeddingResponseDefaultHeaders struct {
+	XRequestID string
+}
+
+type PutMessageEmbeddingResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *MessageEmbedding
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *PayloadTooLarge
+	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *RateLimited
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *Default
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *PutMessageEmbeddingResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *PutMessageEmbeddingResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PutMessageEmbeddingResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *PutMessageEmbeddingResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *PutMessageEmbeddingResponse404Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *PutMessageEmbeddingResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *PutMessageEmbeddingResponse415Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *PutMessageEmbeddingResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PutMessageEmbeddingResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *PutMessageEmbeddingResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PutMessageEmbeddingResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *PutMessageEmbeddingResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PutMessageEmbeddingResponse) GetJSON200() *MessageEmbedding {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r PutMessageEmbeddingResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r PutMessageEmbeddingResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r PutMessageEmbeddingResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r PutMessageEmbeddingResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r PutMessageEmbeddingResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
+	return r.ApplicationProblemJSON413
+}
+
+// GetApplicationProblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r PutMessageEmbeddingResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationProblemJSON415
+}
+
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r PutMessageEmbeddingResponse) GetApplicationProblemJSON422() *ValidationFailed {
+	return r.ApplicationProblemJSON422
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r PutMessageEmbeddingResponse) GetApplicationProblemJSON429() *RateLimited {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r PutMessageEmbeddingResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r PutMessageEmbeddingResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r PutMessageEmbeddingResponse) GetApplicationProblemJSONDefault() *Default {
+	return r.ApplicationProblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r PutMessageEmbeddingResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PutMessageEmbeddingResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PutMessageEmbeddingResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PutMessageEmbeddingResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // RepairSessionResponse200Headers the declared response headers of an HTTP 200 response for RepairSession
 type RepairSessionResponse200Headers struct {
 	XRequestID string
@@ -23797,6 +26926,79 @@ func (c *ClientWithResponses) BackupDatabaseWithResponse(ctx context.Context, bo
 	return ParseBackupDatabaseResponse(rsp)
 }
 
+// DeleteTenantEmbeddingWithResponse Remove the tenant's embedding endpoint
+//
+// Its agents that name none use the server's endpoint, if any, from now on. Needs `admin` scope.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/admin/embedding (the `DeleteTenantEmbedding` operationId).
+func (c *ClientWithResponses) DeleteTenantEmbeddingWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*DeleteTenantEmbeddingResponse, error) {
+	rsp, err := c.DeleteTenantEmbedding(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteTenantEmbeddingResponse(rsp)
+}
+
+// GetTenantEmbeddingWithResponse The tenant's embedding endpoint
+//
+// The endpoint that embeds the passages and messages of the tenant's agents
+// that name none of their own (`embedding` on the agent), before the
+// server's `--embedding-url`. `null` when the tenant has none. Needs
+// `admin` scope.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/admin/embedding (the `GetTenantEmbedding` operationId).
+func (c *ClientWithResponses) GetTenantEmbeddingWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetTenantEmbeddingResponse, error) {
+	rsp, err := c.GetTenantEmbedding(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetTenantEmbeddingResponse(rsp)
+}
+
+// PutTenantEmbeddingWithBodyWithResponse Set the tenant's embedding endpoint
+//
+// Sets the endpoint of the tenant's agents that name none. The URL must
+// start with one of the server's `--embedding-allowed-urls` and the key
+// variable with `LOGBOOK_EMBEDDING_KEY` (`422` naming the field). Passages
+// of those agents stored without an embedding, before or after, and those
+// whose embedding `failed`, wait for one from it (`pending`). Needs
+// `admin` scope.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/admin/embedding (the `PutTenantEmbedding` operationId).
+func (c *ClientWithResponses) PutTenantEmbeddingWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutTenantEmbeddingResponse, error) {
+	rsp, err := c.PutTenantEmbeddingWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutTenantEmbeddingResponse(rsp)
+}
+
+// PutTenantEmbeddingWithResponse Set the tenant's embedding endpoint
+//
+// Sets the endpoint of the tenant's agents that name none. The URL must
+// start with one of the server's `--embedding-allowed-urls` and the key
+// variable with `LOGBOOK_EMBEDDING_KEY` (`422` naming the field). Passages
+// of those agents stored without an embedding, before or after, and those
+// whose embedding `failed`, wait for one from it (`pending`). Needs
+// `admin` scope.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/admin/embedding (the `PutTenantEmbedding` operationId).
+func (c *ClientWithResponses) PutTenantEmbeddingWithResponse(ctx context.Context, body PutTenantEmbeddingJSONRequestBody, reqEditors ...RequestEditorFn) (*PutTenantEmbeddingResponse, error) {
+	rsp, err := c.PutTenantEmbedding(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutTenantEmbeddingResponse(rsp)
+}
+
 // CheckIntegrityWithResponse Check the database (and repair counters)
 //
 // Runs SQLite's `PRAGMA integrity_check` over the whole file, then checks the
@@ -24027,6 +27229,55 @@ func (c *ClientWithResponses) CreateAgentWithResponse(ctx context.Context, body 
 	return ParseCreateAgentResponse(rsp)
 }
 
+// ImportAgentWithBodyWithResponse Import an agent from an agent export
+//
+// Restores an agent from the NDJSON of `GET /v1/agents/{id}/export`, sent as
+// `application/x-ndjson` (`application/json` is accepted too), into the
+// caller's tenant: the agent and its pinned embedding model, its blocks (at
+// their exported version, which starts their history), its passages with
+// their ids, timestamps and embeddings bit for bit, and its sessions as
+// `POST /v1/sessions/import` restores a session. The agent's own embedding
+// endpoint (`embedding`) is not imported: the server calls it for the
+// tenant, so only `PATCH /v1/agents/{id}`, which checks it against
+// `--embedding-allowed-urls`, sets one.
+//
+// The whole body is checked before anything is written, and then stored all or
+// nothing: the header's format and version, the `sha256` and `counts` of the
+// `agent_end` line, the order of the lines, every value with the rules the API
+// applies to it (a block over its limit, an embedding of another length or
+// model than the agent pins …), each session with every check a session
+// import makes (its own `end` line included), and each session's `agent_id`
+// against the agent's. A line that is not JSON is `400 malformed_json`; any
+// other problem with the content (a checksum mismatch, a truncated file, a line
+// out of order, a value out of bounds) is `422 invalid_import`; an agent,
+// session, message, checkpoint or compaction id that exists is `409 conflict`.
+// Each names its line in `errors[].field` (`line 7`) and the field in the message.
+//
+// `?as_new=true` gives the agent and its sessions (with their messages,
+// checkpoints and compactions) new ids, and the sessions the new agent's id;
+// blocks and passages keep theirs, which belong to the agent. The body limit
+// and pace are those of a session import (`413 payload_too_large`). A key
+// bound to one end user may not import (`403`). Write scope. The answer is
+// `201` with the agent and a `Location` header.
+//
+// ```
+//
+//	curl -H "Authorization: Bearer $KEY" -H 'Content-Type: application/x-ndjson' \
+//	  --data-binary @agent.ndjson 'http://127.0.0.1:8080/v1/agents/import?as_new=true'
+//
+// ```
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/agents/import (the `ImportAgent` operationId).
+func (c *ClientWithResponses) ImportAgentWithBodyWithResponse(ctx context.Context, params *ImportAgentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ImportAgentResponse, error) {
+	rsp, err := c.ImportAgentWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseImportAgentResponse(rsp)
+}
+
 // DeleteAgentWithResponse Delete an agent and its memory
 //
 // Deletes the agent **for good**, together with its memory: its core memory
@@ -24236,7 +27487,8 @@ func (c *ClientWithResponses) CreatePassageWithResponse(ctx context.Context, id 
 // after English stemming; passages with more of the words, or rarer ones, rank
 // higher. At most 32 distinct words count; a `q` with no word finds nothing.
 // With `mode=vector` or `hybrid` it searches by meaning instead, or too,
-// against the embeddings given with the passages (see `PassageSearchMode`).
+// against the passages' embeddings, given by the client or computed by the
+// server (see `PassageSearchMode` and `EmbeddingConfig`).
 //
 // Filters all apply: `tags` (the passage must carry **every** tag given),
 // and `after`/`before` on `created_at`, both inclusive. Passages are
@@ -24350,11 +27602,102 @@ func (c *ClientWithResponses) ListBlocksWithResponse(ctx context.Context, id Age
 	return ParseListBlocksResponse(rsp)
 }
 
+// AttachBlockWithBodyWithResponse Share another agent's core memory block with this one
+//
+// Attaches the block `label` of agent `agent_id` (its owner) to agent `{id}`,
+// under the label `as` (the owner's label when left out), as Letta attaches a
+// block to several agents (a sleep-time agent and its primary agent share
+// their blocks this way). Needs `write` scope.
+//
+// From then on it is **one block**: every read and write of that label
+// through agent `{id}` — `GET`, `PUT` (with `If-Match`), append, replace,
+// history, the list, the memory tools (Letta's and Anthropic's), a session's
+// context with `include=blocks` — acts on the owner's block. A write through
+// either agent is seen by the other; `version`, the `ETag` and the history are
+// the block's own, shared. The block answers with `owner_agent_id` and
+// `owner_label` set when read through agent `{id}`, and lists every
+// attachment in `shared_with`.
+//
+//   - Both agents must be the caller's: another tenant's agent, like a missing
+//     one, is `404` (`detail` names which); a missing block is `404`.
+//   - `agent_id` may not be `{id}` itself (`422 validation_failed`).
+//   - The label must be free under agent `{id}`: `409 block_exists` otherwise.
+//   - A block attaches once per agent (`409 already_attached`), and only the
+//     owner's block attaches: a label that is itself an attachment is `409
+//     block_attached` (so an attachment never points at another, and there are
+//     no cycles).
+//
+// Deleting the owner's block, or the owner agent, removes its attachments;
+// deleting agent `{id}` removes its own. Renaming the block under its owner
+// (the memory tool's `rename`) keeps it attached; renaming it under agent
+// `{id}` renames only that agent's label. `POST
+// /v1/agents/{id}/blocks/{label}/detach` undoes the attachment. The answer is
+// `201` with the block as agent `{id}` sees it and a `Location` header.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/agents/{id}/blocks/attach (the `AttachBlock` operationId).
+func (c *ClientWithResponses) AttachBlockWithBodyWithResponse(ctx context.Context, id AgentID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AttachBlockResponse, error) {
+	rsp, err := c.AttachBlockWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAttachBlockResponse(rsp)
+}
+
+// AttachBlockWithResponse Share another agent's core memory block with this one
+//
+// Attaches the block `label` of agent `agent_id` (its owner) to agent `{id}`,
+// under the label `as` (the owner's label when left out), as Letta attaches a
+// block to several agents (a sleep-time agent and its primary agent share
+// their blocks this way). Needs `write` scope.
+//
+// From then on it is **one block**: every read and write of that label
+// through agent `{id}` — `GET`, `PUT` (with `If-Match`), append, replace,
+// history, the list, the memory tools (Letta's and Anthropic's), a session's
+// context with `include=blocks` — acts on the owner's block. A write through
+// either agent is seen by the other; `version`, the `ETag` and the history are
+// the block's own, shared. The block answers with `owner_agent_id` and
+// `owner_label` set when read through agent `{id}`, and lists every
+// attachment in `shared_with`.
+//
+//   - Both agents must be the caller's: another tenant's agent, like a missing
+//     one, is `404` (`detail` names which); a missing block is `404`.
+//   - `agent_id` may not be `{id}` itself (`422 validation_failed`).
+//   - The label must be free under agent `{id}`: `409 block_exists` otherwise.
+//   - A block attaches once per agent (`409 already_attached`), and only the
+//     owner's block attaches: a label that is itself an attachment is `409
+//     block_attached` (so an attachment never points at another, and there are
+//     no cycles).
+//
+// Deleting the owner's block, or the owner agent, removes its attachments;
+// deleting agent `{id}` removes its own. Renaming the block under its owner
+// (the memory tool's `rename`) keeps it attached; renaming it under agent
+// `{id}` renames only that agent's label. `POST
+// /v1/agents/{id}/blocks/{label}/detach` undoes the attachment. The answer is
+// `201` with the block as agent `{id}` sees it and a `Location` header.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/agents/{id}/blocks/attach (the `AttachBlock` operationId).
+func (c *ClientWithResponses) AttachBlockWithResponse(ctx context.Context, id AgentID, body AttachBlockJSONRequestBody, reqEditors ...RequestEditorFn) (*AttachBlockResponse, error) {
+	rsp, err := c.AttachBlock(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAttachBlockResponse(rsp)
+}
+
 // DeleteBlockWithResponse Delete a core memory block
 //
-// Deletes the block **and its version history**. Needs `write` scope. The
-// answer is `204` with no body; a missing agent or block is `404`. A block
-// created again under the same label starts over at version 1.
+// Deletes the block **and its version history**, and its attachments to other
+// agents (they see it no more). Needs `write` scope. The answer is `204` with
+// no body; a missing agent or block is `404`. A block created again under the
+// same label starts over at version 1.
+//
+// For a label that is another agent's block attached to this one, only the
+// attachment goes, as with `POST …/{label}/detach`: the owner's block, and
+// every other agent's view of it, stays.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -24523,6 +27866,26 @@ func (c *ClientWithResponses) AppendBlockWithResponse(ctx context.Context, id Ag
 	return ParseAppendBlockResponse(rsp)
 }
 
+// DetachBlockWithResponse Detach a shared block from this agent
+//
+// Removes the attachment `label` of agent `{id}` (made by `POST
+// /v1/agents/{id}/blocks/attach`): the agent sees the block no more. The
+// owner's block, its value and history, and its other attachments stay.
+// Needs `write` scope. The answer is `204` with no body; a missing agent or
+// label is `404`; a label that is the agent's own block is `409
+// not_attached` (delete it with `DELETE /v1/agents/{id}/blocks/{label}`).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/agents/{id}/blocks/{label}/detach (the `DetachBlock` operationId).
+func (c *ClientWithResponses) DetachBlockWithResponse(ctx context.Context, id AgentID, label BlockLabel, reqEditors ...RequestEditorFn) (*DetachBlockResponse, error) {
+	rsp, err := c.DetachBlock(ctx, id, label, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDetachBlockResponse(rsp)
+}
+
 // GetBlockHistoryWithResponse List a block's versions
 //
 // Lists every version of the block, **newest version first** (the first item
@@ -24590,6 +27953,49 @@ func (c *ClientWithResponses) ReplaceBlockWithResponse(ctx context.Context, id A
 		return nil, err
 	}
 	return ParseReplaceBlockResponse(rsp)
+}
+
+// ExportAgentWithResponse Export an agent, its memory and its sessions as NDJSON
+//
+// Streams the agent as NDJSON (`application/x-ndjson`), one JSON object a
+// line, from one consistent snapshot:
+//
+//  1. `{"type":"header","format":"logbook.agent","version":1}`
+//  2. `{"type":"agent","agent":{…Agent…,"embedding_model":…,"embedding_dims":…}}`
+//     (the embedding model and length its passages are pinned to, or `null`)
+//  3. every core memory block by label, `{"type":"block","block":{"id","label",
+//     "value","limit","description","read_only","version","updated_at"}}`:
+//     the current value only, not the block's history
+//  4. every archival passage, oldest first, `{"type":"passage","passage":{"id",
+//     "content","tags","metadata","created_at","expires_at","embedding",
+//     "embedding_model"}}` (`embedding` exactly as stored, when it has one)
+//  5. every session of the agent, oldest first, each exactly as
+//     `GET /v1/sessions/{id}/export` writes it, its own `end` line included
+//  6. `{"type":"agent_end","counts":{"blocks":B,"passages":P,"sessions":S},"sha256":"<hex>"}`,
+//     the SHA-256 of every byte of the lines before it, newlines included.
+//
+// Expired passages and sessions are left out, as reads leave them out.
+// `POST /v1/agents/import` restores the file, and exporting what it restored
+// gives the same bytes, but for a fork exported with its parent: the fork's
+// inherited messages carry the parent's message ids, so the import stores
+// them under new ones (the fork's own from then on). A problem found before the first byte is answered as
+// a problem (`404 not_found`, `409 corrupted` for a damaged checkpoint); a
+// failure after it cuts the connection. A key bound to one end user may not
+// export (`403`): the sessions span users. Read scope.
+//
+// ```
+// curl -H "Authorization: Bearer $KEY" http://127.0.0.1:8080/v1/agents/agt_…/export > agent.ndjson
+// ```
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/agents/{id}/export (the `ExportAgent` operationId).
+func (c *ClientWithResponses) ExportAgentWithResponse(ctx context.Context, id AgentID, reqEditors ...RequestEditorFn) (*ExportAgentResponse, error) {
+	rsp, err := c.ExportAgent(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseExportAgentResponse(rsp)
 }
 
 // SearchAgentMessagesWithResponse Search an agent's conversations
@@ -24795,6 +28201,14 @@ func (c *ClientWithResponses) DownloadFileWithResponse(ctx context.Context, id s
 //
 // **Filters** all apply together: `role` (one or more), `session_id`, and the
 // time window `after`/`before` on the message's `created_at`, both inclusive.
+//
+// **By meaning.** `mode=vector` ranks by cosine similarity to
+// `query_embedding` (or to `q` as the server embeds it), `mode=hybrid` fuses
+// that with the keyword ranking (reciprocal rank fusion, k = 60). Only
+// messages of sessions with an `agent_id` whose agent has an embedding
+// endpoint (its own `embedding`, or the server's `--embedding-url`) have
+// embeddings: the server computes them from the event log after the append,
+// outside the write, usually within a second.
 //
 // **Freshness (`index_lag`).** Appending a message does not index it: an
 // indexer beside the server's single writer indexes each message just after it
@@ -25785,6 +29199,67 @@ func (c *ClientWithResponses) GetMessageWithResponse(ctx context.Context, id Ses
 	return ParseGetMessageResponse(rsp)
 }
 
+// GetMessageEmbeddingWithResponse Where a message's embedding stands
+//
+// A message of a session with an agent is embedded by the server when the
+// agent (or the server) has an embedding endpoint, from the event log,
+// after the append: `pending`, then `ready`, or `failed` with
+// `embedding_error`. `404 not_found` when the message has none (yet, or
+// ever). Needs `read` scope.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/sessions/{id}/messages/{message_id}/embedding (the `GetMessageEmbedding` operationId).
+func (c *ClientWithResponses) GetMessageEmbeddingWithResponse(ctx context.Context, id SessionID, messageID MessageID, reqEditors ...RequestEditorFn) (*GetMessageEmbeddingResponse, error) {
+	rsp, err := c.GetMessageEmbedding(ctx, id, messageID, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetMessageEmbeddingResponse(rsp)
+}
+
+// PutMessageEmbeddingWithBodyWithResponse Store the client's embedding of a message
+//
+// For conversation search by meaning with embeddings the client computes:
+// the message's vector, checked against (or pinning) the model and length
+// of the session's agent's embeddings (`422` naming `embedding` or
+// `embedding_model`), replacing any the server made. The message must be
+// stored in this session (a fork's inherited messages carry their own
+// session's embeddings), and the session must have an `agent_id` (`422`
+// naming `agent_id`). Idempotent. Needs `write` scope.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/sessions/{id}/messages/{message_id}/embedding (the `PutMessageEmbedding` operationId).
+func (c *ClientWithResponses) PutMessageEmbeddingWithBodyWithResponse(ctx context.Context, id SessionID, messageID MessageID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutMessageEmbeddingResponse, error) {
+	rsp, err := c.PutMessageEmbeddingWithBody(ctx, id, messageID, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutMessageEmbeddingResponse(rsp)
+}
+
+// PutMessageEmbeddingWithResponse Store the client's embedding of a message
+//
+// For conversation search by meaning with embeddings the client computes:
+// the message's vector, checked against (or pinning) the model and length
+// of the session's agent's embeddings (`422` naming `embedding` or
+// `embedding_model`), replacing any the server made. The message must be
+// stored in this session (a fork's inherited messages carry their own
+// session's embeddings), and the session must have an `agent_id` (`422`
+// naming `agent_id`). Idempotent. Needs `write` scope.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/sessions/{id}/messages/{message_id}/embedding (the `PutMessageEmbedding` operationId).
+func (c *ClientWithResponses) PutMessageEmbeddingWithResponse(ctx context.Context, id SessionID, messageID MessageID, body PutMessageEmbeddingJSONRequestBody, reqEditors ...RequestEditorFn) (*PutMessageEmbeddingResponse, error) {
+	rsp, err := c.PutMessageEmbedding(ctx, id, messageID, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutMessageEmbeddingResponse(rsp)
+}
+
 // RepairSessionWithBodyWithResponse Apply the safe repairs resume suggests
 //
 // Applies the problems of `GET …/resume` whose `repair.automatic` is true,
@@ -26547,6 +30022,556 @@ func ParseBackupDatabaseResponse(rsp *http.Response) (*BackupDatabaseResponse, e
 		response.Headers503 = &headers
 	case true:
 		var headers BackupDatabaseResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteTenantEmbeddingResponse parses an HTTP response from a DeleteTenantEmbeddingWithResponse call
+func ParseDeleteTenantEmbeddingResponse(rsp *http.Response) (*DeleteTenantEmbeddingResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteTenantEmbeddingResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Default
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		var headers DeleteTenantEmbeddingResponse204Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers204 = &headers
+	case rsp.StatusCode == 401:
+		var headers DeleteTenantEmbeddingResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers DeleteTenantEmbeddingResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers DeleteTenantEmbeddingResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers DeleteTenantEmbeddingResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers DeleteTenantEmbeddingResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	case true:
+		var headers DeleteTenantEmbeddingResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetTenantEmbeddingResponse parses an HTTP response from a GetTenantEmbeddingWithResponse call
+func ParseGetTenantEmbeddingResponse(rsp *http.Response) (*GetTenantEmbeddingResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetTenantEmbeddingResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TenantEmbedding
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Default
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetTenantEmbeddingResponse200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetTenantEmbeddingResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetTenantEmbeddingResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetTenantEmbeddingResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetTenantEmbeddingResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetTenantEmbeddingResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	case true:
+		var headers GetTenantEmbeddingResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePutTenantEmbeddingResponse parses an HTTP response from a PutTenantEmbeddingWithResponse call
+func ParsePutTenantEmbeddingResponse(rsp *http.Response) (*PutTenantEmbeddingResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PutTenantEmbeddingResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TenantEmbedding
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Default
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers PutTenantEmbeddingResponse200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers PutTenantEmbeddingResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers PutTenantEmbeddingResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers PutTenantEmbeddingResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 413:
+		var headers PutTenantEmbeddingResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers PutTenantEmbeddingResponse415Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 422:
+		var headers PutTenantEmbeddingResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers PutTenantEmbeddingResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers PutTenantEmbeddingResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers PutTenantEmbeddingResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	case true:
+		var headers PutTenantEmbeddingResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -27926,6 +31951,243 @@ func ParseCreateAgentResponse(rsp *http.Response) (*CreateAgentResponse, error) 
 		response.Headers503 = &headers
 	case true:
 		var headers CreateAgentResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseImportAgentResponse parses an HTTP response from a ImportAgentWithResponse call
+func ParseImportAgentResponse(rsp *http.Response) (*ImportAgentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ImportAgentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Agent
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ImportUnprocessable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Default
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers ImportAgentResponse201Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 400:
+		var headers ImportAgentResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ImportAgentResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ImportAgentResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 409:
+		var headers ImportAgentResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers ImportAgentResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers ImportAgentResponse415Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 422:
+		var headers ImportAgentResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers ImportAgentResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ImportAgentResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	case true:
+		var headers ImportAgentResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -29949,6 +34211,284 @@ func ParseListBlocksResponse(rsp *http.Response) (*ListBlocksResponse, error) {
 	return response, nil
 }
 
+// ParseAttachBlockResponse parses an HTTP response from a AttachBlockWithResponse call
+func ParseAttachBlockResponse(rsp *http.Response) (*AttachBlockResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AttachBlockResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Block
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest AttachConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Default
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers AttachBlockResponse201Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 400:
+		var headers AttachBlockResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers AttachBlockResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers AttachBlockResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers AttachBlockResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers AttachBlockResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers AttachBlockResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers AttachBlockResponse415Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 422:
+		var headers AttachBlockResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers AttachBlockResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers AttachBlockResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers AttachBlockResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	case true:
+		var headers AttachBlockResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
 // ParseDeleteBlockResponse parses an HTTP response from a DeleteBlockWithResponse call
 func ParseDeleteBlockResponse(rsp *http.Response) (*DeleteBlockResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -30866,6 +35406,198 @@ func ParseAppendBlockResponse(rsp *http.Response) (*AppendBlockResponse, error) 
 	return response, nil
 }
 
+// ParseDetachBlockResponse parses an HTTP response from a DetachBlockWithResponse call
+func ParseDetachBlockResponse(rsp *http.Response) (*DetachBlockResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DetachBlockResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest NotAttached
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Default
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		var headers DetachBlockResponse204Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers204 = &headers
+	case rsp.StatusCode == 401:
+		var headers DetachBlockResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers DetachBlockResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers DetachBlockResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers DetachBlockResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers DetachBlockResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers DetachBlockResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers DetachBlockResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	case true:
+		var headers DetachBlockResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
 // ParseGetBlockHistoryResponse parses an HTTP response from a GetBlockHistoryWithResponse call
 func ParseGetBlockHistoryResponse(rsp *http.Response) (*GetBlockHistoryResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -31303,6 +36035,178 @@ func ParseReplaceBlockResponse(rsp *http.Response) (*ReplaceBlockResponse, error
 		response.Headers503 = &headers
 	case true:
 		var headers ReplaceBlockResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseExportAgentResponse parses an HTTP response from a ExportAgentWithResponse call
+func ParseExportAgentResponse(rsp *http.Response) (*ExportAgentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ExportAgentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Default
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ExportAgentResponse200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers ExportAgentResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ExportAgentResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers ExportAgentResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers ExportAgentResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers ExportAgentResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ExportAgentResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	case true:
+		var headers ExportAgentResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -37104,6 +42008,432 @@ func ParseGetMessageResponse(rsp *http.Response) (*GetMessageResponse, error) {
 		response.Headers503 = &headers
 	case true:
 		var headers GetMessageResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetMessageEmbeddingResponse parses an HTTP response from a GetMessageEmbeddingWithResponse call
+func ParseGetMessageEmbeddingResponse(rsp *http.Response) (*GetMessageEmbeddingResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetMessageEmbeddingResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest MessageEmbedding
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Default
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetMessageEmbeddingResponse200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetMessageEmbeddingResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetMessageEmbeddingResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetMessageEmbeddingResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetMessageEmbeddingResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetMessageEmbeddingResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetMessageEmbeddingResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	case true:
+		var headers GetMessageEmbeddingResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePutMessageEmbeddingResponse parses an HTTP response from a PutMessageEmbeddingWithResponse call
+func ParsePutMessageEmbeddingResponse(rsp *http.Response) (*PutMessageEmbeddingResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PutMessageEmbeddingResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest MessageEmbedding
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Default
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers PutMessageEmbeddingResponse200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers PutMessageEmbeddingResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers PutMessageEmbeddingResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers PutMessageEmbeddingResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers PutMessageEmbeddingResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 413:
+		var headers PutMessageEmbeddingResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers PutMessageEmbeddingResponse415Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 422:
+		var headers PutMessageEmbeddingResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers PutMessageEmbeddingResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers PutMessageEmbeddingResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers PutMessageEmbeddingResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	case true:
+		var headers PutMessageEmbeddingResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {

@@ -21,13 +21,13 @@ func isPostgres(db string) bool {
 // indexing to a server on the same file.
 func openStore(ctx context.Context, cfg config, serving bool) (repo.Store, error) {
 	if isPostgres(cfg.DB) {
-		st, err := postgres.Open(ctx, postgres.Config{URL: cfg.DB, Migrate: cfg.Migrate})
+		st, err := postgres.Open(ctx, postgres.Config{URL: cfg.DB, Migrate: cfg.Migrate, VectorCacheBytes: cfg.VectorCacheBytes})
 		if err != nil {
 			return nil, err
 		}
 		return st, nil
 	}
-	c := sqlite.Config{Path: cfg.DB, Sync: cfg.Sync, Migrate: cfg.Migrate}
+	c := sqlite.Config{Path: cfg.DB, Sync: cfg.Sync, Migrate: cfg.Migrate, VectorCacheBytes: cfg.VectorCacheBytes}
 	if serving {
 		c.NoMessageIndex = !cfg.SearchIndex
 	} else {

@@ -23,7 +23,7 @@ func newCommand(getenv func(string) string, stdout, stderr io.Writer) *cli.Comma
 		UsageText: "server [flags]                 serve the HTTP API\n" +
 			"server [flags] COMMAND [args]  work on the database file; flags may also follow COMMAND",
 		Flags:  globalFlags(getenv),
-		Action: serveAction(stdout),
+		Action: serveAction(getenv, stdout),
 		Commands: []*cli.Command{
 			migrateCommand(stdout),
 			keysCommand(stdout, stderr),

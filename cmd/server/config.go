@@ -5,8 +5,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v3"
+
+	"github.com/logbook/logbook/internal/model"
 )
 
 // config is everything the server reads from flags and LOGBOOK_* variables.
@@ -27,11 +30,23 @@ type config struct {
 	CPUProfile     string // write a CPU profile of the run here
 	GCPercent      int    // the collector's target heap growth, in %; -1: off
 
+	// ExpirySweep is how often the server erases what has passed its
+	// expires_at; 0: never (POST /v1/admin/purge with expired still does).
+	ExpirySweep time.Duration
+
 	// CORSOrigins are the origins whose pages may call the API; none: no CORS.
 	CORSOrigins []string
 
 	MetricsAddr string // where GET /metrics listens, apart from the API; empty: nowhere
 	Pprof       bool   // serve /debug/pprof to loopback clients
+
+	// EmbeddingDefault is the endpoint that embeds the memory of agents that
+	// name none (nil: none); EmbeddingAllowed the URL prefixes agents may name.
+	EmbeddingDefault *model.EmbeddingConfig
+	EmbeddingAllowed []string
+	EmbeddingTimeout time.Duration
+	VectorCacheBytes int64               // embeddings kept in memory for searches by meaning
+	Getenv           func(string) string // run's, for the endpoints' keys
 }
 
 // globalFlags are the server's flags. They sit on the root command and, being
@@ -71,12 +86,26 @@ func globalFlags(getenv func(string) string) []cli.Flag {
 			Usage:       "`DIR` that POST /v1/admin/backup writes to"},
 		&cli.BoolFlag{Name: "search-index", Value: true, DefaultText: "true", Sources: env("LOGBOOK_SEARCH_INDEX"),
 			Usage: "index messages for conversation search, beside the writer, into DB-search"},
+		&cli.DurationFlag{Name: "expiry-sweep", Value: time.Minute, Sources: env("LOGBOOK_EXPIRY_SWEEP"),
+			Usage: "how often to erase every tenant's sessions and archival passages past their expires_at (a `DURATION` such as 30s or 1h); 0 turns the sweep off"},
 		&cli.StringFlag{Name: "cors-origins", Sources: env("LOGBOOK_CORS_ORIGINS"), DefaultText: "none: no CORS headers",
 			Usage: "comma-separated `ORIGINS` (https://dash.example.com) whose pages may call the API from a browser; * allows every origin and is refused in open mode"},
 		&cli.StringFlag{Name: "metrics-addr", Sources: env("LOGBOOK_METRICS_ADDR"), DefaultText: "none: no metrics",
 			Usage: "serve Prometheus metrics at GET /metrics on a listener of their own, `HOST:PORT`, apart from the API (docs/operations.md)"},
 		&cli.BoolFlag{Name: "pprof", Sources: env("LOGBOOK_PPROF"),
 			Usage: "serve Go's profiler at /debug/pprof on --addr, to loopback clients only"},
+		&cli.StringFlag{Name: "embedding-url", Sources: env("LOGBOOK_EMBEDDING_URL"), DefaultText: "none: only clients' embeddings",
+			Usage: "OpenAI-compatible embeddings `URL` (http://127.0.0.1:11434/v1/embeddings) that embeds the passages and messages of agents naming no endpoint of their own; its key, if any, in LOGBOOK_EMBEDDING_KEY"},
+		&cli.StringFlag{Name: "embedding-model", Sources: env("LOGBOOK_EMBEDDING_MODEL"),
+			Usage: "the model --embedding-url is asked for (required with it)"},
+		&cli.IntFlag{Name: "embedding-dims", Sources: env("LOGBOOK_EMBEDDING_DIMS"),
+			Usage: "dimensions asked of --embedding-url (0: the model's own)"},
+		&cli.StringFlag{Name: "embedding-allowed-urls", Sources: env("LOGBOOK_EMBEDDING_ALLOWED_URLS"), DefaultText: "--embedding-url",
+			Usage: "comma-separated URL prefixes an agent's own embedding endpoint may start with (the server calls them for the tenant)"},
+		&cli.DurationFlag{Name: "embedding-timeout", Value: 30 * time.Second, Sources: env("LOGBOOK_EMBEDDING_TIMEOUT"),
+			Usage: "how long one call to an embedding endpoint may take before it is retried"},
+		&cli.Int64Flag{Name: "vector-cache-bytes", Value: 1 << 30, Sources: env("LOGBOOK_VECTOR_CACHE_BYTES"),
+			Usage: "memory for the embeddings searched by meaning (about 3.2 KB per 768-d vector); past it the agents searched least recently are dropped, and loaded again on their next search"},
 		&cli.StringFlag{Name: "cpu-profile", Sources: env("LOGBOOK_CPU_PROFILE"), TakesFile: true,
 			Usage: "write a CPU profile of the whole run to `FILE` (go tool pprof FILE); make profile uses it"},
 		// Go's own GOGC is this flag's variable, so that an operator who knows it
@@ -108,6 +137,7 @@ func configFrom(cmd *cli.Command) (config, error) {
 		CPUProfile:     cmd.String("cpu-profile"),
 		MetricsAddr:    cmd.String("metrics-addr"),
 		Pprof:          cmd.Bool("pprof"),
+		ExpirySweep:    cmd.Duration("expiry-sweep"),
 	}
 	if c.DB == "" {
 		return c, fmt.Errorf("db must name a file")
@@ -124,6 +154,9 @@ func configFrom(cmd *cli.Command) (config, error) {
 	if c.RateLimit < 0 {
 		return c, fmt.Errorf("rate-limit must be a non-negative integer, not %d", c.RateLimit)
 	}
+	if c.ExpirySweep < 0 {
+		return c, fmt.Errorf("expiry-sweep must be a duration of 0 or more, not %s", c.ExpirySweep)
+	}
 	if c.CheckpointKeep < 1 {
 		return c, fmt.Errorf("checkpoint-keep must be at least 1, not %d", c.CheckpointKeep)
 	}
@@ -136,6 +169,12 @@ func configFrom(cmd *cli.Command) (config, error) {
 	}
 	c.GCPercent = gc
 	if c.CORSOrigins, err = parseCORSOrigins(cmd.String("cors-origins")); err != nil {
+		return c, err
+	}
+	if c.VectorCacheBytes = cmd.Int64("vector-cache-bytes"); c.VectorCacheBytes < 0 {
+		return c, fmt.Errorf("vector-cache-bytes must not be negative, not %d", c.VectorCacheBytes)
+	}
+	if err := embeddingConfig(cmd, &c); err != nil {
 		return c, err
 	}
 	if c.Sync != "full" && c.Sync != "normal" {

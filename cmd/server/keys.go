@@ -21,13 +21,14 @@ func keysCommand(stdout, stderr io.Writer) *cli.Command {
 			{
 				Name:      "create",
 				Usage:     "make a key; it is shown once",
-				UsageText: "server keys create --tenant NAME --scope read|write|admin [--name LABEL]",
+				UsageText: "server keys create --tenant NAME --scope read|write|admin [--name LABEL] [--user USER_ID]",
 				Description: "The key is the only thing written to stdout, so that\n" +
 					"LOGBOOK_KEY=$(server keys create ...) captures it; its id goes to stderr.",
 				Flags: []cli.Flag{
 					tenantFlag("", "the tenant the key belongs to (required)"),
 					&cli.StringFlag{Name: "scope", Usage: "read, write or admin (required)"},
 					&cli.StringFlag{Name: "name", Usage: "a label for people"},
+					&cli.StringFlag{Name: "user", Usage: "bind the key to this end user: it sees only their sessions (`USER_ID`; read or write scope)"},
 				},
 				Action: withConfig(func(ctx context.Context, cmd *cli.Command, cfg config) error {
 					return createKey(ctx, cmd, cfg, stdout, stderr)
@@ -65,16 +66,32 @@ func createKey(ctx context.Context, cmd *cli.Command, cfg config, stdout, stderr
 	if !scope.Valid() {
 		return fmt.Errorf("--scope must be read, write or admin")
 	}
+	in := model.CreateAPIKey{Scope: scope, Name: cmd.String("name")}
+	if cmd.IsSet("user") {
+		// The rules POST /v1/admin/keys applies to user_id.
+		user := cmd.String("user")
+		switch {
+		case user == "" || len(user) > 128:
+			return fmt.Errorf("--user must be 1 to 128 characters")
+		case scope == model.ScopeAdmin:
+			return fmt.Errorf("--user binds a read or write key to one end user; an admin key spans users")
+		}
+		in.UserID = &user
+	}
 	store, err := openForKeys(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	k, err := store.CreateAPIKey(ctx, tenant, model.CreateAPIKey{Scope: scope, Name: cmd.String("name")})
+	k, err := store.CreateAPIKey(ctx, tenant, in)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "created %s for tenant %s with scope %s; the key is shown this once:\n", k.ID, k.Tenant, k.Scope)
+	bound := ""
+	if k.UserID != nil {
+		bound = " bound to user " + *k.UserID
+	}
+	fmt.Fprintf(stderr, "created %s for tenant %s with scope %s%s; the key is shown this once:\n", k.ID, k.Tenant, k.Scope, bound)
 	fmt.Fprintln(stdout, k.Key)
 	return nil
 }
@@ -89,7 +106,7 @@ func listKeys(ctx context.Context, cmd *cli.Command, cfg config, stdout io.Write
 	}
 	defer store.Close()
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tTENANT\tSCOPE\tNAME\tCREATED\tREVOKED")
+	fmt.Fprintln(tw, "ID\tTENANT\tSCOPE\tNAME\tCREATED\tREVOKED\tUSER")
 	p := repo.PageRequest{Limit: model.MaxLimit}
 	for {
 		page, err := store.ListAPIKeys(ctx, cmd.String("tenant"), p)
@@ -101,7 +118,11 @@ func listKeys(ctx context.Context, cmd *cli.Command, cfg config, stdout io.Write
 			if k.RevokedAt != nil {
 				revoked = k.RevokedAt.String()
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Tenant, k.Scope, k.Name, k.CreatedAt, revoked)
+			user := "-"
+			if k.UserID != nil {
+				user = *k.UserID
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Tenant, k.Scope, k.Name, k.CreatedAt, revoked, user)
 		}
 		if !page.HasMore {
 			return tw.Flush()

@@ -119,3 +119,56 @@ func TestOpenModeRefusedOffLoopback(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// keys create --user binds the key to one end user, as user_id on POST
+// /v1/admin/keys does: it makes sessions of that user and no other's.
+func TestKeysCreateBoundToUser(t *testing.T) {
+	db := newDB(t)
+	for _, args := range [][]string{
+		{"--scope", "admin", "--user", "ann"},
+		{"--scope", "write", "--user", ""},
+		{"--scope", "write", "--user", strings.Repeat("a", 129)},
+	} {
+		stdout, _, err := runEnv(t, envOf(), append([]string{"--db", db, "keys", "create", "--tenant", "acme"}, args...)...)
+		if err == nil || !strings.Contains(err.Error(), "--user") || stdout != "" {
+			t.Errorf("keys create %v: err = %v, stdout = %q; want a refusal naming --user", args, err, stdout)
+		}
+	}
+	if list, _, _ := runEnv(t, envOf(), "--db", db, "keys", "list"); strings.Count(list, "\n") != 1 {
+		t.Fatalf("a refused keys create made a key:\n%s", list)
+	}
+
+	stdout, stderr, err := runEnv(t, envOf(), "--db", db, "keys", "create", "--tenant", "acme", "--scope", "write", "--user", "ann")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := strings.TrimSpace(stdout)
+	if !strings.HasPrefix(key, "lb_") || !strings.Contains(stderr, "bound to user ann") {
+		t.Fatalf("keys create --user: stdout %q, stderr %q", stdout, stderr)
+	}
+	list, _, err := runEnv(t, envOf(), "--db", db, "keys", "list")
+	if err != nil || !strings.Contains(list, "USER") || !strings.HasSuffix(strings.TrimSpace(list), "ann") {
+		t.Fatalf("keys list does not show the user: %v\n%s", err, list)
+	}
+
+	base, stop := runInProcess(t, []string{"--db", db, "--addr", "127.0.0.1:0"}, envOf())
+	defer stop()
+	post := func(body string) int {
+		t.Helper()
+		req, _ := http.NewRequest("POST", base+"/v1/sessions", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	if got := post(`{"id": "a1", "user_id": "ann"}`); got != http.StatusCreated {
+		t.Errorf("ann's key making ann's session: %d, want 201", got)
+	}
+	if got := post(`{"id": "b1", "user_id": "bob"}`); got != http.StatusForbidden {
+		t.Errorf("ann's key making bob's session: %d, want 403", got)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/logbook/logbook/internal/api"
+	"github.com/logbook/logbook/internal/expiry"
 	"github.com/logbook/logbook/internal/metrics"
 	"github.com/logbook/logbook/internal/repo"
 )
@@ -51,6 +52,15 @@ func listenMetrics(addr string, store repo.Store, version string, log zerolog.Lo
 
 // requests is what the API tells of each request; nil when metrics are off.
 func (m *metricsServer) requests() api.RequestObserver {
+	if m == nil {
+		return nil
+	}
+	return m.reg
+}
+
+// expired is what the expiry sweep tells of what it erased; nil when metrics
+// are off.
+func (m *metricsServer) expired() expiry.Observer {
 	if m == nil {
 		return nil
 	}

@@ -11,6 +11,8 @@ import (
 
 	logbook "github.com/logbook/logbook"
 	"github.com/logbook/logbook/internal/api"
+	"github.com/logbook/logbook/internal/expiry"
+	"github.com/logbook/logbook/internal/repo"
 	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v3"
 )
@@ -24,7 +26,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 // serveAction is the root command: with no sub-command, serve. A word left over
 // is a misspelled command, which must not start a server, and is reported before
 // any complaint about the config that command would not have used.
-func serveAction(stdout io.Writer) cli.ActionFunc {
+func serveAction(getenv func(string) string, stdout io.Writer) cli.ActionFunc {
 	return func(ctx context.Context, cmd *cli.Command) error {
 		if cmd.NArg() > 0 {
 			return unknownCommand(cmd)
@@ -33,6 +35,7 @@ func serveAction(stdout io.Writer) cli.ActionFunc {
 		if err != nil {
 			return err
 		}
+		cfg.Getenv = getenv
 		return serve(ctx, cfg, stdout)
 	}
 }
@@ -81,10 +84,15 @@ func serve(ctx context.Context, cfg config, stdout io.Writer) error {
 		return err
 	}
 	defer ms.close() // before the store closes
+	embeddings, stopEmbedding := startEmbedding(ctx, cfg, store, log)
+	defer stopEmbedding() // before the store closes
+	// The sweep starts here and is stopped (its batch under way finished)
+	// before the metrics and the store close.
+	defer startExpirySweep(ctx, cfg.ExpirySweep, store, ms.expired(), log)()
 	handler := api.New(api.Config{Store: store, Log: log, MaxBodyBytes: cfg.MaxBodyBytes, Spec: logbook.OpenAPI,
 		AllowOpen: allowOpen, RateLimit: cfg.RateLimit, CheckpointKeep: cfg.CheckpointKeep,
 		ImportMaxBytes: cfg.ImportMaxBytes, MaxFileBytes: cfg.MaxFileBytes, BackupDir: cfg.BackupDir, Version: v,
-		CORSOrigins: cfg.CORSOrigins, Requests: ms.requests(), Pprof: cfg.Pprof})
+		CORSOrigins: cfg.CORSOrigins, Requests: ms.requests(), Pprof: cfg.Pprof, Embeddings: embeddings})
 	ms.serve(handler)
 	srv := &http.Server{
 		Handler: handler,
@@ -116,4 +124,25 @@ func serve(ctx context.Context, cfg config, stdout io.Writer) error {
 	}
 	log.Info().Msg("stopped")
 	return nil
+}
+
+// startExpirySweep runs the expiry sweep every interval (none when it is 0)
+// and returns what stops it: ctx's end, waiting for the sweep under way to
+// stop at its next batch, so that the store closes under no sweep.
+func startExpirySweep(ctx context.Context, every time.Duration, store repo.Store, obs expiry.Observer, log zerolog.Logger) (stop func()) {
+	if every <= 0 {
+		log.Info().Msg("expiry sweep off")
+		return func() {}
+	}
+	log.Info().Dur("every", every).Msg("expiry sweep on")
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		expiry.New(store, log.With().Str("component", "expiry").Logger(), obs).Run(ctx, every)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
 }

@@ -9,6 +9,9 @@ import (
 
 func (s *Server) createAgent(w http.ResponseWriter, r *http.Request) {
 	in, err := decode[model.CreateAgent](s, w, r)
+	if err == nil && in.Embedding != nil {
+		err = in.Embedding.Check("embedding", s.embeddings.AllowedURLs)
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -49,6 +52,9 @@ func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) updateAgent(w http.ResponseWriter, r *http.Request) {
 	in, err := decode[model.UpdateAgent](s, w, r)
+	if err == nil && in.Embedding.Set && !in.Embedding.Null {
+		err = in.Embedding.Value.Check("embedding", s.embeddings.AllowedURLs)
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -57,6 +63,9 @@ func (s *Server) updateAgent(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.writeError(w, r, err)
 		return
+	}
+	if a.Embedding != nil && in.Embedding.Set && s.embeddings.Wake != nil {
+		s.embeddings.Wake() // the passages stored before wait for it
 	}
 	s.writeJSON(w, r, http.StatusOK, a)
 }

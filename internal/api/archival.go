@@ -2,7 +2,6 @@ package api
 
 import (
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
@@ -16,10 +15,14 @@ func (s *Server) createPassage(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	in.ServerEmbeds = s.embeddings.Default != nil
 	p, err := s.store.CreatePassage(r.Context(), tenantOf(r), chi.URLParam(r, "id"), in)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
+	}
+	if p.EmbeddingState != nil && *p.EmbeddingState == model.EmbeddingPending && s.embeddings.Wake != nil {
+		s.embeddings.Wake()
 	}
 	w.Header().Set("Location", r.URL.Path+"/"+p.ID)
 	s.writeJSON(w, r, http.StatusCreated, p)
@@ -65,17 +68,10 @@ func (s *Server) searchPassages(w http.ResponseWriter, r *http.Request) {
 	q := parseQuery(r, "q", "mode", "query_embedding", "tags", "after", "before", "limit")
 	in := model.PassageSearch{Mode: q.oneOf("mode", model.SearchKeyword, model.SearchVector, model.SearchHybrid),
 		Tags: q.list("tags"), After: q.time("after"), Before: q.time("before"), Limit: q.page().Limit}
-	if in.Mode != model.SearchVector {
+	if in.Mode != model.SearchVector || !q.has("query_embedding") {
 		in.Query = q.required("q")
 	}
-	for _, v := range q.list("query_embedding") {
-		f, err := strconv.ParseFloat(v, 32)
-		if err != nil {
-			q.fail("query_embedding", "must be numbers separated by commas")
-			break
-		}
-		in.QueryEmbedding = append(in.QueryEmbedding, float32(f))
-	}
+	in.QueryEmbedding = q.floats("query_embedding")
 	if err := q.err(); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -101,7 +97,12 @@ func (s *Server) searchPassagesPost(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if b.Mode != model.SearchVector && strings.TrimSpace(b.Q) == "" {
+	switch {
+	case strings.TrimSpace(b.Q) != "":
+	case b.Mode == model.SearchVector && len(b.QueryEmbedding) == 0:
+		s.writeError(w, r, model.Invalid(model.FieldError{Field: "query_embedding", Message: "is required for mode vector, or q for the server to embed"}))
+		return
+	case b.Mode != model.SearchVector:
 		s.writeError(w, r, model.Invalid(model.FieldError{Field: "q", Message: "is required for mode keyword and hybrid"}))
 		return
 	}
@@ -111,6 +112,11 @@ func (s *Server) searchPassagesPost(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) runPassageSearch(w http.ResponseWriter, r *http.Request, in model.PassageSearch) {
+	var err error
+	if in.QueryEmbedding, err = s.queryEmbedding(r, in.Mode, chi.URLParam(r, "id"), in.Query, in.QueryEmbedding); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	hits, err := s.store.SearchPassages(r.Context(), tenantOf(r), chi.URLParam(r, "id"), in)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -119,12 +125,29 @@ func (s *Server) runPassageSearch(w http.ResponseWriter, r *http.Request, in mod
 	s.writeJSON(w, r, http.StatusOK, passageHits{hits})
 }
 
+// queryEmbedding is the query embedding a search by meaning compares with:
+// the client's, or else q embedded by the endpoint of agentID's memory.
+func (s *Server) queryEmbedding(r *http.Request, mode, agentID, q string, given []float32) ([]float32, error) {
+	if mode != model.SearchVector && mode != model.SearchHybrid || len(given) > 0 || q == "" {
+		return given, nil
+	}
+	if s.embeddings.Query == nil {
+		return nil, model.Invalid(model.FieldError{Field: "query_embedding",
+			Message: "is required: this server computes no embeddings (--embedding-url) to embed q"})
+	}
+	return s.embeddings.Query.EmbedQuery(r.Context(), tenantOf(r), agentID, q)
+}
+
 // searchMessages serves both the agent's conversation search and the tenant-wide
 // one (no {id} in the route).
 func (s *Server) searchMessages(w http.ResponseWriter, r *http.Request) {
-	q := parseQuery(r, "q", "role", "session_id", "after", "before", "limit")
-	in := model.MessageSearch{Query: q.required("q"), AgentID: chi.URLParam(r, "id"), SessionID: q.str("session_id"),
-		After: q.time("after"), Before: q.time("before"), Limit: q.page().Limit}
+	q := parseQuery(r, "q", "mode", "query_embedding", "role", "session_id", "after", "before", "limit")
+	in := model.MessageSearch{Mode: q.oneOf("mode", model.SearchKeyword, model.SearchVector, model.SearchHybrid),
+		AgentID: chi.URLParam(r, "id"), SessionID: q.str("session_id"),
+		After: q.time("after"), Before: q.time("before"), Limit: q.page().Limit, QueryEmbedding: q.floats("query_embedding")}
+	if in.Mode != model.SearchVector || !q.has("query_embedding") {
+		in.Query = q.required("q")
+	}
 	for _, role := range q.list("role") {
 		switch model.Role(role) {
 		case model.RoleUser, model.RoleAssistant, model.RoleSystem, model.RoleDeveloper, model.RoleTool:
@@ -134,6 +157,11 @@ func (s *Server) searchMessages(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if err := q.err(); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var err error
+	if in.QueryEmbedding, err = s.queryEmbedding(r, in.Mode, in.AgentID, in.Query, in.QueryEmbedding); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

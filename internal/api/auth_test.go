@@ -185,6 +185,10 @@ func TestCrossTenantEveryRoute(t *testing.T) {
 	mustAppend(t, a, aSes.ID, userMsg("zebras in A's message"))
 	aFile := mustUpload(t, a, "image/png", []byte("A's picture"))
 	waitSearchable(t, a)
+	aEndpoint := &model.EmbeddingConfig{URL: "http://zebras.example/v1/embeddings", Model: "m"}
+	if err := c.store.SetTenantEmbedding(t.Context(), "tenant-a", aEndpoint); err != nil {
+		t.Fatal(err)
+	}
 	// Not aSes.ID or the agent id themselves: B may use the same ids in its own namespace.
 	aSecrets := []string{aMsg.ID, aKey.ID, aPassage.ID, "A's", `"owner":"a"`, "zebras"}
 	// An export of a third tenant's session, for B to import as its own.
@@ -195,6 +199,14 @@ func TestCrossTenantEveryRoute(t *testing.T) {
 	if err := c.store.ExportSession(t.Context(), "tenant-x", "x-session", &xExport); err != nil {
 		t.Fatal(err)
 	}
+	// And of a third tenant's agent.
+	if _, err := c.store.CreateAgent(t.Context(), "tenant-x", model.CreateAgent{ID: "x-agent", Name: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	var xAgentExport bytes.Buffer
+	if err := c.store.ExportAgent(t.Context(), "tenant-x", "x-agent", &xAgentExport); err != nil {
+		t.Fatal(err)
+	}
 
 	const (
 		notFound  = "404"   // A's object must not be found
@@ -202,24 +214,30 @@ func TestCrossTenantEveryRoute(t *testing.T) {
 		ownWrite  = "write" // acts on B's own namespace
 		forbidden = "403"   // not for a tenant's key at all
 		ownFeed   = "feed"  // a live feed of B's own events only
+		refused   = "422"   // B's own request, refused for itself (no endpoint is allowed here)
 	)
 	routes := map[string]struct {
 		expect string
 		body   any
 		query  string
 	}{
-		"createSession":      {ownWrite, map[string]any{}, ""},
-		"listSessions":       {ownList, nil, ""},
-		"getSession":         {notFound, nil, ""},
-		"updateSession":      {notFound, map[string]any{"title": "hijacked"}, ""},
-		"closeSession":       {notFound, nil, ""},
-		"appendMessage":      {notFound, userMsg("injected"), ""},
-		"appendMessageBatch": {notFound, map[string]any{"messages": []any{userMsg("injected")}}, ""},
-		"listMessages":       {notFound, nil, ""},
-		"getMessage":         {notFound, nil, ""},
-		"createAPIKey":       {ownWrite, map[string]any{"scope": "read"}, ""},
-		"listAPIKeys":        {ownList, nil, ""},
-		"revokeAPIKey":       {notFound, nil, ""},
+		"createSession":         {ownWrite, map[string]any{}, ""},
+		"listSessions":          {ownList, nil, ""},
+		"getSession":            {notFound, nil, ""},
+		"updateSession":         {notFound, map[string]any{"title": "hijacked"}, ""},
+		"closeSession":          {notFound, nil, ""},
+		"appendMessage":         {notFound, userMsg("injected"), ""},
+		"appendMessageBatch":    {notFound, map[string]any{"messages": []any{userMsg("injected")}}, ""},
+		"listMessages":          {notFound, nil, ""},
+		"getMessage":            {notFound, nil, ""},
+		"getTenantEmbedding":    {ownList, nil, ""},
+		"putTenantEmbedding":    {refused, map[string]any{"url": "http://zebras.example/v1/embeddings", "model": "m"}, ""},
+		"deleteTenantEmbedding": {ownWrite, nil, ""},
+		"getMessageEmbedding":   {notFound, nil, ""},
+		"putMessageEmbedding":   {notFound, map[string]any{"embedding": []float32{1, 0}, "embedding_model": "m"}, ""},
+		"createAPIKey":          {ownWrite, map[string]any{"scope": "read"}, ""},
+		"listAPIKeys":           {ownList, nil, ""},
+		"revokeAPIKey":          {notFound, nil, ""},
 
 		"createAgent":         {ownWrite, map[string]any{"name": "B's"}, ""},
 		"listAgents":          {ownList, nil, ""},
@@ -233,6 +251,8 @@ func TestCrossTenantEveryRoute(t *testing.T) {
 		"appendBlock":         {notFound, map[string]any{"content": "hijacked"}, ""},
 		"replaceBlock":        {notFound, map[string]any{"old": "A's", "new": "B's"}, ""},
 		"getBlockHistory":     {notFound, nil, ""},
+		"attachBlock":         {notFound, map[string]any{"agent_id": "a-agent", "label": "human", "as": "stolen"}, ""},
+		"detachBlock":         {notFound, nil, ""},
 		"createPassage":       {notFound, map[string]any{"content": "injected"}, ""},
 		"listPassages":        {notFound, nil, ""},
 		"getPassage":          {notFound, nil, ""},
@@ -264,6 +284,8 @@ func TestCrossTenantEveryRoute(t *testing.T) {
 		"uploadFile":          {ownWrite, `{"B's":"own file"}`, ""},
 		"downloadFile":        {notFound, nil, ""},
 		"importSession":       {ownWrite, xExport.String(), ""},
+		"exportAgent":         {notFound, nil, ""},
+		"importAgent":         {ownWrite, xAgentExport.String(), ""},
 
 		"purgeSessions":  {ownWrite, map[string]any{"status": "completed", "older_than": "2000-01-01T00:00:00Z", "dry_run": true}, ""},
 		"checkIntegrity": {ownList, nil, ""},
@@ -325,6 +347,8 @@ func TestCrossTenantEveryRoute(t *testing.T) {
 					res.wantProblem(t, http.StatusNotFound, "not_found")
 				case forbidden:
 					res.wantProblem(t, http.StatusForbidden, "forbidden")
+				case refused:
+					res.wantProblem(t, http.StatusUnprocessableEntity, "validation_failed")
 				default:
 					if res.Status >= 300 {
 						t.Fatalf("status %d: %s", res.Status, res.Body)
@@ -349,6 +373,9 @@ func TestCrossTenantEveryRoute(t *testing.T) {
 	mustCreateSession(t, b, map[string]any{"id": aSes.ID})
 
 	// A's objects are as A left them.
+	if got, err := c.store.TenantEmbedding(t.Context(), "tenant-a"); err != nil || got == nil || *got != *aEndpoint {
+		t.Errorf("A's embedding endpoint: %+v %v", got, err)
+	}
 	got := mustGetSession(t, a, aSes.ID)
 	if *got.Title != "A's" || got.Status != model.StatusActive || got.MessageCount != 2 {
 		t.Errorf("A's session changed: %+v", got)

@@ -150,3 +150,28 @@ func (s *Server) blockHistory(w http.ResponseWriter, r *http.Request) {
 	}
 	s.writeJSON(w, r, http.StatusOK, page)
 }
+
+// attachBlock shares another agent's block with this one: from then on the
+// label names that one block, through either agent.
+func (s *Server) attachBlock(w http.ResponseWriter, r *http.Request) {
+	in, err := decode[model.AttachBlock](s, w, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	b, err := s.store.AttachBlock(r.Context(), tenantOf(r), chi.URLParam(r, "id"), in)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Location", strings.TrimSuffix(r.URL.Path, "/attach")+"/"+b.Label)
+	s.writeBlock(w, r, http.StatusCreated, b)
+}
+
+func (s *Server) detachBlock(w http.ResponseWriter, r *http.Request) {
+	if err := s.store.DetachBlock(r.Context(), tenantOf(r), chi.URLParam(r, "id"), chi.URLParam(r, "label")); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

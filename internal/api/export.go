@@ -36,9 +36,25 @@ func streamDeadline(start time.Time, grace time.Duration, n int64) time.Time {
 // connection is cut, so the client sees a failed download rather than a short
 // file (which an import would refuse anyway: it lacks its end line).
 func (s *Server) exportSession(w http.ResponseWriter, r *http.Request) {
+	s.streamExport(w, r, func(out io.Writer) error {
+		return s.store.ExportSession(r.Context(), tenantOf(r), chi.URLParam(r, "id"), out)
+	})
+}
+
+// exportAgent streams an agent, its memory and its sessions as NDJSON, as
+// exportSession streams a session.
+func (s *Server) exportAgent(w http.ResponseWriter, r *http.Request) {
+	s.streamExport(w, r, func(out io.Writer) error {
+		return s.store.ExportAgent(r.Context(), tenantOf(r), chi.URLParam(r, "id"), out)
+	})
+}
+
+// streamExport runs export on the response: a problem before its first byte,
+// a cut connection after it.
+func (s *Server) streamExport(w http.ResponseWriter, r *http.Request, export func(io.Writer) error) {
 	out := &lazyStream{w: w, rc: http.NewResponseController(w), start: time.Now(), grace: s.streamGrace}
 	buf := bufio.NewWriterSize(out, 64<<10)
-	err := s.store.ExportSession(r.Context(), tenantOf(r), chi.URLParam(r, "id"), buf)
+	err := export(buf)
 	if err == nil {
 		err = buf.Flush()
 	}
@@ -80,31 +96,62 @@ func (l *lazyStream) Write(p []byte) (int, error) {
 // (exports are larger than any other request); nothing is written unless all of
 // it checks out.
 func (s *Server) importSession(w http.ResponseWriter, r *http.Request) {
+	body, opts, ok := s.importBody(w, r)
+	if !ok {
+		return
+	}
+	ses, err := s.store.ImportSession(r.Context(), tenantOf(r), body, opts)
+	if err != nil {
+		s.writeError(w, r, importError(err))
+		return
+	}
+	w.Header().Set("Location", "/v1/sessions/"+ses.ID)
+	s.writeJSON(w, r, http.StatusCreated, ses)
+}
+
+// importAgent restores an agent, its memory and its sessions from an agent
+// export, as importSession restores a session: all of it or nothing.
+func (s *Server) importAgent(w http.ResponseWriter, r *http.Request) {
+	body, opts, ok := s.importBody(w, r)
+	if !ok {
+		return
+	}
+	a, err := s.store.ImportAgent(r.Context(), tenantOf(r), body, opts)
+	if err != nil {
+		s.writeError(w, r, importError(err))
+		return
+	}
+	w.Header().Set("Location", "/v1/agents/"+a.ID)
+	s.writeJSON(w, r, http.StatusCreated, a)
+}
+
+// importBody reads an import's options and hands back its body, under its own
+// size limit and the stream deadline; ok is false once a problem is answered.
+func (s *Server) importBody(w http.ResponseWriter, r *http.Request) (io.Reader, model.ImportOptions, bool) {
 	q := parseQuery(r, "as_new")
 	asNew := q.oneOf("as_new", "true", "false") == "true"
 	if err := q.err(); err != nil {
 		s.writeError(w, r, err)
-		return
+		return nil, model.ImportOptions{}, false
 	}
 	ct := r.Header.Get("Content-Type")
 	if mt, _, err := mime.ParseMediaType(ct); err != nil || (mt != "application/x-ndjson" && mt != "application/json") {
 		s.writeError(w, r, model.Errorf(model.KindUnsupported, "unsupported_media_type",
 			"Content-Type must be application/x-ndjson (or application/json), not %q", ct))
-		return
+		return nil, model.ImportOptions{}, false
 	}
 	body := &deadlineReader{r: http.MaxBytesReader(w, r.Body, s.importMax), rc: http.NewResponseController(w),
 		start: time.Now(), grace: s.streamGrace}
-	ses, err := s.store.ImportSession(r.Context(), tenantOf(r), body, model.ImportOptions{AsNew: asNew})
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			err = model.Errorf(model.KindTooLarge, "payload_too_large", "the import exceeds the limit of %d bytes", tooBig.Limit)
-		}
-		s.writeError(w, r, err)
-		return
+	return body, model.ImportOptions{AsNew: asNew}, true
+}
+
+// importError tells a body over the import limit (413) from the rest.
+func importError(err error) error {
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return model.Errorf(model.KindTooLarge, "payload_too_large", "the import exceeds the limit of %d bytes", tooBig.Limit)
 	}
-	w.Header().Set("Location", "/v1/sessions/"+ses.ID)
-	s.writeJSON(w, r, http.StatusCreated, ses)
+	return err
 }
 
 // deadlineReader holds a large body to streamDeadline.

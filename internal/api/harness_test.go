@@ -115,8 +115,9 @@ func mustKey(t testing.TB, c *client, tenant string, scope model.Scope) model.Ne
 }
 
 type testConfig struct {
-	api  api.Config
-	repo sqlite.Config
+	api   api.Config
+	repo  sqlite.Config
+	embed *testEmbedding // non-nil: server-computed embeddings (embeddings_test.go)
 }
 
 type testServerOption func(*testConfig)
@@ -169,6 +170,9 @@ func newClient(t testing.TB, opts ...testServerOption) *client {
 		st = mustOpen(t, cfg.repo)
 	}
 	cfg.api.Store = st
+	if cfg.embed != nil {
+		cfg.embed.start(t, &cfg, st)
+	}
 	ts := httptest.NewServer(api.New(cfg.api))
 	t.Cleanup(ts.Close)
 	return &client{t: t, base: ts.URL, http: ts.Client(), store: st}

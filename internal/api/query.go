@@ -151,3 +151,25 @@ func (q *query) list(name string) []string {
 	}
 	return out
 }
+
+// has reports whether the parameter was given (with any value).
+func (q *query) has(name string) bool { return strings.TrimSpace(q.v.Get(name)) != "" }
+
+// floats reads a list of numbers (a query embedding), at most 8,192.
+func (q *query) floats(name string) []float32 {
+	items := q.list(name)
+	if len(items) > 8192 {
+		q.fail(name, "must have at most 8192 numbers")
+		return nil
+	}
+	var out []float32
+	for _, v := range items {
+		f, err := strconv.ParseFloat(v, 32)
+		if err != nil {
+			q.fail(name, "must be numbers separated by commas")
+			return nil
+		}
+		out = append(out, float32(f))
+	}
+	return out
+}

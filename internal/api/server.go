@@ -3,6 +3,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"sync"
 	"time"
@@ -52,6 +53,28 @@ type Config struct {
 	Requests RequestObserver
 	// Pprof serves /debug/pprof, to loopback clients only (pprof.go).
 	Pprof bool
+	// Embeddings is the server-computed embeddings' configuration; its zero
+	// value computes none.
+	Embeddings Embeddings
+}
+
+// Embeddings is how the server computes embeddings.
+type Embeddings struct {
+	// Default is the endpoint for agents that name none; nil: none.
+	Default *model.EmbeddingConfig
+	// AllowedURLs are the URL prefixes an agent's endpoint may start with:
+	// the server calls them, so tenants must not point it anywhere else.
+	AllowedURLs []string
+	// Query embeds a search's q for modes vector and hybrid; nil: such a
+	// search needs query_embedding.
+	Query QueryEmbedder
+	// Wake tells the embedding worker there is work; nil: no worker.
+	Wake func()
+}
+
+// QueryEmbedder embeds a search's query text (embed.Query).
+type QueryEmbedder interface {
+	EmbedQuery(ctx context.Context, tenant, agentID, text string) ([]float32, error)
 }
 
 // Server holds the handlers' dependencies; it has no globals.
@@ -78,16 +101,18 @@ type Server struct {
 	cors           *corsPolicy
 	requests       RequestObserver
 	pprof          bool
+	embeddings     Embeddings
 }
 
 // New builds the server and its router.
 func New(cfg Config) *Server {
 	s := &Server{
-		store:   cfg.Store,
-		log:     cfg.Log,
-		maxBody: cfg.MaxBodyBytes,
-		spec:    cfg.Spec,
-		rate:    cfg.RateLimit,
+		embeddings: cfg.Embeddings,
+		store:      cfg.Store,
+		log:        cfg.Log,
+		maxBody:    cfg.MaxBodyBytes,
+		spec:       cfg.Spec,
+		rate:       cfg.RateLimit,
 
 		checkpointKeep: cfg.CheckpointKeep,
 		backupDir:      cfg.BackupDir,

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"os"
 	"slices"
 	"strconv"
@@ -38,7 +39,15 @@ func simFaultRules() []repo.FaultRule {
 		{Point: repo.PointArchivalWrite, Kind: repo.FaultError, Rate: 0.03},
 		{Point: repo.PointRewind, Kind: repo.FaultError, Rate: 0.03},
 		{Point: repo.PointCompaction, Kind: repo.FaultError, Rate: 0.03},
+		{Point: repo.PointVectorSearch, Kind: repo.FaultError, Rate: 0.1},
 	}
+}
+
+// simEmbeddingRules fail calls to the embedding endpoint; they have a PRNG of
+// their own, drawn only when the simulation steps the embedding worker or
+// embeds a query.
+func simEmbeddingRules() []repo.FaultRule {
+	return []repo.FaultRule{{Point: repo.PointEmbeddingTimeout, Kind: repo.FaultError, Rate: 0.3}}
 }
 
 type simMsg struct {
@@ -97,6 +106,7 @@ type sim struct {
 	t        *testing.T
 	c        *client
 	faults   *repo.Faults
+	emb      *testEmbedding
 	rng      *rand.Rand
 	sessions []*simSession
 	acked    []*simRequest
@@ -110,7 +120,12 @@ func runSim(t *testing.T, seed uint64, ops int) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &sim{t: t, c: newClient(t, withFaults(faults)), faults: faults,
+	emb, withEmb := withEmbedding(t, true)
+	emb.manual = true
+	if emb.clientFault, err = repo.NewFaults(seed^0x5eed, simEmbeddingRules()...); err != nil {
+		t.Fatal(err)
+	}
+	s := &sim{t: t, c: newClient(t, withFaults(faults), withEmb), faults: faults, emb: emb,
 		rng: rand.New(rand.NewPCG(seed, 7)), stats: map[string]int{}}
 	for _, id := range []string{"agent-1", "agent-2"} {
 		for {
@@ -155,7 +170,7 @@ func runSim(t *testing.T, seed uint64, ops int) []string {
 	for _, a := range s.agents {
 		s.checkMemory(a)
 	}
-	for _, e := range faults.Events() {
+	for _, e := range append(faults.Events(), emb.clientFault.Events()...) {
 		s.stats["fault "+string(e.Kind)+"@"+string(e.Point)]++
 	}
 	if testing.Verbose() {
@@ -182,9 +197,11 @@ func (s *sim) logf(format string, args ...any) {
 // is a clean 503 caused by an injected fault.
 func (s *sim) send(method, path string, body any, headers ...string) (res *response, committed bool) {
 	s.t.Helper()
-	before := len(s.faults.Events())
+	before, beforeEmb := len(s.faults.Events()), len(s.emb.clientFault.Events())
 	res = s.c.do(method, path, body, headers...)
 	fired := s.faults.Events()[before:]
+	// A query's q that the endpoint could not embed fails the search first.
+	embFailed := len(s.emb.clientFault.Events()) > beforeEmb
 	// failing: a fault that must turn the answer into a 503. A fault at commit does
 	// not when the write was refused for its own reason (a 409 stays a 409:
 	// nothing of it was to be committed anyway).
@@ -205,6 +222,9 @@ func (s *sim) send(method, path string, body any, headers ...string) (res *respo
 	}
 	s.logf("%s %s -> %d %v", method, path, res.Status, fired)
 	switch {
+	case embFailed:
+		res.wantProblem(s.t, http.StatusServiceUnavailable, "embedding_unavailable")
+		s.stats["503 (embedding, injected)"]++
 	case res.Status >= 500:
 		res.wantProblem(s.t, http.StatusServiceUnavailable, "storage_unavailable")
 		if !failing && !atCommit {
@@ -634,6 +654,52 @@ func (s *sim) passageSearch(a *simAgent) {
 			s.t.Fatalf("agent %s: search %q found %d hits, want exactly %q", a.id, word, len(hits.Data), text)
 		}
 		s.stats["passage search"]++
+		if s.rng.IntN(3) == 0 {
+			s.passageByMeaning(a, hits.Data[0].ID, text)
+		}
+		return
+	}
+}
+
+// passageByMeaning lets the embedding worker run (its calls meet
+// embedding_timeout, its writes the store's faults) and, once the passage is
+// embedded, finds it first by meaning, through q embedded by the server.
+func (s *sim) passageByMeaning(a *simAgent, id, text string) {
+	// The worker's own writes meet no store fault: in a server they run
+	// beside the requests, and here they must not move the seed's sequence.
+	s.faults.Without(func() {
+		for i := 0; i < 1000; i++ {
+			if more, err := s.emb.worker.Step(s.t.Context()); err != nil {
+				s.t.Fatalf("embedding worker: %v", err)
+			} else if !more {
+				break
+			}
+		}
+	})
+	var p model.Passage
+	s.faults.Without(func() { // ids differ between runs: kept out of the trace
+		s.c.do("GET", "/v1/agents/"+a.id+"/archival/"+id, nil).want(s.t, http.StatusOK, &p)
+	})
+	if p.EmbeddingState == nil || *p.EmbeddingState != model.EmbeddingReady {
+		// Failed after every attempt timed out, or still pending behind a
+		// claim whose save failed: either may happen; it must be said, not lost.
+		if p.EmbeddingState == nil {
+			s.t.Fatalf("passage %s has no embedding state with a server endpoint", id)
+		}
+		s.stats["embedding "+*p.EmbeddingState]++
+		return
+	}
+	for {
+		res, _ := s.send("GET", "/v1/agents/"+a.id+"/archival/search?mode=vector&limit=1&q="+url.QueryEscape(text), nil)
+		if res.Status == http.StatusServiceUnavailable {
+			continue
+		}
+		var hits struct{ Data []model.PassageHit }
+		res.want(s.t, http.StatusOK, &hits)
+		if len(hits.Data) != 1 || hits.Data[0].ID != id {
+			s.t.Fatalf("agent %s: by meaning %q found %+v first", a.id, text, hits.Data)
+		}
+		s.stats["passage by meaning"]++
 		return
 	}
 }

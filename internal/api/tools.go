@@ -90,6 +90,7 @@ func (s *Server) tools() map[string]toolFunc {
 			if search.After, search.Before, err = toolRange(in.StartDatetime, in.EndDatetime); err != nil {
 				return model.ToolError("%s", err.Error()), nil
 			}
+			search.Mode, search.QueryEmbedding = s.toolSearchMode(ctx, tenant, agentID, in.Query)
 			hits, err := s.store.SearchPassages(ctx, tenant, agentID, search)
 			if err != nil {
 				return model.ToolResult{}, err
@@ -118,6 +119,7 @@ func (s *Server) tools() map[string]toolFunc {
 			if search.After, search.Before, err = toolRange(in.StartDate, in.EndDate); err != nil {
 				return model.ToolError("%s", err.Error()), nil
 			}
+			search.Mode, search.QueryEmbedding = s.toolSearchMode(ctx, tenant, agentID, in.Query)
 			res, err := s.store.SearchMessages(ctx, tenant, search)
 			if err != nil {
 				return model.ToolResult{}, err

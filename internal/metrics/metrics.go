@@ -36,6 +36,7 @@ type Registry struct {
 	log      zerolog.Logger
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	expired  *prometheus.CounterVec
 }
 
 // New returns a registry with the Go runtime's and the process's collectors,
@@ -58,7 +59,14 @@ func New(version string, log zerolog.Logger) *Registry {
 			// (docs/benchmarks.md); exports and imports take seconds.
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}, []string{"method", "route"}),
+		expired: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "expired_removed_total",
+			Help: "Sessions and archival passages past their expires_at that the server's expiry sweep (--expiry-sweep) erased, by kind: session or passage.",
+		}, []string{"kind"}),
 	}
+	// Both series exist from the start, at 0, so that a rate() has a base.
+	r.expired.WithLabelValues("session")
+	r.expired.WithLabelValues("passage")
 	build := prometheus.NewGauge(prometheus.GaugeOpts{
 		Namespace: namespace, Name: "build_info",
 		Help:        "Always 1; the build's version is its label.",
@@ -68,7 +76,7 @@ func New(version string, log zerolog.Logger) *Registry {
 	r.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		build, r.requests, r.duration,
+		build, r.requests, r.duration, r.expired,
 	)
 	return r
 }
@@ -98,6 +106,12 @@ func (r *Registry) ObserveRequest(method, route string, status int, took time.Du
 	method = knownMethod(method)
 	r.requests.WithLabelValues(method, route, strconv.Itoa(status)).Inc()
 	r.duration.WithLabelValues(method, route).Observe(took.Seconds())
+}
+
+// ExpiredRemoved counts what the expiry sweep erased; it is the sweep's
+// Observer. kind is "session" or "passage".
+func (r *Registry) ExpiredRemoved(kind string, n int64) {
+	r.expired.WithLabelValues(kind).Add(float64(n))
 }
 
 func knownMethod(m string) string {

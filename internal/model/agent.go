@@ -14,8 +14,15 @@ type Agent struct {
 	ToolIDs   []string `json:"tool_ids"`
 	Tags      []string `json:"tags"`
 	Metadata  Object   `json:"metadata"`
-	CreatedAt Time     `json:"created_at"`
-	UpdatedAt Time     `json:"updated_at"`
+	// Embedding is the endpoint that embeds the agent's passages and messages
+	// (null: the server's default, if it has one).
+	Embedding *EmbeddingConfig `json:"embedding"`
+	// EmbeddingModel and EmbeddingDims are pinned by the agent's first
+	// embedding: every later one must match them.
+	EmbeddingModel *string `json:"embedding_model"`
+	EmbeddingDims  *int    `json:"embedding_dims"`
+	CreatedAt      Time    `json:"created_at"`
+	UpdatedAt      Time    `json:"updated_at"`
 }
 
 // DefaultAgentType is Letta's default.
@@ -23,26 +30,28 @@ const DefaultAgentType = "memgpt_agent"
 
 // CreateAgent is the input of POST /v1/agents.
 type CreateAgent struct {
-	ID        string   `json:"id,omitempty" validate:"omitempty,max=128,clientid"`
-	Name      string   `json:"name" validate:"required,max=200"`
-	AgentType string   `json:"agent_type,omitempty" validate:"omitempty,max=64"`
-	Model     *string  `json:"model,omitempty" validate:"omitempty,max=256"`
-	System    *string  `json:"system,omitempty" validate:"omitempty,max=100000"`
-	ToolIDs   []string `json:"tool_ids,omitempty" validate:"max=256,dive,min=1,max=256"`
-	Tags      []string `json:"tags,omitempty" validate:"max=64,dive,min=1,max=128"`
-	Metadata  Object   `json:"metadata,omitempty"`
+	ID        string           `json:"id,omitempty" validate:"omitempty,max=128,clientid"`
+	Name      string           `json:"name" validate:"required,max=200"`
+	AgentType string           `json:"agent_type,omitempty" validate:"omitempty,max=64"`
+	Model     *string          `json:"model,omitempty" validate:"omitempty,max=256"`
+	System    *string          `json:"system,omitempty" validate:"omitempty,max=100000"`
+	ToolIDs   []string         `json:"tool_ids,omitempty" validate:"max=256,dive,min=1,max=256"`
+	Tags      []string         `json:"tags,omitempty" validate:"max=64,dive,min=1,max=128"`
+	Metadata  Object           `json:"metadata,omitempty"`
+	Embedding *EmbeddingConfig `json:"embedding,omitempty"`
 }
 
 // UpdateAgent is the input of PATCH /v1/agents/{id}: present fields replace,
 // metadata merges (RFC 7396).
 type UpdateAgent struct {
-	Name      Optional[string]   `json:"name"`
-	AgentType Optional[string]   `json:"agent_type"`
-	Model     Optional[string]   `json:"model"`
-	System    Optional[string]   `json:"system"`
-	ToolIDs   Optional[[]string] `json:"tool_ids"`
-	Tags      Optional[[]string] `json:"tags"`
-	Metadata  Optional[Object]   `json:"metadata"`
+	Name      Optional[string]          `json:"name"`
+	AgentType Optional[string]          `json:"agent_type"`
+	Model     Optional[string]          `json:"model"`
+	System    Optional[string]          `json:"system"`
+	ToolIDs   Optional[[]string]        `json:"tool_ids"`
+	Tags      Optional[[]string]        `json:"tags"`
+	Metadata  Optional[Object]          `json:"metadata"`
+	Embedding Optional[EmbeddingConfig] `json:"embedding"`
 }
 
 // Validate checks what tags cannot reach inside Optional.

@@ -11,6 +11,12 @@ type Passage struct {
 	// ExpiresAt is when the passage's time to live ends: from then on reads do
 	// not find it, and a purge with Expired deletes it.
 	ExpiresAt *Time `json:"expires_at"`
+	// EmbeddingModel is the model of the passage's embedding, once it has one.
+	EmbeddingModel *string `json:"embedding_model"`
+	// EmbeddingState is null when the passage has no embedding and none is
+	// coming; ready when it has one; pending or failed while the server embeds it.
+	EmbeddingState *string `json:"embedding_state"`
+	EmbeddingError *string `json:"embedding_error"`
 }
 
 // CreatePassage is the input of POST /v1/agents/{id}/archival.
@@ -24,6 +30,9 @@ type CreatePassage struct {
 	// the content. The agent's first passage with one pins model and length.
 	Embedding      []float32 `json:"embedding,omitempty" validate:"max=8192"`
 	EmbeddingModel string    `json:"embedding_model,omitempty" validate:"max=256"`
+	// ServerEmbeds says the server has a default embedding endpoint: a passage
+	// without an embedding then waits for one even if its agent names none.
+	ServerEmbeds bool `json:"-"`
 }
 
 // PassageHit is a search result: the passage, a snippet with the matches marked,
@@ -68,13 +77,15 @@ type MessageHit struct {
 
 // MessageSearch is a conversation search; AgentID empty searches the tenant.
 type MessageSearch struct {
-	Query     string
-	AgentID   string
-	Roles     []Role
-	SessionID string
-	After     *Time
-	Before    *Time
-	Limit     int
+	Query          string
+	AgentID        string
+	Mode           string    // SearchKeyword when empty
+	QueryEmbedding []float32 // for vector and hybrid
+	Roles          []Role
+	SessionID      string
+	After          *Time
+	Before         *Time
+	Limit          int
 }
 
 // SearchResult carries hits and how far the search index is behind the newest

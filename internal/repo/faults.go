@@ -30,6 +30,9 @@ const (
 	PointRewind          FaultPoint = "rewind"           // inside a rewind (or a clear)
 	PointCompaction      FaultPoint = "compaction"       // inside a compaction's write
 	PointRepair          FaultPoint = "repair"           // inside a repair's write
+	// The embedding endpoint times out (the worker retries; a query answers 503).
+	PointEmbeddingTimeout FaultPoint = "embedding_timeout"
+	PointVectorSearch     FaultPoint = "vector_search" // before a search by meaning reads its vectors
 )
 
 // FaultKind is what happens at a point.
@@ -76,6 +79,26 @@ type Faults struct {
 	rules  map[FaultPoint][]FaultRule
 	events []FaultEvent
 	hits   int
+	off    bool // inside Without
+}
+
+// Without runs fn with no fault firing and no draw from the PRNG: work a
+// test does beside its sequence of points (a background worker stepped by
+// hand) leaves that sequence, and so the faults, as the seed makes them.
+func (f *Faults) Without(fn func()) {
+	if f == nil {
+		fn()
+		return
+	}
+	f.mu.Lock()
+	f.off = true
+	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		f.off = false
+		f.mu.Unlock()
+	}()
+	fn()
 }
 
 // NewFaults makes an injector. Crash kinds are only valid at PointCommit and
@@ -112,6 +135,10 @@ func (f *Faults) Fire(p FaultPoint) FaultKind {
 		return ""
 	}
 	f.mu.Lock()
+	if f.off {
+		f.mu.Unlock()
+		return ""
+	}
 	var (
 		kind  FaultKind
 		sleep time.Duration

@@ -26,6 +26,7 @@ type Store interface {
 	Admin
 	Events
 	Usage
+	Embeddings
 	Ping(ctx context.Context) error
 	Close() error
 }
@@ -41,6 +42,10 @@ type Sessions interface {
 	Rewind(ctx context.Context, tenant, id string, in model.Rewind) (model.RewindResult, error)
 	ExportSession(ctx context.Context, tenant, id string, w io.Writer) error
 	ImportSession(ctx context.Context, tenant string, r io.Reader, opts model.ImportOptions) (model.Session, error)
+	// ExportAgent writes an agent, its memory and its sessions as NDJSON
+	// (model.AgentExportLine); ImportAgent restores one, all of it or nothing.
+	ExportAgent(ctx context.Context, tenant, id string, w io.Writer) error
+	ImportAgent(ctx context.Context, tenant string, r io.Reader, opts model.ImportOptions) (model.Agent, error)
 	PurgeSession(ctx context.Context, tenant, id string) error
 }
 
@@ -93,6 +98,16 @@ type Memory interface {
 	// write. Errors: KindNotFound, block_exists, read_only (tools).
 	RenameBlock(ctx context.Context, tenant, agentID, from, to string, by BlockEdit) (model.Block, error)
 	BlockHistory(ctx context.Context, tenant, agentID, label string, p PageRequest) (model.Page[model.Block], error)
+	// AttachBlock shares agent in.AgentID's block in.Label with agentID, under
+	// the label in.As (in.Label when empty): every read and write of that label
+	// through agentID then acts on the one owner's block. Errors: KindNotFound
+	// (either agent, the block), block_exists (the label is taken under agentID),
+	// already_attached, block_attached (in.Label is itself an attachment),
+	// KindInvalid (agentID is the owner).
+	AttachBlock(ctx context.Context, tenant, agentID string, in model.AttachBlock) (model.Block, error)
+	// DetachBlock removes agentID's attachment label; the owner's block stays.
+	// Errors: KindNotFound, not_attached (label is agentID's own block).
+	DetachBlock(ctx context.Context, tenant, agentID, label string) error
 
 	CreatePassage(ctx context.Context, tenant, agentID string, in model.CreatePassage) (model.Passage, error)
 	GetPassage(ctx context.Context, tenant, agentID, id string) (model.Passage, error)
@@ -122,6 +137,9 @@ type Keys interface {
 // Admin: retention, integrity and backups.
 type Admin interface {
 	PurgeSessions(ctx context.Context, tenant string, in model.PurgeRequest) (model.PurgeResult, error)
+	// ExpiredTenants lists the tenants with sessions or passages whose
+	// expires_at is before cutoff: the expiry sweep spans tenants.
+	ExpiredTenants(ctx context.Context, cutoff model.Time) ([]string, error)
 	CheckIntegrity(ctx context.Context, tenant string, repairCounters bool) (model.IntegrityReport, error)
 	IntegrityCheck(ctx context.Context) (string, error)
 	Backup(ctx context.Context, dest string) (model.Backup, error)

@@ -141,13 +141,13 @@ func hitLess(a, b model.PassageHit) bool {
 // RRFK is reciprocal rank fusion's constant k.
 const RRFK = 60
 
-// RankPassages answers a vector or hybrid passage search from the agent's
-// candidates: by cosine alone, or fused with the keyword ranking that
-// keyword reads (asked for HybridDepth hits from the top). Both backends
-// search this way; only reading the candidates and the keyword hits differs.
-func RankPassages(in model.PassageSearch, cands []VectorCandidate,
+// RankPassages answers a vector or hybrid passage search from the vector
+// ranking (best first, at least Offset+Limit deep, HybridDepth for hybrid):
+// as it is, or fused with the keyword ranking that keyword reads (asked for
+// HybridDepth hits from the top). Both backends search this way; only
+// reading the rankings differs.
+func RankPassages(in model.PassageSearch, vector []model.PassageHit,
 	keyword func(model.PassageSearch) ([]model.PassageHit, error)) ([]model.PassageHit, error) {
-	vector := RankByVector(in.QueryEmbedding, cands)
 	if in.Mode == model.SearchVector {
 		return PageHits(vector, in.Offset, in.Limit), nil
 	}
@@ -160,6 +160,17 @@ func RankPassages(in model.PassageSearch, cands []VectorCandidate,
 	return PageHits(FuseRRF(kw, vector[:min(len(vector), HybridDepth)]), in.Offset, in.Limit), nil
 }
 
+// VectorDepth is how deep the vector ranking of a search must go.
+func VectorDepth(in model.PassageSearch) int {
+	if in.Mode == model.SearchHybrid {
+		return max(HybridDepth, in.Offset+in.Limit)
+	}
+	if in.Limit < 0 {
+		return -1
+	}
+	return in.Offset + in.Limit
+}
+
 // HybridDepth is how many of each ranking hybrid search fuses.
 const HybridDepth = 200
 
@@ -168,39 +179,54 @@ const HybridDepth = 200
 // is -score (lower is better); a passage in the keyword ranking keeps its
 // marked snippet.
 func FuseRRF(keyword, vector []model.PassageHit) []model.PassageHit {
+	return fuse(keyword, vector, func(h *model.PassageHit) string { return h.ID },
+		func(h *model.PassageHit) *float64 { return &h.Rank }, hitLess)
+}
+
+func fuse[T any](keyword, vector []T, key func(*T) string, rank func(*T) *float64, less func(a, b T) bool) []T {
 	byID := make(map[string]int, len(keyword)+len(vector))
-	var out []model.PassageHit
-	add := func(list []model.PassageHit) {
+	out := []T{}
+	add := func(list []T) {
 		for i, h := range list {
 			score := 1 / float64(RRFK+i+1)
-			if j, ok := byID[h.ID]; ok {
-				out[j].Rank -= score
+			if j, ok := byID[key(&h)]; ok {
+				*rank(&out[j]) -= score
 				continue
 			}
-			byID[h.ID] = len(out)
-			h.Rank = -score
+			byID[key(&h)] = len(out)
+			*rank(&h) = -score
 			out = append(out, h)
 		}
 	}
 	add(keyword)
 	add(vector)
-	sort.SliceStable(out, func(i, j int) bool { return hitLess(out[i], out[j]) })
-	if out == nil {
-		out = []model.PassageHit{}
-	}
+	sort.SliceStable(out, func(i, j int) bool { return less(out[i], out[j]) })
 	return out
 }
 
 // PageHits applies a search's offset and limit (negative limit: no limit) to
 // a ranking made in Go.
-func PageHits(hits []model.PassageHit, offset, limit int) []model.PassageHit {
+func PageHits[T any](hits []T, offset, limit int) []T {
 	offset = max(offset, 0)
 	if offset >= len(hits) {
-		return []model.PassageHit{}
+		return []T{}
 	}
 	hits = hits[offset:]
 	if limit >= 0 && limit < len(hits) {
 		hits = hits[:limit]
 	}
 	return hits
+}
+
+// DecodeVectorInto is DecodeVector reusing dst's memory.
+func DecodeVectorInto(dst []float32, b []byte) []float32 {
+	n := len(b) / 4
+	if cap(dst) < n {
+		dst = make([]float32, n)
+	}
+	dst = dst[:n]
+	for i := range dst {
+		dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return dst
 }

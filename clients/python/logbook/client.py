@@ -979,6 +979,34 @@ class Client:
             recover=_gone,
         )
 
+    def attach_block(self, agent_id: str, owner_agent_id: str, label: str, *, as_label: Optional[str] = None) -> Block:
+        """Share agent ``owner_agent_id``'s block ``label`` with ``agent_id``,
+        under ``as_label`` (the same label by default): one block, one version
+        and history, read and written through either agent."""
+        body: Dict[str, Any] = {"agent_id": owner_agent_id, "label": label}
+        if as_label is not None:
+            body["as"] = as_label
+
+        def recover(p: Problem) -> Optional[Block]:
+            # A resend after a lost answer finds the label taken by this very attachment.
+            if p.code != "block_exists":
+                return None
+            b = self.get_block(agent_id, as_label or label)
+            return b if (b["owner_agent_id"], b["owner_label"]) == (owner_agent_id, label) else None
+
+        return cast(
+            Block,
+            self._call("POST", "/v1/agents/%s/blocks/attach" % _seg(agent_id), json_body=body, recover=recover),
+        )
+
+    def detach_block(self, agent_id: str, label: str) -> None:
+        """Remove the attachment ``label`` of ``agent_id``; the owner's block stays."""
+        self._call(
+            "POST",
+            "/v1/agents/%s/blocks/%s/detach" % (_seg(agent_id), _seg(label)),
+            recover=_gone,
+        )
+
     def append_block(self, agent_id: str, label: str, content: str) -> Block:
         """Add ``content`` on a new line (creating the block if missing), atomically."""
         return cast(

@@ -174,6 +174,11 @@ class ContextOmitted(TypedDict):
     last_seq: Optional[int]
 
 
+class BlockRef(TypedDict):
+    agent_id: str
+    label: str
+
+
 class Block(TypedDict):
     id: str
     agent_id: str
@@ -184,6 +189,9 @@ class Block(TypedDict):
     read_only: bool
     version: int
     updated_at: str
+    owner_agent_id: Optional[str]
+    owner_label: Optional[str]
+    shared_with: List[BlockRef]
 
 
 class SessionContext(TypedDict):

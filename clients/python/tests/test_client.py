@@ -391,6 +391,19 @@ class MemoryAndFilesTest(ServerTestCase):
         self.assertEqual([v["version"] for v in lb.block_history(aid, "human", limit=2)], [4, 3, 2, 1])
         self.assertEqual([x["label"] for x in lb.list_blocks(aid)], ["human"])
 
+        sleeper = lb.create_agent("Support bot, sleep-time")["id"]
+        s = lb.attach_block(sleeper, aid, "human", as_label="user")
+        self.assertEqual((s["owner_agent_id"], s["owner_label"], s["version"]), (aid, "human", 4))
+        lb.append_block(sleeper, "user", "Asked about refunds")
+        b = lb.get_block(aid, "human")
+        self.assertEqual((b["version"], b["shared_with"]), (5, [{"agent_id": sleeper, "label": "user"}]))
+        with self.assertRaises(Problem) as cm:
+            lb.attach_block(sleeper, aid, "human", as_label="user2")
+        self.assertEqual((cm.exception.status, cm.exception.code), (409, "already_attached"))
+        lb.detach_block(sleeper, "user")
+        self.assertEqual(lb.list_blocks(sleeper), [])
+        lb.replace_block(aid, "human", "\nAsked about refunds", "")
+
         p = lb.insert_passage(aid, "Ann was refunded for order 1042.", tags=["billing"])
         hits = lb.search_archival(aid, "refund order", tags=["billing"], limit=5)["data"]
         self.assertEqual([h["id"] for h in hits], [p["id"]])

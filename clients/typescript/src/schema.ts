@@ -416,6 +416,45 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sessions/{id}/messages/{message_id}/embedding": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The session's id (server-made `ses_…`, or the id the client chose). */
+                id: components["parameters"]["SessionId"];
+                /** @description The message's id (`msg_` + 32 hex digits). */
+                message_id: components["parameters"]["MessageId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Where a message's embedding stands
+         * @description A message of a session with an agent is embedded by the server when the
+         *     agent (or the server) has an embedding endpoint, from the event log,
+         *     after the append: `pending`, then `ready`, or `failed` with
+         *     `embedding_error`. `404 not_found` when the message has none (yet, or
+         *     ever). Needs `read` scope.
+         */
+        get: operations["getMessageEmbedding"];
+        /**
+         * Store the client's embedding of a message
+         * @description For conversation search by meaning with embeddings the client computes:
+         *     the message's vector, checked against (or pinning) the model and length
+         *     of the session's agent's embeddings (`422` naming `embedding` or
+         *     `embedding_model`), replacing any the server made. The message must be
+         *     stored in this session (a fork's inherited messages carry their own
+         *     session's embeddings), and the session must have an `agent_id` (`422`
+         *     naming `agent_id`). Idempotent. Needs `write` scope.
+         */
+        put: operations["putMessageEmbedding"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/messages/search": {
         parameters: {
             query?: never;
@@ -439,6 +478,14 @@ export interface paths {
          *
          *     **Filters** all apply together: `role` (one or more), `session_id`, and the
          *     time window `after`/`before` on the message's `created_at`, both inclusive.
+         *
+         *     **By meaning.** `mode=vector` ranks by cosine similarity to
+         *     `query_embedding` (or to `q` as the server embeds it), `mode=hybrid` fuses
+         *     that with the keyword ranking (reciprocal rank fusion, k = 60). Only
+         *     messages of sessions with an `agent_id` whose agent has an embedding
+         *     endpoint (its own `embedding`, or the server's `--embedding-url`) have
+         *     embeddings: the server computes them from the event log after the append,
+         *     outside the write, usually within a second.
          *
          *     **Freshness (`index_lag`).** Appending a message does not index it: an
          *     indexer beside the server's single writer indexes each message just after it
@@ -573,6 +620,109 @@ export interface paths {
         patch: operations["updateAgent"];
         trace?: never;
     };
+    "/v1/agents/{id}/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent's id (server-made `agt_…`, or the id the client chose). */
+                id: components["parameters"]["AgentId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Export an agent, its memory and its sessions as NDJSON
+         * @description Streams the agent as NDJSON (`application/x-ndjson`), one JSON object a
+         *     line, from one consistent snapshot:
+         *
+         *     1. `{"type":"header","format":"logbook.agent","version":1}`
+         *     2. `{"type":"agent","agent":{…Agent…,"embedding_model":…,"embedding_dims":…}}`
+         *        (the embedding model and length its passages are pinned to, or `null`)
+         *     3. every core memory block by label, `{"type":"block","block":{"id","label",
+         *        "value","limit","description","read_only","version","updated_at"}}`:
+         *        the current value only, not the block's history
+         *     4. every archival passage, oldest first, `{"type":"passage","passage":{"id",
+         *        "content","tags","metadata","created_at","expires_at","embedding",
+         *        "embedding_model"}}` (`embedding` exactly as stored, when it has one)
+         *     5. every session of the agent, oldest first, each exactly as
+         *        `GET /v1/sessions/{id}/export` writes it, its own `end` line included
+         *     6. `{"type":"agent_end","counts":{"blocks":B,"passages":P,"sessions":S},"sha256":"<hex>"}`,
+         *        the SHA-256 of every byte of the lines before it, newlines included.
+         *
+         *     Expired passages and sessions are left out, as reads leave them out.
+         *     `POST /v1/agents/import` restores the file, and exporting what it restored
+         *     gives the same bytes, but for a fork exported with its parent: the fork's
+         *     inherited messages carry the parent's message ids, so the import stores
+         *     them under new ones (the fork's own from then on). A problem found before the first byte is answered as
+         *     a problem (`404 not_found`, `409 corrupted` for a damaged checkpoint); a
+         *     failure after it cuts the connection. A key bound to one end user may not
+         *     export (`403`): the sessions span users. Read scope.
+         *
+         *     ```
+         *     curl -H "Authorization: Bearer $KEY" http://127.0.0.1:8080/v1/agents/agt_…/export > agent.ndjson
+         *     ```
+         */
+        get: operations["exportAgent"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Import an agent from an agent export
+         * @description Restores an agent from the NDJSON of `GET /v1/agents/{id}/export`, sent as
+         *     `application/x-ndjson` (`application/json` is accepted too), into the
+         *     caller's tenant: the agent and its pinned embedding model, its blocks (at
+         *     their exported version, which starts their history), its passages with
+         *     their ids, timestamps and embeddings bit for bit, and its sessions as
+         *     `POST /v1/sessions/import` restores a session. The agent's own embedding
+         *     endpoint (`embedding`) is not imported: the server calls it for the
+         *     tenant, so only `PATCH /v1/agents/{id}`, which checks it against
+         *     `--embedding-allowed-urls`, sets one.
+         *
+         *     The whole body is checked before anything is written, and then stored all or
+         *     nothing: the header's format and version, the `sha256` and `counts` of the
+         *     `agent_end` line, the order of the lines, every value with the rules the API
+         *     applies to it (a block over its limit, an embedding of another length or
+         *     model than the agent pins …), each session with every check a session
+         *     import makes (its own `end` line included), and each session's `agent_id`
+         *     against the agent's. A line that is not JSON is `400 malformed_json`; any
+         *     other problem with the content (a checksum mismatch, a truncated file, a line
+         *     out of order, a value out of bounds) is `422 invalid_import`; an agent,
+         *     session, message, checkpoint or compaction id that exists is `409 conflict`.
+         *     Each names its line in `errors[].field` (`line 7`) and the field in the message.
+         *
+         *     `?as_new=true` gives the agent and its sessions (with their messages,
+         *     checkpoints and compactions) new ids, and the sessions the new agent's id;
+         *     blocks and passages keep theirs, which belong to the agent. The body limit
+         *     and pace are those of a session import (`413 payload_too_large`). A key
+         *     bound to one end user may not import (`403`). Write scope. The answer is
+         *     `201` with the agent and a `Location` header.
+         *
+         *     ```
+         *     curl -H "Authorization: Bearer $KEY" -H 'Content-Type: application/x-ndjson' \
+         *       --data-binary @agent.ndjson 'http://127.0.0.1:8080/v1/agents/import?as_new=true'
+         *     ```
+         */
+        post: operations["importAgent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/agents/{id}/blocks": {
         parameters: {
             query?: never;
@@ -594,6 +744,57 @@ export interface paths {
         get: operations["listBlocks"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/{id}/blocks/attach": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent's id (server-made `agt_…`, or the id the client chose). */
+                id: components["parameters"]["AgentId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Share another agent's core memory block with this one
+         * @description Attaches the block `label` of agent `agent_id` (its owner) to agent `{id}`,
+         *     under the label `as` (the owner's label when left out), as Letta attaches a
+         *     block to several agents (a sleep-time agent and its primary agent share
+         *     their blocks this way). Needs `write` scope.
+         *
+         *     From then on it is **one block**: every read and write of that label
+         *     through agent `{id}` — `GET`, `PUT` (with `If-Match`), append, replace,
+         *     history, the list, the memory tools (Letta's and Anthropic's), a session's
+         *     context with `include=blocks` — acts on the owner's block. A write through
+         *     either agent is seen by the other; `version`, the `ETag` and the history are
+         *     the block's own, shared. The block answers with `owner_agent_id` and
+         *     `owner_label` set when read through agent `{id}`, and lists every
+         *     attachment in `shared_with`.
+         *
+         *     - Both agents must be the caller's: another tenant's agent, like a missing
+         *       one, is `404` (`detail` names which); a missing block is `404`.
+         *     - `agent_id` may not be `{id}` itself (`422 validation_failed`).
+         *     - The label must be free under agent `{id}`: `409 block_exists` otherwise.
+         *     - A block attaches once per agent (`409 already_attached`), and only the
+         *       owner's block attaches: a label that is itself an attachment is `409
+         *       block_attached` (so an attachment never points at another, and there are
+         *       no cycles).
+         *
+         *     Deleting the owner's block, or the owner agent, removes its attachments;
+         *     deleting agent `{id}` removes its own. Renaming the block under its owner
+         *     (the memory tool's `rename`) keeps it attached; renaming it under agent
+         *     `{id}` renames only that agent's label. `POST
+         *     /v1/agents/{id}/blocks/{label}/detach` undoes the attachment. The answer is
+         *     `201` with the block as agent `{id}` sees it and a `Location` header.
+         */
+        post: operations["attachBlock"];
         delete?: never;
         options?: never;
         head?: never;
@@ -655,9 +856,14 @@ export interface paths {
         post?: never;
         /**
          * Delete a core memory block
-         * @description Deletes the block **and its version history**. Needs `write` scope. The
-         *     answer is `204` with no body; a missing agent or block is `404`. A block
-         *     created again under the same label starts over at version 1.
+         * @description Deletes the block **and its version history**, and its attachments to other
+         *     agents (they see it no more). Needs `write` scope. The answer is `204` with
+         *     no body; a missing agent or block is `404`. A block created again under the
+         *     same label starts over at version 1.
+         *
+         *     For a label that is another agent's block attached to this one, only the
+         *     attachment goes, as with `POST …/{label}/detach`: the owner's block, and
+         *     every other agent's view of it, stays.
          */
         delete: operations["deleteBlock"];
         options?: never;
@@ -767,6 +973,36 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/agents/{id}/blocks/{label}/detach": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent's id (server-made `agt_…`, or the id the client chose). */
+                id: components["parameters"]["AgentId"];
+                /** @description The block's label, e.g. `human` or `persona`; 1–64 characters of `[A-Za-z0-9_.:-]`. */
+                label: components["parameters"]["BlockLabel"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Detach a shared block from this agent
+         * @description Removes the attachment `label` of agent `{id}` (made by `POST
+         *     /v1/agents/{id}/blocks/attach`): the agent sees the block no more. The
+         *     owner's block, its value and history, and its other attachments stay.
+         *     Needs `write` scope. The answer is `204` with no body; a missing agent or
+         *     label is `404`; a label that is the agent's own block is `409
+         *     not_attached` (delete it with `DELETE /v1/agents/{id}/blocks/{label}`).
+         */
+        post: operations["detachBlock"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/agents/{id}/archival": {
         parameters: {
             query?: never;
@@ -827,7 +1063,8 @@ export interface paths {
          *     after English stemming; passages with more of the words, or rarer ones, rank
          *     higher. At most 32 distinct words count; a `q` with no word finds nothing.
          *     With `mode=vector` or `hybrid` it searches by meaning instead, or too,
-         *     against the embeddings given with the passages (see `PassageSearchMode`).
+         *     against the passages' embeddings, given by the client or computed by the
+         *     server (see `PassageSearchMode` and `EmbeddingConfig`).
          *
          *     Filters all apply: `tags` (the passage must carry **every** tag given),
          *     and `after`/`before` on `created_at`, both inclusive. Passages are
@@ -1561,6 +1798,42 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/embedding": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The tenant's embedding endpoint
+         * @description The endpoint that embeds the passages and messages of the tenant's agents
+         *     that name none of their own (`embedding` on the agent), before the
+         *     server's `--embedding-url`. `null` when the tenant has none. Needs
+         *     `admin` scope.
+         */
+        get: operations["getTenantEmbedding"];
+        /**
+         * Set the tenant's embedding endpoint
+         * @description Sets the endpoint of the tenant's agents that name none. The URL must
+         *     start with one of the server's `--embedding-allowed-urls` and the key
+         *     variable with `LOGBOOK_EMBEDDING_KEY` (`422` naming the field). Passages
+         *     of those agents stored without an embedding, before or after, and those
+         *     whose embedding `failed`, wait for one from it (`pending`). Needs
+         *     `admin` scope.
+         */
+        put: operations["putTenantEmbedding"];
+        post?: never;
+        /**
+         * Remove the tenant's embedding endpoint
+         * @description Its agents that name none use the server's endpoint, if any, from now on. Needs `admin` scope.
+         */
+        delete: operations["deleteTenantEmbedding"];
         options?: never;
         head?: never;
         patch?: never;
@@ -2356,7 +2629,7 @@ export interface components {
             closed_at: string | null;
             /**
              * Format: date-time
-             * @description When the session's time to live ends, if it has one. From then on it is not found (`404`, and left out of lists) until `POST /v1/admin/purge` with `expired` erases it. Forks do not inherit it.
+             * @description When the session's time to live ends, if it has one. From then on it is not found (`404`, and left out of lists, searches and usage by session) until it is erased (by the server's expiry sweep, `--expiry-sweep`, or `POST /v1/admin/purge` with `expired`); every route under `/v1/sessions/{id}` answers as for a session that does not exist, writes included. Forks do not inherit it, and a fork made before it expired keeps its inherited messages.
              */
             expires_at: string | null;
         };
@@ -2927,6 +3200,12 @@ export interface components {
         Agent: {
             /** @description The agent's id. */
             id: components["schemas"]["AgentId"];
+            /** @description The agent's own embedding endpoint; `null` means the server's, if it has one. */
+            embedding: components["schemas"]["EmbeddingConfig"] | null;
+            /** @description The model every embedding of the agent is made with, pinned by its first one. */
+            embedding_model: string | null;
+            /** @description The length every embedding of the agent has, pinned by its first one. */
+            embedding_dims: number | null;
             /** @description A name for people; not unique. */
             name: string;
             /**
@@ -2972,6 +3251,8 @@ export interface components {
             metadata?: {
                 [key: string]: unknown;
             } | null;
+            /** @description The agent's own embedding endpoint; left out or `null`, the server's (if any). */
+            embedding?: components["schemas"]["EmbeddingConfig"] | null;
         };
         /**
          * @description The body of `PATCH /v1/agents/{id}`; every field is optional and fields left
@@ -2999,6 +3280,13 @@ export interface components {
             metadata?: {
                 [key: string]: unknown;
             } | null;
+            /**
+             * @description Sets the agent's own embedding endpoint; `null` goes back to the server's.
+             *     Another model than the one the agent's embeddings are pinned to is `422`.
+             *     The agent's passages stored without an embedding, and those whose
+             *     embedding `failed`, are embedded by the new endpoint (`pending`).
+             */
+            embedding?: components["schemas"]["EmbeddingConfig"] | null;
         };
         /** @description One page of agents, newest first. */
         AgentPage: {
@@ -3023,13 +3311,21 @@ export interface components {
          * @description One labelled piece of an agent's core memory, the text a runtime keeps in
          *     the model's context window. Every key is always present; optional values are
          *     `null`.
+         *
+         *     A block may be **shared**: attached under other agents (`POST
+         *     /v1/agents/{id}/blocks/attach`), as Letta's sleep-time agents share their
+         *     primary agent's blocks. It stays one block, with one value, one `version`
+         *     (and `ETag`) and one history, seen by each agent under its own label:
+         *     `agent_id` and `label` are the agent and label it was read through,
+         *     `owner_agent_id` and `owner_label` say where it is kept when that is
+         *     another agent, and `shared_with` lists every attachment of it.
          */
         Block: {
             /** @description The block's id, the same across its versions. */
             id: components["schemas"]["BlockId"];
-            /** @description The agent whose memory this is. */
+            /** @description The agent whose memory this is (the one it was read through, for a shared block). */
             agent_id: components["schemas"]["AgentId"];
-            /** @description The block's name within its agent. */
+            /** @description The block's name within that agent. */
             label: components["schemas"]["BlockLabel"];
             /** @description The block's text; may be empty. At most `limit` characters. */
             value: string;
@@ -3046,6 +3342,38 @@ export interface components {
             version: number;
             /** @description When this version was written. */
             updated_at: components["schemas"]["Timestamp"];
+            /**
+             * @description When the block is attached to `agent_id` from another agent: that agent,
+             *     which keeps it. `null` for the agent's own block.
+             */
+            owner_agent_id: string | null;
+            /** @description The block's label under `owner_agent_id`; `null` for the agent's own block. */
+            owner_label: string | null;
+            /**
+             * @description Every agent the block is attached to, with its label there, ordered by
+             *     agent id, then label; `[]` when the block is not shared. The same list
+             *     whichever agent the block was read through.
+             */
+            shared_with: components["schemas"]["BlockRef"][];
+        };
+        /** @description An attachment of a shared block, by agent and label. */
+        BlockRef: {
+            /** @description The agent the block is attached to. */
+            agent_id: components["schemas"]["AgentId"];
+            /** @description The block's label under that agent. */
+            label: components["schemas"]["BlockLabel"];
+        };
+        /**
+         * @description The body of `POST /v1/agents/{id}/blocks/attach`: which block to share with
+         *     agent `{id}`, and under which label. Unknown fields are `422`.
+         */
+        BlockAttach: {
+            /** @description The agent that keeps the block (its owner), of the same tenant. */
+            agent_id: string;
+            /** @description The block's label under its owner. */
+            label: components["schemas"]["BlockLabel"];
+            /** @description The label the block takes under agent `{id}`; the owner's label when left out. */
+            as?: components["schemas"]["BlockLabel"];
         };
         /**
          * @description The body of `PUT /v1/agents/{id}/blocks/{label}`: the whole block. Fields left
@@ -3095,11 +3423,22 @@ export interface components {
         PassageId: string;
         /** @description One entry of an agent's archival memory. Every key is always present. */
         Passage: {
+            /** @description The model of the passage's embedding, once it has one. */
+            embedding_model: string | null;
+            /**
+             * @description `null` when the passage has no embedding and none is coming; `ready`
+             *     when it has one (the client's, or the server's); `pending` while the
+             *     server embeds it (retried with backoff when the endpoint fails);
+             *     `failed` when the server gave up (`embedding_error` says why).
+             */
+            embedding_state: components["schemas"]["EmbeddingState"] | null;
+            /** @description The endpoint's last failure, while `pending` after one, or why it is `failed`. */
+            embedding_error: string | null;
             /** @description The passage's id. */
             id: components["schemas"]["PassageId"];
             /**
              * Format: date-time
-             * @description When the passage's time to live ends, if it has one. From then on reads and searches do not find it, until `POST /v1/admin/purge` with `expired` deletes it.
+             * @description When the passage's time to live ends, if it has one. From then on reads and searches do not find it, until the server's expiry sweep (`--expiry-sweep`) or `POST /v1/admin/purge` with `expired` deletes it.
              */
             expires_at: string | null;
             /** @description The agent whose memory this is. */
@@ -3139,14 +3478,82 @@ export interface components {
             /** @description The name of the model that made `embedding`; required with it. */
             embedding_model?: string;
         };
+        /** @description Where a message's embedding stands. Every key is always present. */
+        MessageEmbedding: {
+            /** @description The session that stores the message. */
+            session_id: string;
+            /** @description The message. */
+            message_id: string;
+            /**
+             * Format: int64
+             * @description The message's position in the session.
+             */
+            seq: number;
+            /** @description The session's agent, whose model and dimensions the embedding has. */
+            agent_id: string;
+            /** @description The embedding's model, once it has one. */
+            embedding_model: string | null;
+            embedding_state: components["schemas"]["EmbeddingState"];
+            /** @description The endpoint's last failure while `pending`, or why it is `failed`. */
+            embedding_error: string | null;
+            /** @description The embedding's length; 0 until it is `ready`. */
+            dimensions: number;
+        };
+        /** @description The body of `PUT …/messages/{message_id}/embedding`. Unknown fields are `422`. */
+        MessageEmbeddingPut: {
+            /** @description The client's embedding of the message's content; stored as float32. */
+            embedding: number[];
+            /** @description The model that made `embedding`. */
+            embedding_model: string;
+        };
+        /** @description A tenant's embedding endpoint. */
+        TenantEmbedding: {
+            /** @description The endpoint, or `null` when the tenant has none. */
+            embedding: components["schemas"]["EmbeddingConfig"] | null;
+        };
+        /**
+         * @description Where the server's embedding of a passage stands.
+         * @enum {string}
+         */
+        EmbeddingState: "pending" | "ready" | "failed";
+        /**
+         * @description An OpenAI-compatible embeddings endpoint (`POST` `{"model", "input"}` →
+         *     `{"data": [{"index", "embedding"}]}`: OpenAI, Ollama's `/v1/embeddings`,
+         *     vLLM, LiteLLM …) that embeds the agent's passages and messages and the
+         *     `q` of its searches by meaning. The server calls it outside every write,
+         *     in batches, retrying with backoff. Agents naming none use the server's
+         *     `--embedding-url`, if set. The first embedding pins the agent's model and
+         *     dimensions: an endpoint with another model is `422` naming
+         *     `embedding.model`.
+         */
+        EmbeddingConfig: {
+            /**
+             * @description The endpoint's full URL, e.g. `http://127.0.0.1:11434/v1/embeddings`. It
+             *     must start with one of the server's `--embedding-allowed-urls` (the
+             *     server calls it for you): any other is `422` naming `embedding.url`.
+             */
+            url: string;
+            /** @description The model asked for, e.g. `text-embedding-3-small` or `nomic-embed-text`. */
+            model: string;
+            /** @description Dimensions asked for (sent as `dimensions`); left out, the model's own. */
+            dimensions?: number;
+            /**
+             * @description The name of the server's environment variable holding the endpoint's
+             *     key (sent as a bearer token). It must start with
+             *     `LOGBOOK_EMBEDDING_KEY` (e.g. `LOGBOOK_EMBEDDING_KEY_OPENAI`), so that
+             *     no tenant can have the server send another secret. Keys are never stored.
+             */
+            api_key_env?: string;
+        };
         /** @description The body of `POST /v1/agents/{id}/archival/search`. Unknown fields are `422`. */
         PassageSearchRequest: {
             mode?: components["schemas"]["PassageSearchMode"];
-            /** @description The words to search for; required for `keyword` and `hybrid`. */
+            /** @description The words to search for; required, but for `vector` with `query_embedding`. */
             q?: string;
             /**
-             * @description The query's embedding, by the agent's pinned model; required for `vector`
-             *     and `hybrid`. Another length than the agent's passages is `422`.
+             * @description The query's embedding, by the agent's pinned model, for `vector` and
+             *     `hybrid`; left out, the server embeds `q` with the agent's endpoint.
+             *     Another length than the agent's passages is `422`.
              */
             query_embedding?: number[];
             /** @description Only passages carrying **all** of these tags. */
@@ -3445,6 +3852,10 @@ export interface components {
          *     | `limit_exceeded` | 422 | a block would hold more characters than its `limit` |
          *     | `old_not_found` | 422 | the text to replace does not occur in the block |
          *     | `read_only` | 409 | a memory tool tried to change a read-only block |
+         *     | `block_exists` | 409 | the agent already has a block (or an attachment) under that label |
+         *     | `block_attached` | 409 | the block to attach is itself an attachment; attach its owner's block |
+         *     | `already_attached` | 409 | the block is already attached to this agent, under another label |
+         *     | `not_attached` | 409 | the label is the agent's own block, not an attachment |
          *     | `stale_iteration` | 409 | a checkpoint lost the race to a newer one; see `latest_iteration` |
          *     | `no_checkpoint` | 409 | a checkpoint patch has no checkpoint to apply to |
          *     | `stale_seq` | 409 | `expected_last_seq` is not the session's `last_seq`; see `last_seq` |
@@ -3465,10 +3876,11 @@ export interface components {
          *     | `forbidden` | 403 | not allowed for these credentials |
          *     | `rate_limited` | 429 | too many requests |
          *     | `storage_unavailable` | 503 | storage failed; nothing was applied |
+         *     | `embedding_unavailable` | 503 | the embedding endpoint did not embed the search's `q`; retry, or send `query_embedding` |
          *     | `internal` | 500 | unexpected failure |
          * @enum {string}
          */
-        ErrorCode: "not_found" | "validation_failed" | "invalid_transition" | "session_closed" | "conflict" | "idempotency_conflict" | "precondition_failed" | "limit_exceeded" | "old_not_found" | "read_only" | "stale_iteration" | "no_checkpoint" | "stale_seq" | "rewound" | "stream_stopped" | "event_not_found" | "unknown_tool_call" | "duplicate_tool_result" | "corrupted" | "invalid_import" | "payload_too_large" | "malformed_json" | "invalid_query" | "invalid_cursor" | "method_not_allowed" | "unsupported_media_type" | "unauthorized" | "forbidden" | "rate_limited" | "storage_unavailable" | "internal";
+        ErrorCode: "not_found" | "validation_failed" | "invalid_transition" | "session_closed" | "conflict" | "idempotency_conflict" | "precondition_failed" | "limit_exceeded" | "old_not_found" | "read_only" | "block_exists" | "block_attached" | "already_attached" | "not_attached" | "stale_iteration" | "no_checkpoint" | "stale_seq" | "rewound" | "stream_stopped" | "event_not_found" | "unknown_tool_call" | "duplicate_tool_result" | "corrupted" | "invalid_import" | "payload_too_large" | "malformed_json" | "invalid_query" | "invalid_cursor" | "method_not_allowed" | "unsupported_media_type" | "unauthorized" | "forbidden" | "rate_limited" | "storage_unavailable" | "embedding_unavailable" | "internal";
         /** @description One bad input field or query parameter. */
         FieldError: {
             /** @description The field's JSON path as the client wrote it (e.g. `messages[2].role`), a query parameter's name, or a header's name (`Idempotency-Key`). */
@@ -3913,6 +4325,48 @@ export interface components {
             };
         };
         /**
+         * @description The attachment was refused; nothing was written. `code` says why:
+         *     - `block_exists`: agent `{id}` already has a block, or an attachment, under
+         *       the label (`as`, or the owner's label); attach it under another `as`.
+         *     - `already_attached`: the block is already attached to agent `{id}`, under
+         *       the label `detail` names.
+         *     - `block_attached`: the block named is itself attached from another agent;
+         *       attach that agent's block (`detail` names it), so that an attachment
+         *       never points at another one.
+         */
+        AttachConflict: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description `not_attached`: the label is the agent's own block, not an attachment;
+         *     `DELETE /v1/agents/{id}/blocks/{label}` deletes it.
+         */
+        NotAttached: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "urn:logbook:problem:not_attached",
+                 *       "title": "Conflict",
+                 *       "status": 409,
+                 *       "detail": "memory block 'human' is this agent's own block, not an attachment; delete it instead",
+                 *       "code": "not_attached",
+                 *       "instance": "/v1/agents/primary/blocks/human/detach"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
          * @description `read_only`: the tool would change a block marked `read_only`, which the
          *     agent may only read. Nothing was written. People and runtimes can still
          *     change the block through `/v1/agents/{id}/blocks/{label}`.
@@ -3993,10 +4447,22 @@ export interface components {
         /**
          * @description The words to search for. Messages or passages containing any of them match
          *     (case-insensitive, with English stemming); more matched words rank higher.
-         *     Punctuation and operators are ignored. Missing or blank is `400 invalid_query`.
+         *     Punctuation and operators are ignored. Required (not blank) unless
+         *     `mode=vector` with `query_embedding`: missing or blank is then
+         *     `400 invalid_query`. With `mode=vector` or `hybrid` and no
+         *     `query_embedding`, the server embeds `q` with the agent's endpoint.
          * @example refund teapot
          */
         SearchQuery: string;
+        /** @description How to rank (`keyword`, `vector` or `hybrid`); see `PassageSearchMode`. */
+        SearchMode: components["schemas"]["PassageSearchMode"];
+        /**
+         * @description The query's embedding as comma-separated numbers, for `vector` and
+         *     `hybrid`; left out, the server embeds `q` (or answers `422` naming
+         *     `query_embedding` when no endpoint is configured). Another length than
+         *     the agent's embeddings is `422`.
+         */
+        SearchQueryEmbedding: number[];
         /**
          * @description Only messages of these roles. Repeat the parameter (`role=user&role=tool`),
          *     give a comma-separated list (`role=user,tool`), or both. A role that is not
@@ -4896,16 +5362,102 @@ export interface operations {
             default: components["responses"]["Default"];
         };
     };
+    getMessageEmbedding: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The session's id (server-made `ses_…`, or the id the client chose). */
+                id: components["parameters"]["SessionId"];
+                /** @description The message's id (`msg_` + 32 hex digits). */
+                message_id: components["parameters"]["MessageId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The embedding's state (never the vector). */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MessageEmbedding"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["Default"];
+        };
+    };
+    putMessageEmbedding: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The session's id (server-made `ses_…`, or the id the client chose). */
+                id: components["parameters"]["SessionId"];
+                /** @description The message's id (`msg_` + 32 hex digits). */
+                message_id: components["parameters"]["MessageId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MessageEmbeddingPut"];
+            };
+        };
+        responses: {
+            /** @description The embedding's state, now `ready`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MessageEmbedding"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["Default"];
+        };
+    };
     searchMessages: {
         parameters: {
-            query: {
+            query?: {
                 /**
                  * @description The words to search for. Messages or passages containing any of them match
                  *     (case-insensitive, with English stemming); more matched words rank higher.
-                 *     Punctuation and operators are ignored. Missing or blank is `400 invalid_query`.
+                 *     Punctuation and operators are ignored. Required (not blank) unless
+                 *     `mode=vector` with `query_embedding`: missing or blank is then
+                 *     `400 invalid_query`. With `mode=vector` or `hybrid` and no
+                 *     `query_embedding`, the server embeds `q` with the agent's endpoint.
                  * @example refund teapot
                  */
-                q: components["parameters"]["SearchQuery"];
+                q?: components["parameters"]["SearchQuery"];
+                /** @description How to rank (`keyword`, `vector` or `hybrid`); see `PassageSearchMode`. */
+                mode?: components["parameters"]["SearchMode"];
+                /**
+                 * @description The query's embedding as comma-separated numbers, for `vector` and
+                 *     `hybrid`; left out, the server embeds `q` (or answers `422` naming
+                 *     `query_embedding` when no endpoint is configured). Another length than
+                 *     the agent's embeddings is `422`.
+                 */
+                query_embedding?: components["parameters"]["SearchQueryEmbedding"];
                 /**
                  * @description Only messages of these roles. Repeat the parameter (`role=user&role=tool`),
                  *     give a comma-separated list (`role=user,tool`), or both. A role that is not
@@ -5008,7 +5560,10 @@ export interface operations {
                      *             "team": "billing"
                      *           },
                      *           "created_at": "2026-11-22T02:30:00.125Z",
-                     *           "updated_at": "2026-11-22T02:30:00.125Z"
+                     *           "updated_at": "2026-11-22T02:30:00.125Z",
+                     *           "embedding": null,
+                     *           "embedding_model": null,
+                     *           "embedding_dims": null
                      *         }
                      *       ],
                      *       "has_more": false,
@@ -5063,7 +5618,10 @@ export interface operations {
                      *         "team": "billing"
                      *       },
                      *       "created_at": "2026-11-22T02:30:00.125Z",
-                     *       "updated_at": "2026-11-22T02:30:00.125Z"
+                     *       "updated_at": "2026-11-22T02:30:00.125Z",
+                     *       "embedding": null,
+                     *       "embedding_model": null,
+                     *       "embedding_dims": null
                      *     }
                      */
                     "application/json": components["schemas"]["Agent"];
@@ -5189,7 +5747,10 @@ export interface operations {
                      *         "owner": "ada"
                      *       },
                      *       "created_at": "2026-11-22T02:30:00.125Z",
-                     *       "updated_at": "2026-11-22T02:44:10.502Z"
+                     *       "updated_at": "2026-11-22T02:44:10.502Z",
+                     *       "embedding": null,
+                     *       "embedding_model": null,
+                     *       "embedding_dims": null
                      *     }
                      */
                     "application/json": components["schemas"]["Agent"];
@@ -5204,6 +5765,82 @@ export interface operations {
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["Default"];
+        };
+    };
+    exportAgent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent's id (server-made `agt_…`, or the id the client chose). */
+                id: components["parameters"]["AgentId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The export, streamed. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {"type":"header","format":"logbook.agent","version":1}
+                     *     {"type":"agent","agent":{"id":"support","name":"Support","agent_type":"memgpt_agent","model":null,"system":null,"tool_ids":[],"tags":[],"metadata":{},"created_at":"2026-11-22T02:36:54.323Z","updated_at":"2026-11-22T02:36:54.323Z","embedding_model":null,"embedding_dims":null}}
+                     *     {"type":"block","block":{"id":"blk_0193a4b2c1d07e8f9a0b1c2d3e4f5a6b","label":"human","value":"Ann, prefers email","limit":5000,"description":null,"read_only":false,"version":1,"updated_at":"2026-11-22T02:36:55.001Z"}}
+                     *     {"type":"agent_end","counts":{"blocks":1,"passages":0,"sessions":0},"sha256":"<64 hex digits>"}
+                     */
+                    "application/x-ndjson": string;
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["Default"];
+        };
+    };
+    importAgent: {
+        parameters: {
+            query?: {
+                /** @description Give the agent and its sessions (and their messages, checkpoints and compactions) new ids. */
+                as_new?: boolean;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-ndjson": string;
+            };
+        };
+        responses: {
+            /** @description The imported agent (committed). */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    Location: components["headers"]["AgentLocation"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Agent"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ImportUnprocessable"];
+            429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["Default"];
         };
@@ -5239,7 +5876,10 @@ export interface operations {
                      *           "description": "What the agent knows about the user.",
                      *           "read_only": false,
                      *           "version": 2,
-                     *           "updated_at": "2026-11-22T02:40:03.311Z"
+                     *           "updated_at": "2026-11-22T02:40:03.311Z",
+                     *           "owner_agent_id": null,
+                     *           "owner_label": null,
+                     *           "shared_with": []
                      *         },
                      *         {
                      *           "id": "blk_0193a4b2c2117c3d8e9f0a1b2c3d4e60",
@@ -5250,7 +5890,10 @@ export interface operations {
                      *           "description": null,
                      *           "read_only": true,
                      *           "version": 1,
-                     *           "updated_at": "2026-11-22T02:31:44.020Z"
+                     *           "updated_at": "2026-11-22T02:31:44.020Z",
+                     *           "owner_agent_id": null,
+                     *           "owner_label": null,
+                     *           "shared_with": []
                      *         }
                      *       ]
                      *     }
@@ -5261,6 +5904,75 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["Default"];
+        };
+    };
+    attachBlock: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent's id (server-made `agt_…`, or the id the client chose). */
+                id: components["parameters"]["AgentId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "agent_id": "primary",
+                 *       "label": "human"
+                 *     }
+                 */
+                "application/json": components["schemas"]["BlockAttach"];
+            };
+        };
+        responses: {
+            /** @description The block is attached (and committed); the block, as agent `{id}` sees it. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    Location: components["headers"]["BlockLocation"];
+                    ETag: components["headers"]["BlockETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "blk_0193a4b2c2117c3d8e9f0a1b2c3d4e5f",
+                     *       "agent_id": "sleeper",
+                     *       "label": "human",
+                     *       "value": "Name: Ada.",
+                     *       "limit": 5000,
+                     *       "description": "What the agent knows about the user.",
+                     *       "read_only": false,
+                     *       "version": 1,
+                     *       "updated_at": "2026-11-22T02:31:44.020Z",
+                     *       "owner_agent_id": "primary",
+                     *       "owner_label": "human",
+                     *       "shared_with": [
+                     *         {
+                     *           "agent_id": "sleeper",
+                     *           "label": "human"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Block"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["AttachConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -5299,7 +6011,10 @@ export interface operations {
                      *       "description": "What the agent knows about the user.",
                      *       "read_only": false,
                      *       "version": 2,
-                     *       "updated_at": "2026-11-22T02:40:03.311Z"
+                     *       "updated_at": "2026-11-22T02:40:03.311Z",
+                     *       "owner_agent_id": null,
+                     *       "owner_label": null,
+                     *       "shared_with": []
                      *     }
                      */
                     "application/json": components["schemas"]["Block"];
@@ -5371,7 +6086,10 @@ export interface operations {
                      *       "description": "What the agent knows about the user.",
                      *       "read_only": false,
                      *       "version": 1,
-                     *       "updated_at": "2026-11-22T02:31:44.020Z"
+                     *       "updated_at": "2026-11-22T02:31:44.020Z",
+                     *       "owner_agent_id": null,
+                     *       "owner_label": null,
+                     *       "shared_with": []
                      *     }
                      */
                     "application/json": components["schemas"]["Block"];
@@ -5463,7 +6181,10 @@ export interface operations {
                      *       "description": "What the agent knows about the user.",
                      *       "read_only": false,
                      *       "version": 3,
-                     *       "updated_at": "2026-11-22T02:41:19.876Z"
+                     *       "updated_at": "2026-11-22T02:41:19.876Z",
+                     *       "owner_agent_id": null,
+                     *       "owner_label": null,
+                     *       "shared_with": []
                      *     }
                      */
                     "application/json": components["schemas"]["Block"];
@@ -5572,7 +6293,10 @@ export interface operations {
                      *           "description": "What the agent knows about the user.",
                      *           "read_only": false,
                      *           "version": 2,
-                     *           "updated_at": "2026-11-22T02:40:03.311Z"
+                     *           "updated_at": "2026-11-22T02:40:03.311Z",
+                     *           "owner_agent_id": null,
+                     *           "owner_label": null,
+                     *           "shared_with": []
                      *         },
                      *         {
                      *           "id": "blk_0193a4b2c2117c3d8e9f0a1b2c3d4e5f",
@@ -5583,7 +6307,10 @@ export interface operations {
                      *           "description": "What the agent knows about the user.",
                      *           "read_only": false,
                      *           "version": 1,
-                     *           "updated_at": "2026-11-22T02:31:44.020Z"
+                     *           "updated_at": "2026-11-22T02:31:44.020Z",
+                     *           "owner_agent_id": null,
+                     *           "owner_label": null,
+                     *           "shared_with": []
                      *         }
                      *       ],
                      *       "has_more": false,
@@ -5597,6 +6324,38 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["Default"];
+        };
+    };
+    detachBlock: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent's id (server-made `agt_…`, or the id the client chose). */
+                id: components["parameters"]["AgentId"];
+                /** @description The block's label, e.g. `human` or `persona`; 1–64 characters of `[A-Za-z0-9_.:-]`. */
+                label: components["parameters"]["BlockLabel"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The attachment was removed (and committed). */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["NotAttached"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -5646,7 +6405,10 @@ export interface operations {
                      *             "source": "chat"
                      *           },
                      *           "created_at": "2026-11-22T02:42:31.640Z",
-                     *           "expires_at": null
+                     *           "expires_at": null,
+                     *           "embedding_model": null,
+                     *           "embedding_state": null,
+                     *           "embedding_error": null
                      *         }
                      *       ],
                      *       "has_more": true,
@@ -5715,7 +6477,10 @@ export interface operations {
                      *         "source": "chat"
                      *       },
                      *       "created_at": "2026-11-22T02:42:31.640Z",
-                     *       "expires_at": null
+                     *       "expires_at": null,
+                     *       "embedding_model": null,
+                     *       "embedding_state": null,
+                     *       "embedding_error": null
                      *     }
                      */
                     "application/json": components["schemas"]["Passage"];
@@ -5738,8 +6503,10 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description The words to search for; required (not blank) unless `mode=vector`.
-                 *     Missing or blank is `400 invalid_query`.
+                 * @description The words to search for; required (not blank) unless `mode=vector`
+                 *     with `query_embedding`. Missing or blank is `400 invalid_query`. With
+                 *     `vector` or `hybrid` and no `query_embedding`, the server embeds `q`
+                 *     with the agent's endpoint (`503 embedding_unavailable` if it fails).
                  */
                 q?: string;
                 /** @description How to rank; see `PassageSearchMode`. */
@@ -5803,6 +6570,9 @@ export interface operations {
                      *           },
                      *           "created_at": "2026-11-22T02:42:31.640Z",
                      *           "expires_at": null,
+                     *           "embedding_model": null,
+                     *           "embedding_state": null,
+                     *           "embedding_error": null,
                      *           "snippet": "Ada prefers [email] over [phone] calls.",
                      *           "rank": -0.000002124137931034483
                      *         }
@@ -5926,14 +6696,26 @@ export interface operations {
     };
     searchAgentMessages: {
         parameters: {
-            query: {
+            query?: {
                 /**
                  * @description The words to search for. Messages or passages containing any of them match
                  *     (case-insensitive, with English stemming); more matched words rank higher.
-                 *     Punctuation and operators are ignored. Missing or blank is `400 invalid_query`.
+                 *     Punctuation and operators are ignored. Required (not blank) unless
+                 *     `mode=vector` with `query_embedding`: missing or blank is then
+                 *     `400 invalid_query`. With `mode=vector` or `hybrid` and no
+                 *     `query_embedding`, the server embeds `q` with the agent's endpoint.
                  * @example refund teapot
                  */
-                q: components["parameters"]["SearchQuery"];
+                q?: components["parameters"]["SearchQuery"];
+                /** @description How to rank (`keyword`, `vector` or `hybrid`); see `PassageSearchMode`. */
+                mode?: components["parameters"]["SearchMode"];
+                /**
+                 * @description The query's embedding as comma-separated numbers, for `vector` and
+                 *     `hybrid`; left out, the server embeds `q` (or answers `422` naming
+                 *     `query_embedding` when no endpoint is configured). Another length than
+                 *     the agent's embeddings is `422`.
+                 */
+                query_embedding?: components["parameters"]["SearchQueryEmbedding"];
                 /**
                  * @description Only messages of these roles. Repeat the parameter (`role=user&role=tool`),
                  *     give a comma-separated list (`role=user,tool`), or both. A role that is not
@@ -7047,6 +7829,93 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["Default"];
+        };
+    };
+    getTenantEmbedding: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The tenant's endpoint, or `null`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TenantEmbedding"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["Default"];
+        };
+    };
+    putTenantEmbedding: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EmbeddingConfig"];
+            };
+        };
+        responses: {
+            /** @description The tenant's endpoint, as stored. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TenantEmbedding"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["Default"];
+        };
+    };
+    deleteTenantEmbedding: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed (or there was none). */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             429: components["responses"]["RateLimited"];

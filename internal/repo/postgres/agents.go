@@ -20,19 +20,25 @@ type memDB interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
-const agentColumns = `id, name, agent_type, model, system, tool_ids, tags, metadata, created_at, updated_at`
+const agentColumns = `id, name, agent_type, model, system, tool_ids, tags, metadata, created_at, updated_at,
+	embedding_config, embedding_model, embedding_dims`
 
 func scanAgent(row pgx.Row) (model.Agent, error) {
 	var (
 		a                 model.Agent
 		tools, tags, meta string
 		created, updated  int64
+		embedding         *string
 	)
-	if err := row.Scan(&a.ID, &a.Name, &a.AgentType, &a.Model, &a.System, &tools, &tags, &meta, &created, &updated); err != nil {
+	if err := row.Scan(&a.ID, &a.Name, &a.AgentType, &a.Model, &a.System, &tools, &tags, &meta, &created, &updated,
+		&embedding, &a.EmbeddingModel, &a.EmbeddingDims); err != nil {
 		return a, err
 	}
 	a.CreatedAt, a.UpdatedAt = model.Time(created), model.Time(updated)
 	var err error
+	if a.Embedding, err = repo.DecodeEmbeddingConfig(embedding); err != nil {
+		return a, fmt.Errorf("agent %s: %w", a.ID, err)
+	}
 	if a.ToolIDs, err = memDecodeList(tools); err != nil {
 		return a, fmt.Errorf("agent %s tool_ids: %w", a.ID, err)
 	}
@@ -67,7 +73,7 @@ func memDecodeList(s string) ([]string, error) {
 func (s *Store) CreateAgent(ctx context.Context, tenant string, in model.CreateAgent) (model.Agent, error) {
 	now := model.Now()
 	a := model.Agent{ID: in.ID, Name: in.Name, AgentType: in.AgentType, Model: in.Model, System: in.System,
-		ToolIDs: in.ToolIDs, Tags: in.Tags, Metadata: in.Metadata, CreatedAt: now, UpdatedAt: now}
+		ToolIDs: in.ToolIDs, Tags: in.Tags, Metadata: in.Metadata, Embedding: in.Embedding, CreatedAt: now, UpdatedAt: now}
 	if a.ID == "" {
 		a.ID = newID(model.PrefixAgent)
 	}
@@ -76,10 +82,10 @@ func (s *Store) CreateAgent(ctx context.Context, tenant string, in model.CreateA
 	}
 	normalizeAgent(&a)
 	err := s.tx(ctx, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `INSERT INTO agents (tenant_id, id, name, agent_type, model, system, tool_ids, tags, metadata, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+		_, err := tx.Exec(ctx, `INSERT INTO agents (tenant_id, id, name, agent_type, model, system, tool_ids, tags, metadata, created_at, updated_at,
+			embedding_config) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
 			tenant, a.ID, a.Name, a.AgentType, a.Model, a.System, memEncodeList(a.ToolIDs), memEncodeList(a.Tags), a.Metadata.String(),
-			int64(a.CreatedAt), int64(a.UpdatedAt))
+			int64(a.CreatedAt), int64(a.UpdatedAt), repo.EncodeEmbeddingConfig(a.Embedding))
 		if isConstraint(err) {
 			return model.Errorf(model.KindConflict, "conflict", "an agent with id %q already exists", a.ID)
 		}
@@ -183,19 +189,35 @@ func (s *Store) UpdateAgent(ctx context.Context, tenant, id string, in model.Upd
 				return err
 			}
 		}
+		if in.Embedding.Set {
+			a.Embedding = in.Embedding.Ptr()
+			if err := repo.CheckAgentEmbedding(a, a.Embedding); err != nil {
+				return err
+			}
+			// An endpoint embeds the passages stored before it too, and
+			// gives those that failed another round.
+			if a.Embedding != nil {
+				if _, err := tx.Exec(ctx, `UPDATE passages SET embedding_state = 'pending', embedding_due = $1,
+					embedding_attempts = 0, embedding_error = NULL
+					WHERE tenant_id = $2 AND agent_id = $3 AND embedding IS NULL AND coalesce(embedding_state, 'failed') = 'failed'`,
+					int64(model.Now()), tenant, id); err != nil {
+					return err
+				}
+			}
+		}
 		normalizeAgent(&a)
 		a.UpdatedAt = max(model.Now(), a.UpdatedAt)
 		_, err = tx.Exec(ctx, `UPDATE agents SET name = $1, agent_type = $2, model = $3, system = $4, tool_ids = $5, tags = $6,
-			metadata = $7, updated_at = $8 WHERE tenant_id = $9 AND id = $10`,
+			metadata = $7, updated_at = $8, embedding_config = $11 WHERE tenant_id = $9 AND id = $10`,
 			a.Name, a.AgentType, a.Model, a.System, memEncodeList(a.ToolIDs), memEncodeList(a.Tags), a.Metadata.String(),
-			int64(a.UpdatedAt), tenant, id)
+			int64(a.UpdatedAt), tenant, id, repo.EncodeEmbeddingConfig(a.Embedding))
 		return err
 	})
 	return a, err
 }
 
-// DeleteAgent removes an agent with its blocks, their history and its passages, in
-// one transaction. Sessions keep their agent_id: they are history, not memory.
+// DeleteAgent removes an agent with its blocks, their history, its passages and
+// every attachment from or to it, in one transaction. Sessions keep their agent_id: they are history, not memory.
 // The agent's row is locked first: a block or passage write of another process
 // holds it shared (lockAgentForMemory) until it commits, so it is either deleted
 // here with the rest or finds the agent gone, never left behind it.
@@ -210,6 +232,7 @@ func (s *Store) DeleteAgent(ctx context.Context, tenant, id string) error {
 			return err
 		}
 		for _, q := range []string{
+			`DELETE FROM block_attachments WHERE tenant_id = $1 AND (agent_id = $2 OR owner_agent_id = $2)`,
 			`DELETE FROM block_history WHERE tenant_id = $1 AND agent_id = $2`,
 			`DELETE FROM blocks WHERE tenant_id = $1 AND agent_id = $2`,
 			`DELETE FROM passages WHERE tenant_id = $1 AND agent_id = $2`,
@@ -221,6 +244,18 @@ func (s *Store) DeleteAgent(ctx context.Context, tenant, id string) error {
 		}
 		return nil
 	})
+}
+
+// lockAgentExclusive is lockAgentForMemory for a write that must run alone
+// among the agent's memory writes (an attach, a rename): FOR UPDATE waits for
+// the shared locks they hold and keeps new ones waiting until it commits.
+func lockAgentExclusive(ctx context.Context, tx pgx.Tx, tenant, id string) error {
+	var one int
+	err := tx.QueryRow(ctx, `SELECT 1 FROM agents WHERE tenant_id = $1 AND id = $2 FOR UPDATE`, tenant, id).Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return model.NotFound("agent", id)
+	}
+	return err
 }
 
 // memAgentExists is KindNotFound unless the tenant has the agent.

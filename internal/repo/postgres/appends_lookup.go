@@ -99,14 +99,20 @@ func appendQueueLookupsPG(b *pgx.Batch, ops []*appendOpPG, v *appendViewPG, lock
 	} else {
 		v.locked = true // a session that is not there is decided on as surely as one locked
 	}
-	b.Queue(`SELECT status, last_seq, message_count, total_tokens, total_cost, turn_count
+	b.Queue(`SELECT status, last_seq, message_count, total_tokens, total_cost, turn_count, expires_at
 		FROM sessions WHERE tenant_id = $1 AND id = $2`+lockSQL, tenant, session).QueryRow(func(row pgx.Row) error {
-		var status string
-		err := row.Scan(&status, &v.ses.lastSeq, &v.ses.count, &v.ses.tokens, &v.ses.cost, &v.ses.turns)
+		var (
+			status    string
+			expiresAt *int64
+		)
+		err := row.Scan(&status, &v.ses.lastSeq, &v.ses.count, &v.ses.tokens, &v.ses.cost, &v.ses.turns, &expiresAt)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil // missing, or (appendLockTry) busy
 		}
-		v.ses.exists, v.locked, v.ses.status = err == nil, err == nil, model.Status(status)
+		// Past its expires_at, the session is hidden: locked, so decided on
+		// (not even a replay is answered), as one that is not there.
+		expired := expiresAt != nil && *expiresAt <= int64(model.Now())
+		v.ses.exists, v.locked, v.ses.status = err == nil && !expired, err == nil, model.Status(status)
 		return err
 	})
 	if len(reqKeys) > 0 {

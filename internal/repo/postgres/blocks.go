@@ -23,20 +23,16 @@ func memScanBlock(row pgx.Row) (model.Block, error) {
 	return b, err
 }
 
-// ListBlocks returns an agent's blocks in label order: bytewise (COLLATE "C"),
-// as SQLite orders them, whatever the database's collation. Errors: KindNotFound.
+// ListBlocks returns an agent's blocks, its own and those attached to it, in
+// label order: bytewise (COLLATE "C"), as SQLite orders them, whatever the
+// database's collation. Errors: KindNotFound.
 func (s *Store) ListBlocks(ctx context.Context, tenant, agentID string) ([]model.Block, error) {
 	if err := s.faults.Check(repo.PointBlockRead); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+memBlockColumns+` FROM blocks WHERE tenant_id = $1 AND agent_id = $2
-		ORDER BY label COLLATE "C"`, tenant, agentID)
+	out, err := memAgentBlocks(ctx, s.pool, tenant, agentID)
 	if err != nil {
-		return nil, mapErr(err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (model.Block, error) { return memScanBlock(r) })
-	if err != nil {
-		return nil, mapErr(err)
+		return nil, err
 	}
 	if len(out) == 0 {
 		if err := memAgentExists(ctx, s.pool, tenant, agentID); err != nil {
@@ -47,7 +43,8 @@ func (s *Store) ListBlocks(ctx context.Context, tenant, agentID string) ([]model
 	return out, nil
 }
 
-// GetBlock returns one block. Errors: KindNotFound (agent or block).
+// GetBlock returns one block, as the agent sees it. Errors: KindNotFound
+// (agent or block).
 func (s *Store) GetBlock(ctx context.Context, tenant, agentID, label string) (model.Block, error) {
 	if err := s.faults.Check(repo.PointBlockRead); err != nil {
 		return model.Block{}, err
@@ -55,10 +52,26 @@ func (s *Store) GetBlock(ctx context.Context, tenant, agentID, label string) (mo
 	return memGetBlock(ctx, s.pool, tenant, agentID, label)
 }
 
-// memGetBlock reads a block, telling a missing agent from a missing block.
+// memGetBlock reads agentID's block label as the agent sees it, telling a
+// missing agent from a missing block.
 func memGetBlock(ctx context.Context, db memDB, tenant, agentID, label string) (model.Block, error) {
+	b, err := memFindBlock(ctx, db, tenant, agentID, label)
+	if err != nil {
+		return b, err
+	}
+	return b, memPresent(ctx, db, tenant, &b, agentID, label)
+}
+
+// memFindBlock reads agentID's block label where it is kept, its own or the
+// one an attachment names (a label is never both), in one round trip: b's
+// AgentID and Label are its owner's.
+func memFindBlock(ctx context.Context, db memDB, tenant, agentID, label string) (model.Block, error) {
 	b, err := memScanBlock(db.QueryRow(ctx, `SELECT `+memBlockColumns+` FROM blocks
-		WHERE tenant_id = $1 AND agent_id = $2 AND label = $3`, tenant, agentID, label))
+		WHERE tenant_id = $1 AND agent_id = $2 AND label = $3
+		UNION ALL
+		SELECT b.id, b.agent_id, b.label, b.value, b.limit_chars, b.description, b.read_only, b.version, b.updated_at
+		FROM block_attachments a JOIN blocks b ON b.tenant_id = a.tenant_id AND b.agent_id = a.owner_agent_id AND b.label = a.owner_label
+		WHERE a.tenant_id = $1 AND a.agent_id = $2 AND a.label = $3`, tenant, agentID, label))
 	if errors.Is(err, pgx.ErrNoRows) {
 		if err := memAgentExists(ctx, db, tenant, agentID); err != nil {
 			return b, err
@@ -68,12 +81,30 @@ func memGetBlock(ctx context.Context, db memDB, tenant, agentID, label string) (
 	return b, mapErr(err)
 }
 
-// memLockBlock reads a block of a locked agent and locks its row until the
-// write commits: the version read is the one the write replaces.
+// memLockBlock reads agentID's block label, of a locked agent, where it is
+// kept, and locks its row until the write commits: the version read is the one
+// the write replaces. An attached block's owner agent is held shared as well,
+// as its own writes hold it. found is false for a missing block; b's AgentID
+// and Label are its owner's.
 func memLockBlock(ctx context.Context, tx pgx.Tx, tenant, agentID, label string) (b model.Block, found bool, err error) {
+	owner, ownerLabel, err := memResolveBlock(ctx, tx, tenant, agentID, label)
+	if err != nil {
+		return model.Block{}, false, err
+	}
+	if owner != agentID {
+		if err := lockAgentForMemory(ctx, tx, tenant, owner); err != nil {
+			if model.IsNotFound(err, "agent") {
+				err = errBlockMoved // deleted with its attachments since: resolve again
+			}
+			return model.Block{}, false, err
+		}
+	}
 	b, err = memScanBlock(tx.QueryRow(ctx, `SELECT `+memBlockColumns+` FROM blocks
-		WHERE tenant_id = $1 AND agent_id = $2 AND label = $3 FOR UPDATE`, tenant, agentID, label))
-	if errors.Is(err, pgx.ErrNoRows) {
+		WHERE tenant_id = $1 AND agent_id = $2 AND label = $3 FOR UPDATE`, tenant, owner, ownerLabel))
+	switch {
+	case errors.Is(err, pgx.ErrNoRows) && owner != agentID:
+		return model.Block{}, false, errBlockMoved
+	case errors.Is(err, pgx.ErrNoRows):
 		return model.Block{}, false, nil
 	}
 	return b, err == nil, err
@@ -83,6 +114,11 @@ func memLockBlock(ctx context.Context, tx pgx.Tx, tenant, agentID, label string)
 // this one found missing: the write starts over and finds it.
 var errBlockCreatedMeanwhile = errors.New("postgres: block created by a concurrent write")
 
+// errBlockMoved says that an attached block went (deleted, its owner deleted)
+// between reading the attachment and locking the block: the write starts over
+// and reads the label again.
+var errBlockMoved = errors.New("postgres: attached block removed by a concurrent write")
+
 // runBlockWrite runs a block write in one transaction with the agent's row
 // held shared (a concurrent DeleteAgent waits), again when fn lost the race
 // to create the block. Under READ COMMITTED the insert that lost waited for
@@ -90,16 +126,25 @@ var errBlockCreatedMeanwhile = errors.New("postgres: block created by a concurre
 // stricter isolation the insert fails with a serialization error, which s.tx
 // retries.
 func runBlockWrite(ctx context.Context, s *Store, tenant, agentID string, fn func(pgx.Tx) error) error {
+	return runAgentWrite(ctx, s, tenant, agentID, lockAgentForMemory, fn)
+}
+
+// runAgentWrite is runBlockWrite with the agent's row locked by lock: an
+// attach or a rename, which make a label the block writes do not check for,
+// hold it exclusively (lockAgentExclusive), so that no write of the agent's
+// memory runs beside them.
+func runAgentWrite(ctx context.Context, s *Store, tenant, agentID string,
+	lock func(context.Context, pgx.Tx, string, string) error, fn func(pgx.Tx) error) error {
 	return s.tx(ctx, func(tx pgx.Tx) error {
 		if err := s.faults.Check(repo.PointBlockWrite); err != nil {
 			return err
 		}
-		if err := lockAgentForMemory(ctx, tx, tenant, agentID); err != nil {
+		if err := lock(ctx, tx, tenant, agentID); err != nil {
 			return err
 		}
 		for try := 0; ; try++ {
 			err := fn(tx)
-			if !errors.Is(err, errBlockCreatedMeanwhile) || try == 4 {
+			if !(errors.Is(err, errBlockCreatedMeanwhile) || errors.Is(err, errBlockMoved)) || try == 4 {
 				return err
 			}
 		}
@@ -119,11 +164,17 @@ func (s *Store) PutBlock(ctx context.Context, tenant, agentID, label string, in 
 		}
 		b = model.Block{AgentID: agentID, Label: label, Value: in.Value, Limit: in.Limit,
 			Description: in.Description, ReadOnly: in.ReadOnly, ID: cur.ID, Version: cur.Version}
+		if exists {
+			b.AgentID, b.Label = cur.AgentID, cur.Label
+		}
 		if b.Limit == 0 {
 			b.Limit = model.DefaultBlockLimit
 		}
 		created = !exists
-		return memSaveBlock(ctx, tx, tenant, &b, exists)
+		if err := memSaveBlock(ctx, tx, tenant, &b, exists); err != nil {
+			return err
+		}
+		return memPresent(ctx, tx, tenant, &b, agentID, label)
 	})
 	return b, created, err
 }
@@ -182,7 +233,10 @@ func memEditBlock(ctx context.Context, s *Store, tenant, agentID, label string, 
 		if err := edit(&b); err != nil {
 			return err
 		}
-		return memSaveBlock(ctx, tx, tenant, &b, found)
+		if err := memSaveBlock(ctx, tx, tenant, &b, found); err != nil {
+			return err
+		}
+		return memPresent(ctx, tx, tenant, &b, agentID, label)
 	})
 	return b, err
 }
@@ -228,16 +282,23 @@ func memSaveBlock(ctx context.Context, tx pgx.Tx, tenant string, b *model.Block,
 	return pruneBlockHistory(ctx, tx, tenant, b)
 }
 
-// DeleteBlock removes a block and its history. Errors: KindNotFound.
+// DeleteBlock removes a block, its history and its attachments; for an
+// attached label, only the attachment (another agent's block is not this
+// agent's to delete). Errors: KindNotFound.
 func (s *Store) DeleteBlock(ctx context.Context, tenant, agentID, label string) error {
 	return runBlockWrite(ctx, s, tenant, agentID, func(tx pgx.Tx) error {
-		if _, found, err := memLockBlock(ctx, tx, tenant, agentID, label); err != nil || !found {
+		b, found, err := memLockBlock(ctx, tx, tenant, agentID, label)
+		if err != nil || !found {
 			if err == nil {
 				err = model.NotFound("block", label)
 			}
 			return err
 		}
+		if b.AgentID != agentID {
+			return memDetach(ctx, tx, tenant, agentID, label)
+		}
 		for _, q := range []string{
+			`DELETE FROM block_attachments WHERE tenant_id = $1 AND owner_agent_id = $2 AND owner_label = $3`,
 			`DELETE FROM block_history WHERE tenant_id = $1 AND agent_id = $2 AND label = $3`,
 			`DELETE FROM blocks WHERE tenant_id = $1 AND agent_id = $2 AND label = $3`,
 		} {
@@ -250,12 +311,13 @@ func (s *Store) DeleteBlock(ctx context.Context, tenant, agentID, label string) 
 }
 
 // RenameBlock moves a block, its value and its history, to label to, in one
-// transaction; the block keeps its id and version. A block created under to
-// meanwhile makes the update fail on the key (conflict). Errors: KindNotFound,
-// block_exists, read_only (tools).
+// transaction; the block keeps its id and version, and its attachments follow
+// it (the foreign key cascades). An attached label is renamed under this agent
+// only. The agent's row is held exclusively, so no label appears meanwhile.
+// Errors: KindNotFound, block_exists, read_only (tools).
 func (s *Store) RenameBlock(ctx context.Context, tenant, agentID, from, to string, by repo.BlockEdit) (model.Block, error) {
 	var b model.Block
-	err := runBlockWrite(ctx, s, tenant, agentID, func(tx pgx.Tx) error {
+	err := runAgentWrite(ctx, s, tenant, agentID, lockAgentExclusive, func(tx pgx.Tx) error {
 		var (
 			found bool
 			err   error
@@ -278,6 +340,13 @@ func (s *Store) RenameBlock(ctx context.Context, tenant, agentID, from, to strin
 			}
 			return err
 		}
+		if b.AgentID != agentID {
+			if _, err := tx.Exec(ctx, `UPDATE block_attachments SET label = $4 WHERE tenant_id = $1 AND agent_id = $2 AND label = $3`,
+				tenant, agentID, from, to); err != nil {
+				return mapErr(err)
+			}
+			return memPresent(ctx, tx, tenant, &b, agentID, to)
+		}
 		b.Label, b.UpdatedAt = to, model.Now()
 		if _, err := tx.Exec(ctx, `DELETE FROM block_history WHERE tenant_id = $1 AND agent_id = $2 AND label = $3`,
 			tenant, agentID, to); err != nil {
@@ -287,9 +356,11 @@ func (s *Store) RenameBlock(ctx context.Context, tenant, agentID, from, to strin
 			tenant, agentID, from, to); err != nil {
 			return mapErr(err)
 		}
-		_, err = tx.Exec(ctx, `UPDATE blocks SET label = $4, updated_at = $5 WHERE tenant_id = $1 AND agent_id = $2 AND label = $3`,
-			tenant, agentID, from, to, int64(b.UpdatedAt))
-		return mapErr(err)
+		if _, err = tx.Exec(ctx, `UPDATE blocks SET label = $4, updated_at = $5 WHERE tenant_id = $1 AND agent_id = $2 AND label = $3`,
+			tenant, agentID, from, to, int64(b.UpdatedAt)); err != nil {
+			return mapErr(err)
+		}
+		return memPresent(ctx, tx, tenant, &b, agentID, to)
 	})
 	return b, err
 }

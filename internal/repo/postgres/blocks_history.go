@@ -39,8 +39,12 @@ func (s *Store) BlockHistory(ctx context.Context, tenant, agentID, label string,
 	if err != nil {
 		return model.Page[model.Block]{}, err
 	}
+	owner, ownerLabel, err := memResolveBlock(ctx, s.pool, tenant, agentID, label)
+	if err != nil {
+		return model.Page[model.Block]{}, err
+	}
 	limit := p.Clamp()
-	cond, args := "", []any{tenant, agentID, label, limit + 1}
+	cond, args := "", []any{tenant, owner, ownerLabel, limit + 1}
 	if hasCur {
 		cond, args = " AND h.version < $5", append(args, cur.N)
 	}
@@ -52,7 +56,7 @@ func (s *Store) BlockHistory(ctx context.Context, tenant, agentID, label string,
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (model.Block, error) {
 		var (
-			b        = model.Block{AgentID: agentID, Label: label}
+			b        = model.Block{AgentID: owner, Label: ownerLabel}
 			readOnly int32
 			updated  int64
 		)
@@ -64,9 +68,15 @@ func (s *Store) BlockHistory(ctx context.Context, tenant, agentID, label string,
 		return model.Page[model.Block]{}, mapErr(err)
 	}
 	if len(out) == 0 && !hasCur {
-		if _, err := memGetBlock(ctx, s.pool, tenant, agentID, label); err != nil {
+		if _, err := memFindBlock(ctx, s.pool, tenant, agentID, label); err != nil {
 			return model.Page[model.Block]{}, err
 		}
+	}
+	for i := range out {
+		out[i].SeenAs(agentID, label)
+	}
+	if err := memFillShared(ctx, s.pool, tenant, out); err != nil {
+		return model.Page[model.Block]{}, err
 	}
 	return repo.NewPage(out, limit, func(last model.Block) repo.Cursor { return repo.Cursor{Q: q, N: last.Version} }), nil
 }

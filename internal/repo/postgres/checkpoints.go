@@ -39,13 +39,13 @@ func (s *Store) ListCheckpoints(ctx context.Context, tenant, sessionID string, p
 		return model.Page[model.Checkpoint]{}, err
 	}
 	limit := p.Clamp()
-	cond, args := "", []any{tenant, sessionID, limit + 1}
+	cond, args := "", []any{tenant, sessionID, limit + 1, int64(model.Now())}
 	if hasCur {
-		cond, args = " AND iteration < $4", append(args, cur.N)
+		cond, args = " AND iteration < $5", append(args, cur.N)
 	}
 	var out []model.Checkpoint
 	err = s.ckReadTxPG(ctx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `SELECT `+ckColumnsPG+` FROM checkpoints WHERE tenant_id = $1 AND session_id = $2`+
+		rows, err := tx.Query(ctx, `SELECT `+ckColumnsPG+` FROM checkpoints WHERE tenant_id = $1 AND session_id = $2 AND `+notExpiredPG("$4")+
 			cond+` ORDER BY iteration DESC LIMIT $3`, args...)
 		if err != nil {
 			return err

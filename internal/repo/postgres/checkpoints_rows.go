@@ -61,29 +61,41 @@ func newCkReaderPG(ctx context.Context, q ckQuerierPG, tenant, sessionID string)
 // set: checkpoint writes of every process serialise there, so the
 // compare-and-set on the latest iteration holds across them. NO KEY UPDATE
 // rather than UPDATE: it still excludes other writers of the row, but not the
-// key-share locks of inserts that reference the session (appends).
-// Errors: KindNotFound.
+// key-share locks of inserts that reference the session (appends). A
+// session past its expires_at is not there. Errors: KindNotFound.
 func ckSessionPG(ctx context.Context, q ckQuerierPG, tenant, sessionID string, lock bool) (int64, error) {
-	query := `SELECT last_seq FROM sessions WHERE tenant_id = $1 AND id = $2`
+	query := `SELECT last_seq, expires_at FROM sessions WHERE tenant_id = $1 AND id = $2`
 	if lock {
 		query += ` FOR NO KEY UPDATE`
 	}
-	var lastSeq int64
-	err := q.QueryRow(ctx, query, tenant, sessionID).Scan(&lastSeq)
-	if errors.Is(err, pgx.ErrNoRows) {
+	var (
+		lastSeq   int64
+		expiresAt *int64
+	)
+	err := q.QueryRow(ctx, query, tenant, sessionID).Scan(&lastSeq, &expiresAt)
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && expiresAt != nil && *expiresAt <= int64(model.Now())) {
 		return 0, model.NotFound("session", sessionID)
 	}
 	return lastSeq, mapErr(err)
+}
+
+// notExpiredPG is a condition for a read of a session's rows (checkpoints,
+// compactions) over the tenant $1, the session $2 and now, the placeholder
+// given: it fails once the session is past its expires_at, so that the read
+// finds nothing and its check that the session exists answers KindNotFound,
+// without a second query while the session is live.
+func notExpiredPG(now string) string {
+	return `NOT EXISTS (SELECT 1 FROM sessions x WHERE x.tenant_id = $1 AND x.id = $2 AND x.expires_at <= ` + now + `)`
 }
 
 // getCheckpointPG returns a session's checkpoint at iteration, or its latest
 // when iteration is 0, rebuilt and checked (ckstate.Reader). Errors:
 // KindNotFound, corrupted (with the checkpoint as far as it could be rebuilt).
 func getCheckpointPG(ctx context.Context, q ckQuerierPG, tenant, sessionID string, iteration int64) (model.Checkpoint, error) {
-	query := `SELECT ` + ckColumnsPG + ` FROM checkpoints WHERE tenant_id = $1 AND session_id = $2`
-	args := []any{tenant, sessionID}
+	query := `SELECT ` + ckColumnsPG + ` FROM checkpoints WHERE tenant_id = $1 AND session_id = $2 AND ` + notExpiredPG("$3")
+	args := []any{tenant, sessionID, int64(model.Now())}
 	if iteration > 0 {
-		query, args = query+` AND iteration = $3`, append(args, iteration)
+		query, args = query+` AND iteration = $4`, append(args, iteration)
 	}
 	row, err := scanCkRowPG(q.QueryRow(ctx, query+` ORDER BY iteration DESC LIMIT 1`, args...))
 	if errors.Is(err, pgx.ErrNoRows) {

@@ -64,12 +64,13 @@ func (s *Store) CreateCompaction(ctx context.Context, tenant, sessionID string, 
 			return err
 		}
 		var (
-			status  model.Status
-			lastSeq int64
+			status    model.Status
+			lastSeq   int64
+			expiresAt *int64
 		)
-		err := tx.QueryRow(ctx, `SELECT status, last_seq FROM sessions WHERE tenant_id = $1 AND id = $2 FOR UPDATE`,
-			tenant, sessionID).Scan(&status, &lastSeq)
-		if errors.Is(err, pgx.ErrNoRows) {
+		err := tx.QueryRow(ctx, `SELECT status, last_seq, expires_at FROM sessions WHERE tenant_id = $1 AND id = $2 FOR UPDATE`,
+			tenant, sessionID).Scan(&status, &lastSeq, &expiresAt)
+		if errors.Is(err, pgx.ErrNoRows) || (err == nil && expiresAt != nil && *expiresAt <= int64(model.Now())) {
 			return model.NotFound("session", sessionID)
 		}
 		if err != nil {
@@ -117,7 +118,8 @@ func (s *Store) ListCompactions(ctx context.Context, tenant, sessionID string, p
 		after = cur.N
 	}
 	rows, err := s.pool.Query(ctx, `SELECT `+compactionColumnsPG+` FROM compactions
-		WHERE tenant_id = $1 AND session_id = $2 AND through_seq < $3 ORDER BY n DESC LIMIT $4`, tenant, sessionID, after, limit+1)
+		WHERE tenant_id = $1 AND session_id = $2 AND through_seq < $3 AND `+notExpiredPG("$5")+` ORDER BY n DESC LIMIT $4`,
+		tenant, sessionID, after, limit+1, int64(model.Now()))
 	if err != nil {
 		return model.Page[model.Compaction]{}, mapErr(err)
 	}
@@ -136,7 +138,8 @@ func (s *Store) ListCompactions(ctx context.Context, tenant, sessionID string, p
 	}
 	if len(out) == 0 {
 		var one int
-		err := s.pool.QueryRow(ctx, `SELECT 1 FROM sessions WHERE tenant_id = $1 AND id = $2`, tenant, sessionID).Scan(&one)
+		err := s.pool.QueryRow(ctx, `SELECT 1 FROM sessions WHERE tenant_id = $1 AND id = $2 AND (expires_at IS NULL OR expires_at > $3)`,
+			tenant, sessionID, int64(model.Now())).Scan(&one)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return model.Page[model.Compaction]{}, model.NotFound("session", sessionID)
 		}

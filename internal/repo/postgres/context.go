@@ -68,13 +68,7 @@ func (w *contextWindowPG) read(q model.ContextQuery) (model.Context, error) {
 	if q.IncludeBlocks {
 		out.Blocks = []model.Block{}
 		if ses.AgentID != nil {
-			// Bytewise, as SQLite orders labels, whatever the collation.
-			rows, err := w.tx.Query(w.ctx, `SELECT `+memBlockColumns+` FROM blocks WHERE tenant_id = $1 AND agent_id = $2
-				ORDER BY label COLLATE "C"`, w.tenant, *ses.AgentID)
-			if err != nil {
-				return out, err
-			}
-			blocks, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (model.Block, error) { return memScanBlock(r) })
+			blocks, err := memAgentBlocks(w.ctx, w.tx, w.tenant, *ses.AgentID)
 			if err != nil {
 				return out, err
 			}
@@ -96,7 +90,7 @@ func (w *contextWindowPG) head() (ses model.Session, c model.Compaction, hasComp
 	br := w.tx.SendBatch(w.ctx, b)
 	defer br.Close()
 	ses, err = scanSessionPG(br.QueryRow())
-	if errors.Is(err, pgx.ErrNoRows) {
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && ses.Expired(model.Now())) { // expired: hidden, as getSessionTx has it
 		return ses, c, false, model.NotFound("session", w.id)
 	}
 	if err != nil {

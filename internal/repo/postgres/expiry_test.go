@@ -30,10 +30,14 @@ func TestPurgeExpiredMatchSQLite(t *testing.T) {
 		last = tr
 		st := st0.(expiryStore)
 		add := func(step string, v any, err error) { frpAdd(tr, step, v, err) }
+		// Appends come before the expiry: an expired session takes none.
 		mk := func(id string, msgs int, exp *model.Time) {
-			_, err := st.CreateSession(ctx, "t", model.CreateSession{ID: id, ExpiresAt: exp})
+			_, err := st.CreateSession(ctx, "t", model.CreateSession{ID: id})
 			for i := 0; err == nil && i < msgs; i++ {
 				_, err = st.AppendMessages(ctx, "t", id, sesMsgBatch(sesMsgUser(id)))
+			}
+			if err == nil && exp != nil {
+				_, err = st.UpdateSession(ctx, "t", id, model.UpdateSession{ExpiresAt: model.Optional[model.Time]{Set: true, Value: *exp}})
 			}
 			add("make "+id, nil, err)
 		}

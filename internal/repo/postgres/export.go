@@ -35,6 +35,30 @@ func (s *Store) ExportSession(ctx context.Context, tenant, id string, w io.Write
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // read-only: nothing to undo
 
+	if err := checkSessionExportPG(ctx, tx, tenant, id); err != nil {
+		return err
+	}
+	return exportSessionTxPG(ctx, tx, transfer.NewWriter(w), tenant, id)
+}
+
+// checkSessionExportPG finds the session and refuses a damaged checkpoint
+// before anything is sent, rather than exporting it for an import to refuse
+// later (corrupted).
+func checkSessionExportPG(ctx context.Context, tx pgx.Tx, tenant, id string) error {
+	if _, err := getSessionTx(ctx, tx, tenant, id, ""); err != nil {
+		return err
+	}
+	iters, err := exportCkIterationsPG(ctx, tx, tenant, id)
+	if err != nil {
+		return err
+	}
+	rd := newCkReaderPG(ctx, tx, tenant, id)
+	return exportEachCheckpointPG(ctx, tx, rd, tenant, id, iters, func(*model.Checkpoint) error { return nil })
+}
+
+// exportSessionTxPG writes a session's lines, its end line included, to e. A
+// session export and an agent export (one e per session) both write with it.
+func exportSessionTxPG(ctx context.Context, tx pgx.Tx, e *transfer.Writer, tenant, id string) error {
 	ses, err := getSessionTx(ctx, tx, tenant, id, "")
 	if err != nil {
 		return err
@@ -47,15 +71,6 @@ func (s *Store) ExportSession(ctx context.Context, tenant, id string, w io.Write
 	if err != nil {
 		return err
 	}
-	rd := newCkReaderPG(ctx, tx, tenant, id)
-	// A damaged checkpoint is refused before anything is sent, rather than
-	// exported for an import to refuse later. The reader keeps the trees it
-	// rebuilt, so the second walk patches little again.
-	if err := exportEachCheckpointPG(ctx, tx, rd, tenant, id, iters, func(*model.Checkpoint) error { return nil }); err != nil {
-		return err
-	}
-
-	e := transfer.NewWriter(w)
 	if err := e.Session(&ses); err != nil {
 		return err
 	}
@@ -67,6 +82,7 @@ func (s *Store) ExportSession(ctx context.Context, tenant, id string, w io.Write
 			return err
 		}
 	}
+	rd := newCkReaderPG(ctx, tx, tenant, id)
 	if err := exportEachCheckpointPG(ctx, tx, rd, tenant, id, iters, e.Checkpoint); err != nil {
 		return err
 	}

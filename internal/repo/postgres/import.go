@@ -58,6 +58,15 @@ type importTxPG struct {
 	tx     pgx.Tx
 	tenant string
 	asNew  bool
+	// agentID, if set, replaces the session's agent_id: an agent imported
+	// under a new id takes its sessions along.
+	agentID *string
+	// newIDsThrough gives the messages up to this seq new ids if seen holds
+	// them: a fork's inherited ones, whose ids its parent, imported before
+	// it in the same agent import, holds. seen is every message id that
+	// import has stored (nil for a session import).
+	newIDsThrough int64
+	seen          map[string]bool
 
 	ses       model.Session
 	cumTokens int64
@@ -88,27 +97,38 @@ func (im *importTxPG) run(ctx context.Context, sp *transfer.Spool) (model.Sessio
 		if err != nil {
 			return model.Session{}, err
 		}
-		if l.Type != model.LineMessage {
-			if err := im.flushMessages(ctx); err != nil {
-				return model.Session{}, err
-			}
-		}
-		switch l.Type {
-		case model.LineSession:
-			err = im.session(ctx, line, *l.Session)
-		case model.LineFile:
-			im.fileChunk, err = importFileChunkPG(ctx, im.tx, im.tenant, l.File, im.fileChunk)
-		case model.LineMessage:
-			err = im.message(ctx, line, l.Message)
-		case model.LineCheckpoint:
-			err = im.checkpoint(ctx, line, l.Checkpoint)
-		case model.LineCompaction:
-			err = im.compaction(ctx, line, l.Compaction)
-		}
-		if err != nil {
+		if err := im.take(ctx, line, l); err != nil {
 			return model.Session{}, err
 		}
 	}
+	return im.finish(ctx)
+}
+
+// take stores (or queues) one line of the session.
+func (im *importTxPG) take(ctx context.Context, line int, l model.ExportLine) error {
+	if l.Type != model.LineMessage {
+		if err := im.flushMessages(ctx); err != nil {
+			return err
+		}
+	}
+	var err error
+	switch l.Type {
+	case model.LineSession:
+		err = im.session(ctx, line, *l.Session)
+	case model.LineFile:
+		im.fileChunk, err = importFileChunkPG(ctx, im.tx, im.tenant, l.File, im.fileChunk)
+	case model.LineMessage:
+		err = im.message(ctx, line, l.Message)
+	case model.LineCheckpoint:
+		err = im.checkpoint(ctx, line, l.Checkpoint)
+	case model.LineCompaction:
+		err = im.compaction(ctx, line, l.Compaction)
+	}
+	return err
+}
+
+// finish completes the session row once its lines are stored.
+func (im *importTxPG) finish(ctx context.Context) (model.Session, error) {
 	if err := im.flushMessages(ctx); err != nil {
 		return model.Session{}, err
 	}
@@ -142,6 +162,9 @@ func (im *importTxPG) session(ctx context.Context, line int, ses model.Session) 
 	if im.asNew {
 		ses.ID = newID(model.PrefixSession)
 	}
+	if im.agentID != nil {
+		ses.AgentID = im.agentID
+	}
 	im.ses = ses
 	var closedAt *int64
 	if ses.ClosedAt != nil {
@@ -165,8 +188,11 @@ func (im *importTxPG) session(ctx context.Context, line int, ses model.Session) 
 // message queues one message, its file references and its tool index rows
 // (history is kept as it was, pairs or not: resume reports what is off).
 func (im *importTxPG) message(ctx context.Context, line int, m *model.Message) error {
-	if im.asNew {
+	if im.asNew || (m.Seq <= im.newIDsThrough && im.seen[m.ID]) {
 		m.ID = newID(model.PrefixMessage)
+	}
+	if im.seen != nil {
+		im.seen[m.ID] = true
 	}
 	im.cumTokens, im.cumCost = im.cumTokens+m.Tokens, im.cumCost+m.Cost
 	if m.Role == model.RoleUser {

@@ -26,16 +26,18 @@ type lineageQuerier interface {
 
 // lineageChainPG follows parent_id for as long as each session shares its
 // prefix, however deep the chain of forks (the same walk as SQLite's): $1 is
-// the tenant, $2 the session.
-const lineageChainPG = `WITH RECURSIVE chain(id, parent_id, forked_at_seq, shared, depth) AS (
-		SELECT id, parent_id, forked_at_seq, prefix_shared, 0 FROM sessions WHERE tenant_id = $1 AND id = $2
+// the tenant, $2 the session. The first row carries the session's own
+// expires_at; the ancestors' do not matter (a fork reads its inherited
+// prefix whether or not its parent expired).
+const lineageChainPG = `WITH RECURSIVE chain(id, parent_id, forked_at_seq, shared, depth, expires_at) AS (
+		SELECT id, parent_id, forked_at_seq, prefix_shared, 0, expires_at FROM sessions WHERE tenant_id = $1 AND id = $2
 		UNION ALL
-		SELECT s.id, s.parent_id, s.forked_at_seq, s.prefix_shared, c.depth + 1
+		SELECT s.id, s.parent_id, s.forked_at_seq, s.prefix_shared, c.depth + 1, NULL::bigint
 		FROM chain c JOIN sessions s ON s.tenant_id = $1 AND s.id = c.parent_id
 		WHERE c.shared = 1 AND c.depth < 1000000)`
 
 const lineageQueryPG = lineageChainPG + `
-	SELECT id, parent_id, forked_at_seq, shared FROM chain ORDER BY depth`
+	SELECT id, parent_id, forked_at_seq, shared, expires_at FROM chain ORDER BY depth`
 
 // lineageSegmentsPG is lineagePG's segments as SQL (owner, lo, hi), for a
 // query that must read through them in the same statement: a link's hi is the
@@ -51,13 +53,29 @@ const lineageSegmentsPG = lineageChainPG + `,
 // lineagePG returns where sessionID's messages are stored, in ascending seq
 // order, one segment per session that stores part of it. Errors: KindNotFound.
 func lineagePG(ctx context.Context, q lineageQuerier, tenant, sessionID string) ([]lineageSegment, error) {
+	segs, _, err := lineageWalkPG(ctx, q, tenant, sessionID)
+	return segs, err
+}
+
+// readLineagePG is lineagePG for a read of the session's own resources: a
+// session past its expires_at is KindNotFound, as getSessionTx has it, so
+// that its messages are hidden with it.
+func readLineagePG(ctx context.Context, q lineageQuerier, tenant, sessionID string) ([]lineageSegment, error) {
+	segs, expiresAt, err := lineageWalkPG(ctx, q, tenant, sessionID)
+	if err == nil && expiresAt != nil && *expiresAt <= int64(model.Now()) {
+		return nil, model.NotFound("session", sessionID)
+	}
+	return segs, err
+}
+
+// lineageWalkPG is lineagePG, also returning the session's own expires_at.
+func lineageWalkPG(ctx context.Context, q lineageQuerier, tenant, sessionID string) (segs []lineageSegment, expiresAt *int64, err error) {
 	rows, err := q.Query(ctx, lineageQueryPG, tenant, sessionID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer rows.Close()
 	var (
-		segs []lineageSegment
 		hi   = int64(math.MaxInt64)
 		done bool
 		n    int
@@ -68,9 +86,13 @@ func lineagePG(ctx context.Context, q lineageQuerier, tenant, sessionID string) 
 			parent   *string
 			forkedAt *int64
 			shared   int
+			exp      *int64
 		)
-		if err := rows.Scan(&id, &parent, &forkedAt, &shared); err != nil {
-			return nil, err
+		if err := rows.Scan(&id, &parent, &forkedAt, &shared, &exp); err != nil {
+			return nil, nil, err
+		}
+		if n == 0 {
+			expiresAt = exp
 		}
 		n++
 		if shared == 0 || parent == nil {
@@ -85,14 +107,14 @@ func lineagePG(ctx context.Context, q lineageQuerier, tenant, sessionID string) 
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	switch {
 	case n == 0:
-		return nil, model.NotFound("session", sessionID)
+		return nil, nil, model.NotFound("session", sessionID)
 	case !done:
-		return nil, model.Internal(fmt.Errorf("session %s: an ancestor is missing", sessionID))
+		return nil, nil, model.Internal(fmt.Errorf("session %s: an ancestor is missing", sessionID))
 	}
 	slices.Reverse(segs)
-	return segs, nil
+	return segs, expiresAt, nil
 }

@@ -97,12 +97,13 @@ func (s *Store) GetMessage(ctx context.Context, tenant, sessionID, id string) (m
 	if err != nil {
 		return model.Message{}, mapErr(err)
 	}
-	if m.SessionID == sessionID {
-		return m, nil
-	}
-	segs, err := lineagePG(ctx, s.pool, tenant, sessionID)
+	// The lineage also says whether the session is past its expires_at.
+	segs, err := readLineagePG(ctx, s.pool, tenant, sessionID)
 	if err != nil {
 		return model.Message{}, mapErr(err)
+	}
+	if m.SessionID == sessionID {
+		return m, nil
 	}
 	for _, g := range segs {
 		if g.owner == m.SessionID && m.Seq > g.lo && m.Seq <= g.hi {
@@ -137,7 +138,7 @@ func (s *Store) ListMessages(ctx context.Context, tenant, sessionID string, f mo
 			lo = max(lo, cur.N)
 		}
 	}
-	segs, err := lineagePG(ctx, s.pool, tenant, sessionID)
+	segs, err := readLineagePG(ctx, s.pool, tenant, sessionID)
 	if err != nil {
 		return model.Page[model.Message]{}, mapErr(err)
 	}

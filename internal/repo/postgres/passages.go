@@ -9,9 +9,11 @@ import (
 
 	"github.com/logbook/logbook/internal/model"
 	"github.com/logbook/logbook/internal/repo"
+	"github.com/logbook/logbook/internal/repo/vecindex"
 )
 
-const passageColumns = `p.id, p.agent_id, p.content, p.tags, p.metadata, p.created_at, p.expires_at`
+const passageColumns = `p.id, p.agent_id, p.content, p.tags, p.metadata, p.created_at, p.expires_at,
+	p.embedding_model, p.embedding_state, p.embedding_error`
 
 // passageLivePG keeps out passages past their expires_at (compared with the
 // placeholder n, now): they are hidden until a purge with expired deletes them.
@@ -27,7 +29,8 @@ func scanPassage(row pgx.Row, extra ...any) (model.Passage, error) {
 		created    int64
 		expires    *int64
 	)
-	if err := row.Scan(append([]any{&p.ID, &p.AgentID, &p.Content, &tags, &meta, &created, &expires}, extra...)...); err != nil {
+	if err := row.Scan(append([]any{&p.ID, &p.AgentID, &p.Content, &tags, &meta, &created, &expires,
+		&p.EmbeddingModel, &p.EmbeddingState, &p.EmbeddingError}, extra...)...); err != nil {
 		return p, err
 	}
 	p.CreatedAt = model.Time(created)
@@ -62,6 +65,7 @@ func (s *Store) CreatePassage(ctx context.Context, tenant, agentID string, in mo
 	if len(in.Embedding) > 0 {
 		vec = repo.EncodeVector(in.Embedding)
 	}
+	var version int64
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		if err := s.faults.Check(repo.PointArchivalWrite); err != nil {
 			return err
@@ -72,11 +76,33 @@ func (s *Store) CreatePassage(ctx context.Context, tenant, agentID string, in mo
 		if err := pinEmbedding(ctx, tx, tenant, agentID, in); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO passages (tenant_id, agent_id, id, content, tags, metadata, created_at, expires_at, embedding)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-			tenant, agentID, p.ID, p.Content, memEncodeList(p.Tags), meta, int64(p.CreatedAt), timePtrPG(p.ExpiresAt), vec)
+		var due *int64
+		if len(in.Embedding) == 0 {
+			var named bool
+			if err := tx.QueryRow(ctx, `SELECT a.embedding_config IS NOT NULL OR EXISTS (SELECT 1 FROM tenant_embedding t WHERE t.tenant_id = a.tenant_id)
+				FROM agents a WHERE a.tenant_id = $1 AND a.id = $2`,
+				tenant, agentID).Scan(&named); err != nil {
+				return err
+			}
+			if named || in.ServerEmbeds {
+				due = (*int64)(&p.CreatedAt)
+			}
+		}
+		p.EmbeddingModel, p.EmbeddingState = repo.NewPassageEmbedding(in, due != nil)
+		_, err := tx.Exec(ctx, `INSERT INTO passages (tenant_id, agent_id, id, content, tags, metadata, created_at, expires_at, embedding,
+			embedding_model, embedding_state, embedding_due) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+			tenant, agentID, p.ID, p.Content, memEncodeList(p.Tags), meta, int64(p.CreatedAt), timePtrPG(p.ExpiresAt), vec,
+			p.EmbeddingModel, p.EmbeddingState, due)
+		if err != nil || vec == nil {
+			return err
+		}
+		version, err = vecVersionPG(ctx, tx, tenant, agentID)
 		return err
 	})
+	if err == nil && vec != nil {
+		s.vectors.Wrote(tenant, agentID, version-1, version, []vecindex.Row{{ID: p.ID, CreatedAt: p.CreatedAt,
+			ExpiresAt: repo.ExpiresAt(p.ExpiresAt), Vector: in.Embedding}}, nil)
+	}
 	return p, err
 }
 

@@ -10,12 +10,13 @@ import (
 
 	"github.com/logbook/logbook/internal/model"
 	"github.com/logbook/logbook/internal/repo"
+	"github.com/logbook/logbook/internal/repo/vecindex"
 )
 
 // SearchPassages searches an agent's archival memory by keyword, by vector
-// (exact cosine similarity to the query embedding, computed here over every
-// live passage of the agent that has an embedding) or by both, fused by
-// reciprocal rank (repo.FuseRRF), as on SQLite.
+// (exact cosine similarity over the agent's embeddings held in this
+// process's memory, repo.VectorCache, kept coherent with other processes by
+// the agent's vec_version) or by both, fused by reciprocal rank, as on SQLite.
 func (s *Store) SearchPassages(ctx context.Context, tenant, agentID string, in model.PassageSearch) ([]model.PassageHit, error) {
 	if in.Mode == "" || in.Mode == model.SearchKeyword {
 		return s.searchPassagesKeyword(ctx, tenant, agentID, in)
@@ -23,8 +24,15 @@ func (s *Store) SearchPassages(ctx context.Context, tenant, agentID string, in m
 	if err := s.faults.Check(repo.PointArchivalRead); err != nil {
 		return nil, err
 	}
-	var dims *int64
-	err := s.pool.QueryRow(ctx, `SELECT embedding_dims FROM agents WHERE tenant_id = $1 AND id = $2`, tenant, agentID).Scan(&dims)
+	if err := s.faults.Check(repo.PointVectorSearch); err != nil {
+		return nil, err
+	}
+	var (
+		dims    *int64
+		version int64
+	)
+	err := s.pool.QueryRow(ctx, `SELECT embedding_dims, vec_version FROM agents WHERE tenant_id = $1 AND id = $2`,
+		tenant, agentID).Scan(&dims, &version)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, model.NotFound("agent", agentID)
 	}
@@ -38,40 +46,86 @@ func (s *Store) SearchPassages(ctx context.Context, tenant, agentID string, in m
 	if err := repo.CheckQueryEmbedding(in.QueryEmbedding, pinned); err != nil {
 		return nil, err
 	}
-	cands, err := s.passageVectors(ctx, tenant, agentID, in)
+	q := vecindex.Query{Vector: in.QueryEmbedding, K: repo.VectorDepth(in), Now: model.Now(), After: in.After, Before: in.Before}
+	if len(in.Tags) > 0 {
+		if q.Allow, err = s.passagesTagged(ctx, tenant, agentID, in.Tags); err != nil {
+			return nil, err
+		}
+	}
+	found, err := s.vectors.Search(ctx, tenant, agentID, version, q)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	vector, err := repo.VectorHits(found, func(ids []string) ([]model.Passage, error) {
+		rows, err := s.pool.Query(ctx, `SELECT `+passageColumns+` FROM passages p WHERE p.tenant_id = $1 AND p.agent_id = $2
+			AND `+passageLivePG("$3")+` AND p.id = ANY($4::text[])`, tenant, agentID, int64(model.Now()), ids)
+		if err != nil {
+			return nil, mapErr(err)
+		}
+		out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (model.Passage, error) { return scanPassage(r) })
+		return out, mapErr(err)
+	})
 	if err != nil {
 		return nil, err
 	}
-	return repo.RankPassages(in, cands, func(kin model.PassageSearch) ([]model.PassageHit, error) {
+	return repo.RankPassages(in, vector, func(kin model.PassageSearch) ([]model.PassageHit, error) {
 		return s.searchPassagesKeyword(ctx, tenant, agentID, kin)
 	})
 }
 
-// passageVectors reads the agent's live passages that have an embedding and
-// pass the search's filters.
-func (s *Store) passageVectors(ctx context.Context, tenant, agentID string, in model.PassageSearch) ([]repo.VectorCandidate, error) {
+// passagesTagged is the set of the agent's embedded passages that carry
+// every tag, for a vector search's filter.
+func (s *Store) passagesTagged(ctx context.Context, tenant, agentID string, tags []string) (func(string) bool, error) {
 	args := []any{tenant, agentID}
-	arg := func(v any) string { args = append(args, v); return "$" + strconv.Itoa(len(args)) }
-	where := []string{"p.tenant_id = $1", "p.agent_id = $2", "p.embedding IS NOT NULL", passageLivePG(arg(int64(model.Now())))}
-	for _, tag := range in.Tags {
-		where = append(where, "EXISTS (SELECT 1 FROM json_array_elements_text(p.tags) t WHERE t = "+arg(tag)+"::text)")
+	where := []string{"p.tenant_id = $1", "p.agent_id = $2", "p.embedding IS NOT NULL"}
+	for _, tag := range tags {
+		args = append(args, tag)
+		where = append(where, "EXISTS (SELECT 1 FROM json_array_elements_text(p.tags) t WHERE t = $"+strconv.Itoa(len(args))+"::text)")
 	}
-	if in.After != nil {
-		where = append(where, "p.created_at >= "+arg(int64(*in.After))+"::bigint")
-	}
-	if in.Before != nil {
-		where = append(where, "p.created_at <= "+arg(int64(*in.Before))+"::bigint")
-	}
-	rows, err := s.pool.Query(ctx, `SELECT `+passageColumns+`, p.embedding FROM passages p WHERE `+strings.Join(where, " AND "), args...)
+	rows, err := s.pool.Query(ctx, `SELECT p.id FROM passages p WHERE `+strings.Join(where, " AND "), args...)
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (repo.VectorCandidate, error) {
-		var b []byte
-		p, err := scanPassage(r, &b)
-		return repo.VectorCandidate{Passage: p, Embedding: repo.DecodeVector(b)}, err
-	})
-	return out, mapErr(err)
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	set := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		set[id] = true
+	}
+	return func(id string) bool { return set[id] }, mapErr(err)
+}
+
+// loadVectors reads every embedded passage of the agent for the vector cache.
+func (s *Store) loadVectors(ctx context.Context, tenant, agentID string, add func(vecindex.Row) error) error {
+	rows, err := s.pool.Query(ctx, `SELECT id, created_at, coalesce(expires_at, 0), embedding FROM passages
+		WHERE tenant_id = $1 AND agent_id = $2 AND embedding IS NOT NULL`, tenant, agentID)
+	if err != nil {
+		return mapErr(err)
+	}
+	defer rows.Close()
+	var (
+		r                vecindex.Row
+		created, expires int64
+		raw              []byte
+	)
+	for rows.Next() {
+		if err := rows.Scan(&r.ID, &created, &expires, &raw); err != nil {
+			return mapErr(err)
+		}
+		r.CreatedAt, r.ExpiresAt = model.Time(created), model.Time(expires)
+		r.Vector = repo.DecodeVectorInto(r.Vector, raw)
+		if err := add(r); err != nil {
+			return err
+		}
+	}
+	return mapErr(rows.Err())
+}
+
+// vecVersionPG reads the agent's vec_version inside a write, after the
+// write's own change moved it.
+func vecVersionPG(ctx context.Context, tx pgx.Tx, tenant, agentID string) (int64, error) {
+	var v int64
+	err := tx.QueryRow(ctx, `SELECT vec_version FROM agents WHERE tenant_id = $1 AND id = $2`, tenant, agentID).Scan(&v)
+	return v, err
 }
 
 // pinEmbedding checks a new passage's embedding against the model and length

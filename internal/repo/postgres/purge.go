@@ -239,3 +239,19 @@ func purgeSessionTxPG(ctx context.Context, tx pgx.Tx, tenant, id string) (msgs, 
 	}
 	return msgs, ckps, nil
 }
+
+// ExpiredTenants lists, in order (bytewise, as SQLite's), the tenants that
+// have sessions or archival passages whose expires_at is before cutoff, for
+// the expiry sweep, as SQLite's (sqlite.Store.ExpiredTenants).
+// Errors: KindUnavailable.
+func (s *Store) ExpiredTenants(ctx context.Context, cutoff model.Time) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT tenant_id FROM (
+			SELECT tenant_id FROM sessions WHERE expires_at IS NOT NULL AND expires_at < $1
+			UNION SELECT tenant_id FROM passages WHERE expires_at IS NOT NULL AND expires_at < $1) t
+		ORDER BY tenant_id COLLATE "C"`, int64(cutoff))
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return out, mapErr(err)
+}

@@ -14,7 +14,7 @@ import (
 	"github.com/logbook/logbook/internal/repo"
 )
 
-// SearchMessages ranks a tenant's messages against a query, as SQLite's does,
+// searchMessagesKeyword ranks a tenant's messages against a query, as SQLite's does,
 // with PostgreSQL's full-text search: the words of the query joined by OR
 // (repo.QueryTerms) as a tsquery over message_search's parts, each message kept
 // once with its best part. Rank is -ts_rank_cd, so that lower ranks first on
@@ -22,7 +22,7 @@ import (
 // that occur close together and does not weigh a term by how rare it is in the
 // whole tenant, so with several query words the order may differ. Messages are
 // indexed in the transaction that stores them: IndexLag is 0.
-func (s *Store) SearchMessages(ctx context.Context, tenant string, in model.MessageSearch) (model.SearchResult[model.MessageHit], error) {
+func (s *Store) searchMessagesKeyword(ctx context.Context, tenant string, in model.MessageSearch) (model.SearchResult[model.MessageHit], error) {
 	out := model.SearchResult[model.MessageHit]{Data: []model.MessageHit{}}
 	if err := s.faults.Check(repo.PointMessageRead); err != nil {
 		return out, err
@@ -48,7 +48,7 @@ func (s *Store) SearchMessages(ctx context.Context, tenant string, in model.Mess
 	}
 	hitWhere := "ms.tenant_id = $2 AND ms.tsv @@ q"
 	if in.SessionID != "" {
-		segs, err := lineagePG(ctx, s.pool, tenant, in.SessionID)
+		segs, err := readLineagePG(ctx, s.pool, tenant, in.SessionID)
 		if err != nil {
 			return out, mapErr(err)
 		}
@@ -69,6 +69,11 @@ func (s *Store) SearchMessages(ctx context.Context, tenant string, in model.Mess
 		join = " JOIN sessions s ON s.tenant_id = m.tenant_id AND s.id = m.session_id"
 		a := arg(in.AgentID)
 		where = append(where, "(s.agent_id = "+a+" OR m.agent_id = "+a+")")
+	}
+	if in.SessionID == "" {
+		// A hit names the session that stores it: none past its expires_at.
+		// (A fork's search reads its inherited prefix whatever its parent's.)
+		where = append(where, "NOT EXISTS (SELECT 1 FROM sessions x WHERE x.tenant_id = m.tenant_id AND x.id = m.session_id AND x.expires_at <= "+arg(int64(model.Now()))+")")
 	}
 	if len(in.Roles) > 0 {
 		roles := make([]string, len(in.Roles))

@@ -28,6 +28,9 @@ type Config struct {
 	MaxConns int32  // pool size; 0 lets pgxpool pick (4 × CPUs, at least 4)
 	// Faults injects failures at named points; tests only. Nil in production.
 	Faults *repo.Faults
+	// VectorCacheBytes bounds the passages' embeddings kept in memory for
+	// searches by meaning; 0 means no bound.
+	VectorCacheBytes int64
 }
 
 // Store is the PostgreSQL storage handle, safe for concurrent use by many
@@ -37,6 +40,7 @@ type Config struct {
 type Store struct {
 	pool    *pgxpool.Pool
 	faults  *repo.Faults
+	vectors *repo.VectorCache
 	url     string
 	appends appendQueuesPG
 	events  repo.EventSignal
@@ -66,6 +70,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	s := &Store{pool: pool, faults: cfg.Faults, url: cfg.URL}
+	s.vectors = repo.NewVectorCache(s.loadVectors, cfg.VectorCacheBytes)
 	var one int
 	if err := pool.QueryRow(ctx, `SELECT 1 FROM sessions LIMIT 1`).Scan(&one); err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		pool.Close()

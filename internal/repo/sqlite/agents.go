@@ -10,17 +10,23 @@ import (
 	"github.com/logbook/logbook/internal/repo"
 )
 
-const agentColumns = `id, name, agent_type, model, system, tool_ids, tags, metadata, created_at, updated_at`
+const agentColumns = `id, name, agent_type, model, system, tool_ids, tags, metadata, created_at, updated_at,
+	embedding_config, embedding_model, embedding_dims`
 
 func scanAgent(sc scanner) (model.Agent, error) {
 	var (
 		a                 model.Agent
 		tools, tags, meta string
+		embedding         *string
 	)
-	if err := sc.Scan(&a.ID, &a.Name, &a.AgentType, &a.Model, &a.System, &tools, &tags, &meta, &a.CreatedAt, &a.UpdatedAt); err != nil {
+	if err := sc.Scan(&a.ID, &a.Name, &a.AgentType, &a.Model, &a.System, &tools, &tags, &meta, &a.CreatedAt, &a.UpdatedAt,
+		&embedding, &a.EmbeddingModel, &a.EmbeddingDims); err != nil {
 		return a, err
 	}
 	var err error
+	if a.Embedding, err = repo.DecodeEmbeddingConfig(embedding); err != nil {
+		return a, fmt.Errorf("agent %s: %w", a.ID, err)
+	}
 	if a.ToolIDs, err = decodeList(tools); err != nil {
 		return a, fmt.Errorf("agent %s tool_ids: %w", a.ID, err)
 	}
@@ -36,7 +42,7 @@ func scanAgent(sc scanner) (model.Agent, error) {
 func (s *Store) CreateAgent(ctx context.Context, tenant string, in model.CreateAgent) (model.Agent, error) {
 	now := model.Now()
 	a := model.Agent{ID: in.ID, Name: in.Name, AgentType: in.AgentType, Model: in.Model, System: in.System,
-		ToolIDs: in.ToolIDs, Tags: in.Tags, Metadata: in.Metadata, CreatedAt: now, UpdatedAt: now}
+		ToolIDs: in.ToolIDs, Tags: in.Tags, Metadata: in.Metadata, Embedding: in.Embedding, CreatedAt: now, UpdatedAt: now}
 	if a.ID == "" {
 		a.ID = newID(model.PrefixAgent)
 	}
@@ -63,10 +69,10 @@ func normalizeAgent(a *model.Agent) {
 }
 
 func insertAgent(tx *sql.Tx, tenant string, a model.Agent) error {
-	_, err := tx.Exec(`INSERT INTO agents (tenant_id, id, name, agent_type, model, system, tool_ids, tags, metadata, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := tx.Exec(`INSERT INTO agents (tenant_id, id, name, agent_type, model, system, tool_ids, tags, metadata, created_at, updated_at,
+		embedding_config) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		tenant, a.ID, a.Name, a.AgentType, a.Model, a.System, encodeList(a.ToolIDs), encodeList(a.Tags), a.Metadata.String(),
-		int64(a.CreatedAt), int64(a.UpdatedAt))
+		int64(a.CreatedAt), int64(a.UpdatedAt), repo.EncodeEmbeddingConfig(a.Embedding))
 	if isConstraint(err) {
 		return model.Errorf(model.KindConflict, "conflict", "an agent with id %q already exists", a.ID)
 	}
@@ -167,21 +173,39 @@ func (s *Store) UpdateAgent(ctx context.Context, tenant, id string, in model.Upd
 				return err
 			}
 		}
+		if in.Embedding.Set {
+			a.Embedding = in.Embedding.Ptr()
+			if err := repo.CheckAgentEmbedding(a, a.Embedding); err != nil {
+				return err
+			}
+			// An endpoint embeds the passages stored before it too, and
+			// gives those that failed another round.
+			if a.Embedding != nil {
+				if _, err := tx.ExecContext(ctx, `UPDATE passages SET embedding_state = 'pending', embedding_due = ?,
+					embedding_attempts = 0, embedding_error = NULL
+					WHERE tenant_id = ? AND agent_id = ? AND embedding IS NULL AND coalesce(embedding_state, 'failed') = 'failed'`,
+					int64(model.Now()), tenant, id); err != nil {
+					return err
+				}
+			}
+		}
 		normalizeAgent(&a)
 		a.UpdatedAt = max(model.Now(), a.UpdatedAt)
 		_, err = tx.Exec(`UPDATE agents SET name = ?, agent_type = ?, model = ?, system = ?, tool_ids = ?, tags = ?,
-			metadata = ?, updated_at = ? WHERE tenant_id = ? AND id = ?`,
-			a.Name, a.AgentType, a.Model, a.System, encodeList(a.ToolIDs), encodeList(a.Tags), a.Metadata.String(), int64(a.UpdatedAt), tenant, id)
+			metadata = ?, updated_at = ?, embedding_config = ? WHERE tenant_id = ? AND id = ?`,
+			a.Name, a.AgentType, a.Model, a.System, encodeList(a.ToolIDs), encodeList(a.Tags), a.Metadata.String(), int64(a.UpdatedAt),
+			repo.EncodeEmbeddingConfig(a.Embedding), tenant, id)
 		return err
 	})
 	return a, err
 }
 
-// DeleteAgent removes an agent with its blocks, their history and its passages, in
-// one transaction. Sessions keep their agent_id: they are history, not memory.
+// DeleteAgent removes an agent with its blocks, their history, its passages and
+// every attachment from or to it, in one transaction. Sessions keep their agent_id: they are history, not memory.
 func (s *Store) DeleteAgent(ctx context.Context, tenant, id string) error {
 	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		for _, q := range []string{
+			`DELETE FROM block_attachments WHERE tenant_id = ?1 AND (agent_id = ?2 OR owner_agent_id = ?2)`,
 			`DELETE FROM block_history WHERE tenant_id = ? AND agent_id = ?`,
 			`DELETE FROM blocks WHERE tenant_id = ? AND agent_id = ?`,
 			`DELETE FROM passages WHERE tenant_id = ? AND agent_id = ?`,

@@ -38,7 +38,14 @@ type sessionState struct {
 	status                        model.Status
 	lastSeq, count, tokens, turns int64
 	cost                          float64
+	expiresAt                     sql.NullInt64
 	dirty, activate               bool
+}
+
+// expired reports whether the session is past its expires_at: hidden, and
+// written to as little as one that does not exist.
+func (st *sessionState) expired(now model.Time) bool {
+	return st.expiresAt.Valid && st.expiresAt.Int64 <= int64(now)
 }
 
 // sessionCache is the writer's own record of sessions; only the writer goroutine
@@ -70,7 +77,7 @@ func (s *Store) sessionState(ctx context.Context, tx *sql.Tx, tenant, id string)
 	}
 	st := &sessionState{}
 	err := tx.StmtContext(ctx, s.st.selectSessionState).QueryRowContext(ctx, tenant, id).
-		Scan(&st.status, &st.lastSeq, &st.count, counterInt{&st.tokens}, counterFloat{&st.cost}, &st.turns)
+		Scan(&st.status, &st.lastSeq, &st.count, counterInt{&st.tokens}, counterFloat{&st.cost}, &st.turns, &st.expiresAt)
 	switch {
 	case err == sql.ErrNoRows:
 		return nil, nil
@@ -181,7 +188,7 @@ func (s *Store) stageAppend(ctx context.Context, tx *sql.Tx, g *group, a *append
 	if err != nil {
 		return err
 	}
-	if st == nil {
+	if st == nil || st.expired(model.Now()) {
 		return model.NotFound("session", a.session)
 	}
 	if len(fresh) > 0 {

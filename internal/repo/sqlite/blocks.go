@@ -16,21 +16,26 @@ func scanBlock(sc scanner) (model.Block, error) {
 	return b, err
 }
 
-// ListBlocks returns an agent's blocks in label order. Errors: KindNotFound.
+// ListBlocks returns an agent's blocks, its own and those attached to it, in
+// label order. Errors: KindNotFound.
 func (s *Store) ListBlocks(ctx context.Context, tenant, agentID string) ([]model.Block, error) {
 	if err := s.faults.Check(repo.PointBlockRead); err != nil {
 		return nil, err
 	}
-	rows, err := s.rdb.QueryContext(ctx, `SELECT `+blockColumns+` FROM blocks WHERE tenant_id = ? AND agent_id = ? ORDER BY label`, tenant, agentID)
+	r := s.blockReader(ctx)
+	rows, err := r.QueryContext(ctx, agentBlocksQuery, tenant, agentID)
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	out, err := collect(rows, scanBlock)
+	out, err := collect(rows, scanAgentBlock)
 	if err != nil {
 		return nil, err
 	}
+	if err := fillShared(ctx, r, tenant, out); err != nil {
+		return nil, err
+	}
 	if len(out) == 0 {
-		if err := agentExists(ctx, s.rdb, tenant, agentID); err != nil {
+		if err := agentExists(ctx, r, tenant, agentID); err != nil {
 			return nil, err
 		}
 		out = []model.Block{}
@@ -38,17 +43,29 @@ func (s *Store) ListBlocks(ctx context.Context, tenant, agentID string) ([]model
 	return out, nil
 }
 
-// GetBlock returns one block. Errors: KindNotFound (agent or block).
+// GetBlock returns one block, as the agent sees it. Errors: KindNotFound
+// (agent or block).
 func (s *Store) GetBlock(ctx context.Context, tenant, agentID, label string) (model.Block, error) {
 	if err := s.faults.Check(repo.PointBlockRead); err != nil {
 		return model.Block{}, err
 	}
-	return getBlock(ctx, s.rdb, tenant, agentID, label)
+	return getBlock(ctx, s.blockReader(ctx), tenant, agentID, label)
 }
 
+// getBlock reads agentID's block label as the agent sees it.
 func getBlock(ctx context.Context, q querier, tenant, agentID, label string) (model.Block, error) {
-	b, err := scanBlock(q.QueryRowContext(ctx, `SELECT `+blockColumns+` FROM blocks WHERE tenant_id = ? AND agent_id = ? AND label = ?`,
-		tenant, agentID, label))
+	b, err := findBlock(ctx, q, tenant, agentID, label)
+	if err != nil {
+		return b, err
+	}
+	return b, present(ctx, q, tenant, &b, agentID, label)
+}
+
+// findBlock reads agentID's block label where it is kept, its own or the one
+// an attachment names, in one query (blockAtQuery): b's AgentID and Label are
+// its owner's.
+func findBlock(ctx context.Context, q querier, tenant, agentID, label string) (model.Block, error) {
+	b, err := scanBlock(q.QueryRowContext(ctx, blockAtQuery, tenant, agentID, label))
 	if err == sql.ErrNoRows {
 		if err := agentExists(ctx, q, tenant, agentID); err != nil {
 			return b, err
@@ -65,7 +82,7 @@ func (s *Store) PutBlock(ctx context.Context, tenant, agentID, label string, in 
 		if err := s.faults.Check(repo.PointBlockWrite); err != nil {
 			return err
 		}
-		cur, err := getBlock(ctx, tx, tenant, agentID, label)
+		cur, err := findBlock(ctx, tx, tenant, agentID, label)
 		exists := err == nil
 		if err != nil && !model.IsNotFound(err, "block") {
 			return err
@@ -75,11 +92,17 @@ func (s *Store) PutBlock(ctx context.Context, tenant, agentID, label string, in 
 		}
 		b = model.Block{AgentID: agentID, Label: label, Value: in.Value, Limit: in.Limit,
 			Description: in.Description, ReadOnly: in.ReadOnly, ID: cur.ID, Version: cur.Version}
+		if exists {
+			b.AgentID, b.Label = cur.AgentID, cur.Label
+		}
 		if b.Limit == 0 {
 			b.Limit = model.DefaultBlockLimit
 		}
 		created = !exists
-		return saveBlock(tx, tenant, &b)
+		if err := saveBlock(tx, tenant, &b); err != nil {
+			return err
+		}
+		return present(ctx, tx, tenant, &b, agentID, label)
 	})
 	return b, created, err
 }
@@ -121,7 +144,7 @@ func (s *Store) editBlock(ctx context.Context, tenant, agentID, label string, by
 			return err
 		}
 		var err error
-		b, err = getBlock(ctx, tx, tenant, agentID, label)
+		b, err = findBlock(ctx, tx, tenant, agentID, label)
 		switch {
 		case err == nil:
 		case create && model.IsNotFound(err, "block"):
@@ -135,7 +158,10 @@ func (s *Store) editBlock(ctx context.Context, tenant, agentID, label string, by
 		if err := edit(&b); err != nil {
 			return err
 		}
-		return saveBlock(tx, tenant, &b)
+		if err := saveBlock(tx, tenant, &b); err != nil {
+			return err
+		}
+		return present(ctx, tx, tenant, &b, agentID, label)
 	})
 	return b, err
 }
@@ -183,16 +209,23 @@ func pruneBlockHistory(tx *sql.Tx, tenant string, b *model.Block) error {
 	return err
 }
 
-// DeleteBlock removes a block and its history. Errors: KindNotFound.
+// DeleteBlock removes a block, its history and its attachments; for an
+// attached label, only the attachment (another agent's block is not this
+// agent's to delete). Errors: KindNotFound.
 func (s *Store) DeleteBlock(ctx context.Context, tenant, agentID, label string) error {
 	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if err := s.faults.Check(repo.PointBlockWrite); err != nil {
 			return err
 		}
-		if _, err := getBlock(ctx, tx, tenant, agentID, label); err != nil {
+		b, err := findBlock(ctx, tx, tenant, agentID, label)
+		if err != nil {
 			return err
 		}
+		if b.AgentID != agentID {
+			return detach(ctx, tx, tenant, agentID, label)
+		}
 		for _, q := range []string{
+			`DELETE FROM block_attachments WHERE tenant_id = ? AND owner_agent_id = ? AND owner_label = ?`,
 			`DELETE FROM block_history WHERE tenant_id = ? AND agent_id = ? AND label = ?`,
 			`DELETE FROM blocks WHERE tenant_id = ? AND agent_id = ? AND label = ?`,
 		} {
@@ -214,36 +247,53 @@ func (s *Store) BlockHistory(ctx context.Context, tenant, agentID, label string,
 	if err != nil {
 		return model.Page[model.Block]{}, err
 	}
-	cond, args := "", []any{tenant, agentID, label}
+	tx, err := s.rdb.BeginTx(ctx, nil)
+	if err != nil {
+		return model.Page[model.Block]{}, mapErr(err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	owner, ownerLabel, err := resolveBlock(ctx, tx, tenant, agentID, label)
+	if err != nil {
+		return model.Page[model.Block]{}, err
+	}
+	cond, args := "", []any{tenant, owner, ownerLabel}
 	if hasCur {
 		cond, args = " AND h.version < ?", append(args, cur.N)
 	}
 	limit := p.Clamp()
-	rows, err := s.rdb.QueryContext(ctx, `SELECT h.version, h.value, h.limit_chars, h.description, h.read_only, h.updated_at, b.id
+	rows, err := tx.QueryContext(ctx, `SELECT h.version, h.value, h.limit_chars, h.description, h.read_only, h.updated_at, b.id
 		FROM block_history h JOIN blocks b USING (tenant_id, agent_id, label)
 		WHERE h.tenant_id = ? AND h.agent_id = ? AND h.label = ?`+cond+` ORDER BY h.version DESC LIMIT ?`, append(args, limit+1)...)
 	if err != nil {
 		return model.Page[model.Block]{}, mapErr(err)
 	}
 	out, err := collect(rows, func(sc scanner) (model.Block, error) {
-		b := model.Block{AgentID: agentID, Label: label}
+		b := model.Block{AgentID: owner, Label: ownerLabel}
 		err := sc.Scan(&b.Version, &b.Value, &b.Limit, &b.Description, &b.ReadOnly, &b.UpdatedAt, &b.ID)
 		return b, err
 	})
 	if err != nil {
 		return model.Page[model.Block]{}, err
 	}
+	r := blockReader{ctx: ctx, tx: tx, st: &s.rst}
 	if len(out) == 0 && !hasCur {
-		if _, err := getBlock(ctx, s.rdb, tenant, agentID, label); err != nil {
+		if _, err := findBlock(ctx, r, tenant, agentID, label); err != nil {
 			return model.Page[model.Block]{}, err
 		}
+	}
+	for i := range out {
+		out[i].SeenAs(agentID, label)
+	}
+	if err := fillShared(ctx, r, tenant, out); err != nil {
+		return model.Page[model.Block]{}, err
 	}
 	return repo.NewPage(out, limit, func(last model.Block) repo.Cursor { return repo.Cursor{Q: q, N: last.Version} }), nil
 }
 
 // RenameBlock moves a block, its value and its history, to label to, in one
-// write; the block keeps its id and version. Errors: KindNotFound,
-// block_exists, read_only (tools).
+// write; the block keeps its id and version, and its attachments follow it (the
+// foreign key cascades). An attached label is renamed under this agent only.
+// Errors: KindNotFound, block_exists, read_only (tools).
 func (s *Store) RenameBlock(ctx context.Context, tenant, agentID, from, to string, by repo.BlockEdit) (model.Block, error) {
 	var b model.Block
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
@@ -251,7 +301,7 @@ func (s *Store) RenameBlock(ctx context.Context, tenant, agentID, from, to strin
 			return err
 		}
 		var err error
-		if b, err = getBlock(ctx, tx, tenant, agentID, from); err != nil {
+		if b, err = findBlock(ctx, tx, tenant, agentID, from); err != nil {
 			return err
 		}
 		if b.ReadOnly && by == repo.EditByTool {
@@ -260,11 +310,18 @@ func (s *Store) RenameBlock(ctx context.Context, tenant, agentID, from, to strin
 		if from == to {
 			return model.BlockExists(to)
 		}
-		switch _, err := getBlock(ctx, tx, tenant, agentID, to); {
+		switch _, err := findBlock(ctx, tx, tenant, agentID, to); {
 		case err == nil:
 			return model.BlockExists(to)
 		case !model.IsNotFound(err, "block"):
 			return err
+		}
+		if b.AgentID != agentID {
+			if _, err := tx.ExecContext(ctx, `UPDATE block_attachments SET label = ? WHERE tenant_id = ? AND agent_id = ? AND label = ?`,
+				to, tenant, agentID, from); err != nil {
+				return err
+			}
+			return present(ctx, tx, tenant, &b, agentID, to)
 		}
 		b.Label, b.UpdatedAt = to, model.Now()
 		if _, err := tx.ExecContext(ctx, `DELETE FROM block_history WHERE tenant_id = ? AND agent_id = ? AND label = ?`,
@@ -275,9 +332,11 @@ func (s *Store) RenameBlock(ctx context.Context, tenant, agentID, from, to strin
 			to, tenant, agentID, from); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE blocks SET label = ?, updated_at = ? WHERE tenant_id = ? AND agent_id = ? AND label = ?`,
-			to, int64(b.UpdatedAt), tenant, agentID, from)
-		return err
+		if _, err = tx.ExecContext(ctx, `UPDATE blocks SET label = ?, updated_at = ? WHERE tenant_id = ? AND agent_id = ? AND label = ?`,
+			to, int64(b.UpdatedAt), tenant, agentID, from); err != nil {
+			return err
+		}
+		return present(ctx, tx, tenant, &b, agentID, to)
 	})
 	return b, err
 }

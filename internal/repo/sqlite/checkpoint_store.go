@@ -50,8 +50,8 @@ func newCkReader(ctx context.Context, q querier, tenant, session string) *ckstat
 // delta is rebuilt from other rows. Errors: KindNotFound, corrupted (with the
 // checkpoint as far as it could be rebuilt).
 func getCheckpoint(ctx context.Context, q querier, tenant, sessionID string, iteration int64) (model.Checkpoint, error) {
-	query := `SELECT ` + checkpointColumns + ` FROM checkpoints WHERE tenant_id = ? AND session_id = ?`
-	args := []any{tenant, sessionID}
+	query := `SELECT ` + checkpointColumns + ` FROM checkpoints WHERE tenant_id = ? AND session_id = ? AND ` + notExpired
+	args := []any{tenant, sessionID, tenant, sessionID, int64(model.Now())}
 	if iteration > 0 {
 		query, args = query+` AND iteration = ?`, append(args, iteration)
 	}

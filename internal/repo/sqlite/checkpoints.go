@@ -128,7 +128,7 @@ func (s *Store) ListCheckpoints(ctx context.Context, tenant, sessionID string, p
 	if err != nil {
 		return model.Page[model.Checkpoint]{}, err
 	}
-	cond, args := "", []any{tenant, sessionID}
+	cond, args := "", []any{tenant, sessionID, tenant, sessionID, int64(model.Now())}
 	if hasCur {
 		cond, args = " AND iteration < ?", append(args, cur.N)
 	}
@@ -138,7 +138,7 @@ func (s *Store) ListCheckpoints(ctx context.Context, tenant, sessionID string, p
 		return model.Page[model.Checkpoint]{}, mapErr(err)
 	}
 	defer tx.Rollback()
-	rows, err := tx.QueryContext(ctx, `SELECT `+checkpointColumns+` FROM checkpoints WHERE tenant_id = ? AND session_id = ?`+
+	rows, err := tx.QueryContext(ctx, `SELECT `+checkpointColumns+` FROM checkpoints WHERE tenant_id = ? AND session_id = ? AND `+notExpired+
 		cond+` ORDER BY iteration DESC LIMIT ?`, append(args, limit+1)...)
 	if err != nil {
 		return model.Page[model.Checkpoint]{}, mapErr(err)

@@ -118,12 +118,12 @@ func (s *Store) ListCompactions(ctx context.Context, tenant, sessionID string, p
 	if err != nil {
 		return model.Page[model.Compaction]{}, err
 	}
-	cond, args := "", []any{tenant, sessionID}
+	cond, args := "", []any{tenant, sessionID, tenant, sessionID, int64(model.Now())}
 	if hasCur {
 		cond, args = " AND through_seq < ?", append(args, cur.N)
 	}
 	limit := p.Clamp()
-	rows, err := s.rdb.QueryContext(ctx, `SELECT `+compactionColumns+` FROM compactions WHERE tenant_id = ? AND session_id = ?`+
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+compactionColumns+` FROM compactions WHERE tenant_id = ? AND session_id = ? AND `+notExpired+
 		cond+` ORDER BY n DESC LIMIT ?`, append(args, limit+1)...)
 	if err != nil {
 		return model.Page[model.Compaction]{}, mapErr(err)

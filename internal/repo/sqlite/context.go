@@ -26,6 +26,9 @@ func (s *Store) Context(ctx context.Context, tenant, id string, q model.ContextQ
 
 func (w *window) read(q model.ContextQuery) (model.Context, error) {
 	ses, err := scanSession(w.stmt(w.st.session).QueryRowContext(w.ctx, w.tenant, w.id))
+	if err == nil && ses.Expired(model.Now()) { // hidden until a purge erases it, as getSession has it
+		err = sql.ErrNoRows
+	}
 	if err == sql.ErrNoRows {
 		return model.Context{}, model.NotFound("session", w.id)
 	}
@@ -51,7 +54,7 @@ func (w *window) read(q model.ContextQuery) (model.Context, error) {
 	if err != nil {
 		return out, err
 	}
-	if w.segs, _, err = segmentsOf(rows, w.id); err != nil {
+	if w.segs, _, _, err = segmentsOf(rows, w.id); err != nil {
 		return out, err
 	}
 	if q.MaxTokens == nil {
@@ -73,7 +76,11 @@ func (w *window) read(q model.ContextQuery) (model.Context, error) {
 			if err != nil {
 				return out, err
 			}
-			if out.Blocks, err = collectN(rows, 8, scanBlock); err != nil {
+			if out.Blocks, err = collectN(rows, 8, scanAgentBlock); err != nil {
+				return out, err
+			}
+			r := blockReader{ctx: w.ctx, tx: w.tx, st: w.st}
+			if err := fillShared(w.ctx, r, w.tenant, out.Blocks); err != nil {
 				return out, err
 			}
 		}

@@ -18,10 +18,13 @@ func TestPurgeExpired(t *testing.T) {
 	const n = purgeBatch + 3
 	for i := range n {
 		id := fmt.Sprintf("exp-%03d", i)
-		if _, err := s.CreateSession(ctx, "t", model.CreateSession{ID: id, ExpiresAt: &past}); err != nil {
+		if _, err := s.CreateSession(ctx, "t", model.CreateSession{ID: id}); err != nil {
 			t.Fatal(err)
 		}
-		purgeAppend(t, s, id, "a")
+		purgeAppend(t, s, id, "a") // before it expires: an expired session takes no appends
+		if _, err := s.UpdateSession(ctx, "t", id, model.UpdateSession{ExpiresAt: model.Optional[model.Time]{Set: true, Value: past}}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, id := range []string{"kept", "plain"} {
 		in := model.CreateSession{ID: id}

@@ -31,6 +31,25 @@ func (s *Store) ExportSession(ctx context.Context, tenant, id string, w io.Write
 	}
 	defer tx.Rollback() // read-only: nothing to undo
 
+	if err := checkSessionExport(ctx, tx, tenant, id); err != nil {
+		return err
+	}
+	return exportSessionTx(ctx, tx, transfer.NewWriter(w), tenant, id)
+}
+
+// checkSessionExport finds the session and refuses a damaged checkpoint
+// before anything is sent, rather than exporting it for an import to refuse
+// later (corrupted).
+func checkSessionExport(ctx context.Context, tx *sql.Tx, tenant, id string) error {
+	if _, err := getSession(ctx, tx, tenant, id); err != nil {
+		return err
+	}
+	return eachCheckpoint(ctx, tx, tenant, id, func(model.Checkpoint) error { return nil })
+}
+
+// exportSessionTx writes a session's lines, its end line included, to e. A
+// session export and an agent export (one e per session) both write with it.
+func exportSessionTx(ctx context.Context, tx *sql.Tx, e *transfer.Writer, tenant, id string) error {
 	ses, err := getSession(ctx, tx, tenant, id)
 	if err != nil {
 		return err
@@ -39,13 +58,6 @@ func (s *Store) ExportSession(ctx context.Context, tenant, id string, w io.Write
 	if err != nil {
 		return mapErr(err)
 	}
-	// A damaged checkpoint is refused before anything is sent, rather than
-	// exported for an import to refuse later.
-	if err := eachCheckpoint(ctx, tx, tenant, id, func(model.Checkpoint) error { return nil }); err != nil {
-		return err
-	}
-
-	e := transfer.NewWriter(w)
 	if err := e.Session(&ses); err != nil {
 		return err
 	}

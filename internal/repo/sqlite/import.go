@@ -64,16 +64,7 @@ func (s *Store) importTx(ctx context.Context, tx *sql.Tx, tenant string, sp *tra
 	if err != nil {
 		return model.Session{}, model.Internal(err)
 	}
-	var (
-		ses       model.Session
-		cumTokens int64
-		cumTurns  int64
-		cumCost   float64
-		ckps      transfer.CheckpointRows
-		fileChunk = -1 // the next chunk's n, or -1 while a file the tenant has is skipped
-		cmpN      int64
-	)
-	insert := tx.StmtContext(ctx, s.st.insertMessage)
+	im := s.newSessionImport(ctx, tx, tenant, opts)
 	for {
 		line, l, err := lines.Next()
 		if err == io.EOF {
@@ -82,105 +73,151 @@ func (s *Store) importTx(ctx context.Context, tx *sql.Tx, tenant string, sp *tra
 		if err != nil {
 			return model.Session{}, err
 		}
-		switch l.Type {
-		case model.LineSession:
-			ses = *l.Session
-			if opts.AsNew {
-				ses.ID = newID(model.PrefixSession)
-			}
-			// The row is written last, with the newest checkpoint's pause; the
-			// id is taken here so that a conflict names this line.
-			var one int
-			err := tx.QueryRowContext(ctx, `SELECT 1 FROM sessions WHERE tenant_id = ? AND id = ?`, tenant, ses.ID).Scan(&one)
-			if err == nil {
-				return model.Session{}, transfer.Conflict(line, "a session with id %q already exists", ses.ID)
-			}
-			if err != sql.ErrNoRows {
-				return model.Session{}, err
-			}
-			if err := insertImportedSession(ctx, tx, tenant, ses); err != nil {
-				return model.Session{}, err
-			}
-		case model.LineMessage:
-			m := l.Message
-			if opts.AsNew {
-				m.ID = newID(model.PrefixMessage)
-			}
-			cumTokens, cumCost = cumTokens+m.Tokens, cumCost+m.Cost
-			if m.Role == model.RoleUser {
-				cumTurns++
-			}
-			var toolCalls *string
-			if m.ToolCalls != nil {
-				b, err := json.Marshal(m.ToolCalls)
-				if err != nil {
-					return model.Session{}, model.Internal(err)
-				}
-				tc := string(b)
-				toolCalls = &tc
-			}
-			parts, item, _, err := repo.StoredColumns(*m)
-			if err != nil {
-				return model.Session{}, err
-			}
-			_, err = insert.ExecContext(ctx, tenant, ses.ID, m.Seq, m.ID, m.Role, m.Content.Text, m.Name, toolCalls,
-				m.ToolCallID, m.AgentID, m.Model, m.Tokens, m.Cost, m.Metadata.String(), int64(m.CreatedAt), nil, nil,
-				s.nextGID(), cumTokens, cumCost, parts, m.IsError, item, cumTurns)
-			if isConstraint(err) {
-				return model.Session{}, transfer.Conflict(line, "a message with id %q already exists", m.ID)
-			}
-			if err != nil {
-				return model.Session{}, err
-			}
-			if err := s.insertFileRefs(ctx, tx, tenant, ses.ID, m.Seq, m.Content.Parts, line); err != nil {
-				return model.Session{}, err
-			}
-			// History is kept as it was, pairs or not: resume reports what is off.
-			if err := indexToolRows(ctx, tx, tenant, ses.ID, m); err != nil {
-				return model.Session{}, err
-			}
-		case model.LineFile:
-			if fileChunk, err = importFileChunk(ctx, tx, tenant, l.File, fileChunk); err != nil {
-				return model.Session{}, err
-			}
-		case model.LineCompaction:
-			c := l.Compaction
-			if opts.AsNew {
-				c.ID = newID(model.PrefixCompaction)
-			}
-			c.SessionID = ses.ID
-			cmpN++
-			err := insertCompaction(ctx, tx, tenant, cmpN, *c)
-			if isConstraint(err) {
-				return model.Session{}, transfer.Conflict(line, "a compaction with id %q already exists", c.ID)
-			}
-			if err != nil {
-				return model.Session{}, err
-			}
-		case model.LineCheckpoint:
-			c := l.Checkpoint
-			if opts.AsNew {
-				c.ID = newID(model.PrefixCheckpoint) // the hash does not cover ids
-			}
-			c.SessionID = ses.ID
-			stored, delta, err := ckps.Next(c)
-			if err != nil {
-				return model.Session{}, err
-			}
-			err = insertCheckpoint(ctx, tx, tenant, *c, stored)
-			if isConstraint(err) {
-				return model.Session{}, transfer.Conflict(line, "a checkpoint with id %q already exists", c.ID)
-			}
-			if err != nil {
-				return model.Session{}, err
-			}
-			// Stored as a PUT stores them: the one before becomes a delta from this one.
-			if err := keepAsDelta(ctx, tx, tenant, ses.ID, delta, c.Iteration); err != nil {
-				return model.Session{}, err
-			}
+		if err := im.take(ctx, line, l); err != nil {
+			return model.Session{}, err
 		}
 	}
-	if pauseUntil := ckps.PauseUntil(); pauseUntil != nil {
+	return im.finish(ctx)
+}
+
+// sessionImport stores one checked session's lines, as a session import and
+// an agent import (one for each of its sessions) read them back.
+type sessionImport struct {
+	s      *Store
+	tx     *sql.Tx
+	tenant string
+	opts   model.ImportOptions
+	// agentID, if set, replaces the session's agent_id: an agent imported
+	// under a new id takes its sessions along.
+	agentID *string
+	// newIDsThrough gives the messages up to this seq new ids if seen holds
+	// them: a fork's inherited ones, whose ids its parent, imported before
+	// it in the same agent import, holds. seen is every message id that
+	// import has stored (nil for a session import).
+	newIDsThrough int64
+	seen          map[string]bool
+
+	ses       model.Session
+	cumTokens int64
+	cumTurns  int64
+	cumCost   float64
+	ckps      transfer.CheckpointRows
+	fileChunk int // the next chunk's n, or -1 while a file the tenant has is skipped
+	cmpN      int64
+	insert    *sql.Stmt
+}
+
+func (s *Store) newSessionImport(ctx context.Context, tx *sql.Tx, tenant string, opts model.ImportOptions) *sessionImport {
+	return &sessionImport{s: s, tx: tx, tenant: tenant, opts: opts, fileChunk: -1, insert: tx.StmtContext(ctx, s.st.insertMessage)}
+}
+
+// take stores one line of the session.
+func (im *sessionImport) take(ctx context.Context, line int, l model.ExportLine) error {
+	s, tx, tenant, opts := im.s, im.tx, im.tenant, im.opts
+	switch l.Type {
+	case model.LineSession:
+		ses := *l.Session
+		if opts.AsNew {
+			ses.ID = newID(model.PrefixSession)
+		}
+		if im.agentID != nil {
+			ses.AgentID = im.agentID
+		}
+		im.ses = ses
+		// The row is written last, with the newest checkpoint's pause; the
+		// id is taken here so that a conflict names this line.
+		var one int
+		err := tx.QueryRowContext(ctx, `SELECT 1 FROM sessions WHERE tenant_id = ? AND id = ?`, tenant, ses.ID).Scan(&one)
+		if err == nil {
+			return transfer.Conflict(line, "a session with id %q already exists", ses.ID)
+		}
+		if err != sql.ErrNoRows {
+			return err
+		}
+		return insertImportedSession(ctx, tx, tenant, ses)
+	case model.LineMessage:
+		m := l.Message
+		if opts.AsNew || (m.Seq <= im.newIDsThrough && im.seen[m.ID]) {
+			m.ID = newID(model.PrefixMessage)
+		}
+		if im.seen != nil {
+			im.seen[m.ID] = true
+		}
+		m.SessionID = im.ses.ID
+		im.cumTokens, im.cumCost = im.cumTokens+m.Tokens, im.cumCost+m.Cost
+		if m.Role == model.RoleUser {
+			im.cumTurns++
+		}
+		var toolCalls *string
+		if m.ToolCalls != nil {
+			b, err := json.Marshal(m.ToolCalls)
+			if err != nil {
+				return model.Internal(err)
+			}
+			tc := string(b)
+			toolCalls = &tc
+		}
+		parts, item, _, err := repo.StoredColumns(*m)
+		if err != nil {
+			return err
+		}
+		_, err = im.insert.ExecContext(ctx, tenant, im.ses.ID, m.Seq, m.ID, m.Role, m.Content.Text, m.Name, toolCalls,
+			m.ToolCallID, m.AgentID, m.Model, m.Tokens, m.Cost, m.Metadata.String(), int64(m.CreatedAt), nil, nil,
+			s.nextGID(), im.cumTokens, im.cumCost, parts, m.IsError, item, im.cumTurns)
+		if isConstraint(err) {
+			return transfer.Conflict(line, "a message with id %q already exists", m.ID)
+		}
+		if err != nil {
+			return err
+		}
+		if err := s.insertFileRefs(ctx, tx, tenant, im.ses.ID, m.Seq, m.Content.Parts, line); err != nil {
+			return err
+		}
+		// History is kept as it was, pairs or not: resume reports what is off.
+		return indexToolRows(ctx, tx, tenant, im.ses.ID, m)
+	case model.LineFile:
+		var err error
+		im.fileChunk, err = importFileChunk(ctx, tx, tenant, l.File, im.fileChunk)
+		return err
+	case model.LineCompaction:
+		c := l.Compaction
+		if opts.AsNew {
+			c.ID = newID(model.PrefixCompaction)
+		}
+		c.SessionID = im.ses.ID
+		im.cmpN++
+		err := insertCompaction(ctx, tx, tenant, im.cmpN, *c)
+		if isConstraint(err) {
+			return transfer.Conflict(line, "a compaction with id %q already exists", c.ID)
+		}
+		return err
+	case model.LineCheckpoint:
+		c := l.Checkpoint
+		if opts.AsNew {
+			c.ID = newID(model.PrefixCheckpoint) // the hash does not cover ids
+		}
+		c.SessionID = im.ses.ID
+		stored, delta, err := im.ckps.Next(c)
+		if err != nil {
+			return err
+		}
+		err = insertCheckpoint(ctx, tx, tenant, *c, stored)
+		if isConstraint(err) {
+			return transfer.Conflict(line, "a checkpoint with id %q already exists", c.ID)
+		}
+		if err != nil {
+			return err
+		}
+		// Stored as a PUT stores them: the one before becomes a delta from this one.
+		return keepAsDelta(ctx, tx, tenant, im.ses.ID, delta, c.Iteration)
+	}
+	return nil
+}
+
+// finish completes the session row once its lines are stored.
+func (im *sessionImport) finish(ctx context.Context) (model.Session, error) {
+	tx, tenant, ses := im.tx, im.tenant, im.ses
+	if pauseUntil := im.ckps.PauseUntil(); pauseUntil != nil {
 		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET pause_until = ? WHERE tenant_id = ? AND id = ?`,
 			*pauseUntil, tenant, ses.ID); err != nil {
 			return model.Session{}, err
@@ -189,7 +226,7 @@ func (s *Store) importTx(ctx context.Context, tx *sql.Tx, tenant string, sp *tra
 	// Turns are counted from the messages, whatever the session line says: an
 	// export from before turns were counted says 0.
 	if _, err := tx.ExecContext(ctx, `UPDATE sessions SET turn_count = ? WHERE tenant_id = ? AND id = ?`,
-		cumTurns, tenant, ses.ID); err != nil {
+		im.cumTurns, tenant, ses.ID); err != nil {
 		return model.Session{}, err
 	}
 	if err := applyUsage(ctx, tx, tenant, ses.ID, 0, allSeqs, +1); err != nil {
@@ -199,7 +236,7 @@ func (s *Store) importTx(ctx context.Context, tx *sql.Tx, tenant string, sp *tra
 	if err != nil {
 		return out, err
 	}
-	return out, s.recordEvent(ctx, tx, tenant, out.ID, model.EventSessionCreated, "", 0, repo.SessionEventData(out))
+	return out, im.s.recordEvent(ctx, tx, tenant, out.ID, model.EventSessionCreated, "", 0, repo.SessionEventData(out))
 }
 
 // insertImportedSession writes the session row as the export states it.

@@ -35,31 +35,40 @@ func lineage(ctx context.Context, q querier, tenant, sessionID string) ([]segmen
 
 // lineageSQL walks up a chain of forks for as long as each session shares its
 // parent's prefix.
-const lineageSQL = `WITH RECURSIVE chain(id, parent_id, forked_at_seq, shared, depth) AS (
-		SELECT id, parent_id, forked_at_seq, prefix_shared, 0 FROM sessions WHERE tenant_id = ?1 AND id = ?2
+// The first row carries the session's own expires_at (the ancestors' do not
+// matter: a fork reads its inherited prefix whether or not its parent expired).
+const lineageSQL = `WITH RECURSIVE chain(id, parent_id, forked_at_seq, shared, depth, expires_at) AS (
+		SELECT id, parent_id, forked_at_seq, prefix_shared, 0, expires_at FROM sessions WHERE tenant_id = ?1 AND id = ?2
 		UNION ALL
-		SELECT s.id, s.parent_id, s.forked_at_seq, s.prefix_shared, c.depth + 1
+		SELECT s.id, s.parent_id, s.forked_at_seq, s.prefix_shared, c.depth + 1, NULL
 		FROM chain c JOIN sessions s ON s.tenant_id = ?1 AND s.id = c.parent_id
 		WHERE c.shared = 1 AND c.depth < 1000000)
-	SELECT id, parent_id, forked_at_seq, shared FROM chain ORDER BY depth`
+	SELECT id, parent_id, forked_at_seq, shared, expires_at FROM chain ORDER BY depth`
 
 // readLineage is lineage on the read pool, through its prepared statement, and
 // remembered: a session's lineage changes only when a purge hands a fork its
-// prefix, which moves lineageEpoch on.
+// prefix, which moves lineageEpoch on (as does a change of expires_at, which
+// the entry keeps). A session past its expires_at is KindNotFound, as
+// getSession has it: its sub-resources are hidden with it.
 func (s *Store) readLineage(ctx context.Context, tenant, sessionID string) ([]segment, error) {
 	epoch := s.lineages.epoch.Load() // before the read: a later change makes this entry stale
-	if segs, ok := s.lineages.get(tenant, sessionID, epoch); ok {
-		return segs, nil
+	e, ok := s.lineages.get(tenant, sessionID, epoch)
+	if !ok {
+		rows, err := s.rst.lineage.QueryContext(ctx, tenant, sessionID)
+		if err != nil {
+			return nil, err
+		}
+		segs, _, expiresAt, err := segmentsOf(rows, sessionID)
+		if err != nil {
+			return nil, err
+		}
+		e = cachedLineage{epoch: epoch, segs: segs, expiresAt: expiresAt}
+		s.lineages.put(tenant, sessionID, e)
 	}
-	rows, err := s.rst.lineage.QueryContext(ctx, tenant, sessionID)
-	if err != nil {
-		return nil, err
+	if e.expiresAt.Valid && e.expiresAt.Int64 <= int64(model.Now()) {
+		return nil, model.NotFound("session", sessionID)
 	}
-	segs, _, err := segmentsOf(rows, sessionID)
-	if err == nil {
-		s.lineages.put(tenant, sessionID, epoch, segs)
-	}
-	return segs, err
+	return e.segs, nil
 }
 
 // lineageCache remembers sessions' lineages for reads. epoch moves on after any
@@ -72,29 +81,30 @@ type lineageCache struct {
 }
 
 type cachedLineage struct {
-	epoch int64
-	segs  []segment
+	epoch     int64
+	segs      []segment
+	expiresAt sql.NullInt64 // the session's own
 }
 
 // maxCachedLineages bounds the cache; past it, it starts again empty.
 const maxCachedLineages = 16384
 
-func (c *lineageCache) get(tenant, id string, epoch int64) ([]segment, bool) {
+func (c *lineageCache) get(tenant, id string, epoch int64) (cachedLineage, bool) {
 	c.mu.RLock()
 	e, ok := c.m[sessionKey{tenant, id}]
 	c.mu.RUnlock()
 	if !ok || e.epoch != epoch {
-		return nil, false
+		return cachedLineage{}, false
 	}
-	return e.segs, true
+	return e, true
 }
 
-func (c *lineageCache) put(tenant, id string, epoch int64, segs []segment) {
+func (c *lineageCache) put(tenant, id string, e cachedLineage) {
 	c.mu.Lock()
 	if c.m == nil || len(c.m) >= maxCachedLineages {
 		c.m = map[sessionKey]cachedLineage{}
 	}
-	c.m[sessionKey{tenant, id}] = cachedLineage{epoch: epoch, segs: segs}
+	c.m[sessionKey{tenant, id}] = e
 	c.mu.Unlock()
 }
 
@@ -104,18 +114,17 @@ func lineageWalk(ctx context.Context, q querier, tenant, sessionID string) ([]se
 	if err != nil {
 		return nil, 0, err
 	}
-	return segmentsOf(rows, sessionID)
+	segs, n, _, err := segmentsOf(rows, sessionID)
+	return segs, n, err
 }
 
 // segmentsOf reads the walk's rows, nearest session first, into segments in
-// ascending seq order.
-func segmentsOf(rows *sql.Rows, sessionID string) ([]segment, int, error) {
+// ascending seq order, with the session's own expires_at.
+func segmentsOf(rows *sql.Rows, sessionID string) (segs []segment, n int, expiresAt sql.NullInt64, err error) {
 	defer rows.Close()
 	var (
-		segs []segment
 		hi   = int64(math.MaxInt64)
 		done bool
-		n    int
 	)
 	for rows.Next() {
 		var (
@@ -123,9 +132,13 @@ func segmentsOf(rows *sql.Rows, sessionID string) ([]segment, int, error) {
 			parent   sql.NullString
 			forkedAt sql.NullInt64
 			shared   bool
+			exp      sql.NullInt64
 		)
-		if err := rows.Scan(&id, &parent, &forkedAt, &shared); err != nil {
-			return nil, 0, err
+		if err := rows.Scan(&id, &parent, &forkedAt, &shared, &exp); err != nil {
+			return nil, 0, expiresAt, err
+		}
+		if n == 0 {
+			expiresAt = exp
 		}
 		n++
 		if !shared || !parent.Valid {
@@ -139,16 +152,16 @@ func segmentsOf(rows *sql.Rows, sessionID string) ([]segment, int, error) {
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, 0, err
+		return nil, 0, expiresAt, err
 	}
 	switch {
 	case n == 0:
-		return nil, 0, model.NotFound("session", sessionID)
+		return nil, 0, expiresAt, model.NotFound("session", sessionID)
 	case !done:
-		return nil, 0, model.Internal(fmt.Errorf("session %s: an ancestor is missing", sessionID))
+		return nil, 0, expiresAt, model.Internal(fmt.Errorf("session %s: an ancestor is missing", sessionID))
 	}
 	slices.Reverse(segs)
-	return segs, n, nil
+	return segs, n, expiresAt, nil
 }
 
 // runningTotals are a session's counters at one seq, as its row there stores

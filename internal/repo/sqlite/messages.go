@@ -198,12 +198,13 @@ func (s *Store) GetMessage(ctx context.Context, tenant, sessionID, id string) (m
 	if err != nil {
 		return m, mapErr(err)
 	}
-	if m.SessionID == sessionID {
-		return m, nil
-	}
+	// The lineage, cached, also says whether the session is past its expires_at.
 	segs, err := s.readLineage(ctx, tenant, sessionID)
 	if err != nil {
 		return model.Message{}, mapErr(err)
+	}
+	if m.SessionID == sessionID {
+		return m, nil
 	}
 	for _, g := range segs {
 		if g.owner == m.SessionID && g.contains(m.Seq) {

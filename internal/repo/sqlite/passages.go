@@ -8,9 +8,11 @@ import (
 
 	"github.com/logbook/logbook/internal/model"
 	"github.com/logbook/logbook/internal/repo"
+	"github.com/logbook/logbook/internal/repo/vecindex"
 )
 
-const passageColumns = `p.id, p.agent_id, p.content, p.tags, p.metadata, p.created_at, p.expires_at`
+const passageColumns = `p.id, p.agent_id, p.content, p.tags, p.metadata, p.created_at, p.expires_at,
+	p.embedding_model, p.embedding_state, p.embedding_error`
 
 // passageLive keeps out passages past their expires_at: they are hidden until a
 // purge with expired deletes them. Its one argument is now.
@@ -21,7 +23,8 @@ func scanPassage(sc scanner, extra ...any) (model.Passage, error) {
 		p          model.Passage
 		tags, meta string
 	)
-	if err := sc.Scan(append([]any{&p.ID, &p.AgentID, &p.Content, &tags, &meta, &p.CreatedAt, &p.ExpiresAt}, extra...)...); err != nil {
+	if err := sc.Scan(append([]any{&p.ID, &p.AgentID, &p.Content, &tags, &meta, &p.CreatedAt, &p.ExpiresAt,
+		&p.EmbeddingModel, &p.EmbeddingState, &p.EmbeddingError}, extra...)...); err != nil {
 		return p, err
 	}
 	var err error
@@ -51,6 +54,7 @@ func (s *Store) CreatePassage(ctx context.Context, tenant, agentID string, in mo
 	if len(in.Embedding) > 0 {
 		vec = repo.EncodeVector(in.Embedding)
 	}
+	var version int64
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if err := s.faults.Check(repo.PointArchivalWrite); err != nil {
 			return err
@@ -61,10 +65,33 @@ func (s *Store) CreatePassage(ctx context.Context, tenant, agentID string, in mo
 		if err := pinEmbedding(ctx, tx, tenant, agentID, in); err != nil {
 			return err
 		}
-		_, err := tx.Exec(`INSERT INTO passages (tenant_id, agent_id, id, content, tags, metadata, created_at, expires_at, embedding) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			tenant, agentID, p.ID, p.Content, encodeList(p.Tags), meta, int64(p.CreatedAt), p.ExpiresAt, vec)
+		var due *int64
+		if len(in.Embedding) == 0 {
+			var named bool
+			if err := tx.QueryRowContext(ctx, `SELECT a.embedding_config IS NOT NULL OR EXISTS (SELECT 1 FROM tenant_embedding t WHERE t.tenant_id = a.tenant_id)
+				FROM agents a WHERE a.tenant_id = ? AND a.id = ?`,
+				tenant, agentID).Scan(&named); err != nil {
+				return err
+			}
+			if named || in.ServerEmbeds {
+				due = (*int64)(&p.CreatedAt)
+			}
+		}
+		p.EmbeddingModel, p.EmbeddingState = repo.NewPassageEmbedding(in, due != nil)
+		_, err := tx.Exec(`INSERT INTO passages (tenant_id, agent_id, id, content, tags, metadata, created_at, expires_at, embedding,
+			embedding_model, embedding_state, embedding_due) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			tenant, agentID, p.ID, p.Content, encodeList(p.Tags), meta, int64(p.CreatedAt), p.ExpiresAt, vec,
+			p.EmbeddingModel, p.EmbeddingState, due)
+		if err != nil || vec == nil {
+			return err
+		}
+		version, err = vecVersion(ctx, tx, tenant, agentID)
 		return err
 	})
+	if err == nil && vec != nil {
+		s.vectors.Wrote(tenant, agentID, version-1, version, []vecindex.Row{{ID: p.ID, CreatedAt: p.CreatedAt,
+			ExpiresAt: repo.ExpiresAt(p.ExpiresAt), Vector: in.Embedding}}, nil)
+	}
 	return p, err
 }
 

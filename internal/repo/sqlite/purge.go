@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/logbook/logbook/internal/model"
 )
@@ -12,9 +13,16 @@ import (
 // Purge bounds: one writer transaction erases at most purgeBatch sessions and
 // stops adding sessions once it holds purgeBatchRows messages, so that other
 // requests are served between batches however large the purge.
+//
+// purgeBatchTime bounds a batch by time as well: erasing a session is a dozen
+// statements (~1 ms), and a writer transaction holds every append queued
+// behind it, so a batch stops taking sessions once it has worked this long
+// (at least one session each). Measured with BenchmarkAppendDuringSweep
+// (internal/expiry): 50-session batches held appends for ~65 ms each.
 const (
 	purgeBatch     = 50
 	purgeBatchRows = 20000
+	purgeBatchTime = 10 * time.Millisecond
 	passageBatch   = 500 // expired passages deleted per writer transaction
 	copyChunk      = 500 // messages read at a time when a fork takes its prefix over
 )
@@ -85,11 +93,15 @@ func (s *Store) PurgeSessions(ctx context.Context, tenant string, in model.Purge
 		)
 		err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 			batch, last = model.PurgeResult{}, nil
+			start := time.Now()
 			picked, err := purgeCandidates(ctx, tx, tenant, match, in.Status, cutoff, after)
 			if err != nil {
 				return err
 			}
 			for i := range picked {
+				if i > 0 && time.Since(start) > purgeBatchTime {
+					break // the rest after the cursor, in the next batch
+				}
 				msgs, ckps, err := s.purgeSessionTx(ctx, tx, tenant, picked[i].id)
 				if err != nil {
 					return err
@@ -358,4 +370,25 @@ func (s *Store) copySegment(ctx context.Context, tx *sql.Tx, tenant, fork string
 		return err
 	}
 	return copyToolRows(ctx, tx, tenant, fork, g)
+}
+
+// ExpiredTenants lists, in order, the tenants that have sessions or archival
+// passages whose expires_at is before cutoff: the expiry sweep, which spans
+// tenants, purges each of them (PurgeSessions with Expired). It reads the
+// sessions_expiring and passages_expiring indexes, whose range before cutoff
+// holds only the rows waiting for the sweep. Errors: KindUnavailable.
+func (s *Store) ExpiredTenants(ctx context.Context, cutoff model.Time) ([]string, error) {
+	rows, err := s.rdb.QueryContext(ctx, `SELECT tenant_id FROM sessions INDEXED BY sessions_expiring
+			WHERE expires_at IS NOT NULL AND expires_at < ?1
+		UNION SELECT tenant_id FROM passages INDEXED BY passages_expiring
+			WHERE expires_at IS NOT NULL AND expires_at < ?1
+		ORDER BY 1`, int64(cutoff))
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	out, err := collect(rows, func(sc scanner) (string, error) {
+		var t string
+		return t, sc.Scan(&t)
+	})
+	return out, mapErr(err)
 }

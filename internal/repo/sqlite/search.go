@@ -10,11 +10,11 @@ import (
 	"github.com/logbook/logbook/internal/repo"
 )
 
-// SearchMessages ranks a tenant's messages against a query with bm25: those of one
+// searchMessagesKeyword ranks a tenant's messages against a query with bm25: those of one
 // agent (its sessions, or messages carrying its id) when in.AgentID is set. Every
 // condition is part of the SQL statement that ranks, before the LIMIT. IndexLag
 // says how many of the tenant's messages are not searchable yet.
-func (s *Store) SearchMessages(ctx context.Context, tenant string, in model.MessageSearch) (model.SearchResult[model.MessageHit], error) {
+func (s *Store) searchMessagesKeyword(ctx context.Context, tenant string, in model.MessageSearch) (model.SearchResult[model.MessageHit], error) {
 	var out model.SearchResult[model.MessageHit]
 	if err := s.faults.Check(repo.PointMessageRead); err != nil {
 		return out, err
@@ -65,6 +65,12 @@ func (s *Store) SearchMessages(ctx context.Context, tenant string, in model.Mess
 	if in.AgentID != "" {
 		join = " JOIN sessions s ON s.tenant_id = m.tenant_id AND s.id = m.session_id"
 		where, args = append(where, "(s.agent_id = ? OR m.agent_id = ?)"), append(args, in.AgentID, in.AgentID)
+	}
+	if in.SessionID == "" {
+		// A hit names the session that stores it: none past its expires_at.
+		// (A fork's search reads its inherited prefix whatever its parent's.)
+		where = append(where, "NOT EXISTS (SELECT 1 FROM sessions x WHERE x.tenant_id = m.tenant_id AND x.id = m.session_id AND x.expires_at <= ?)")
+		args = append(args, int64(model.Now()))
 	}
 	if len(in.Roles) > 0 {
 		where = append(where, "m.role IN (?"+strings.Repeat(", ?", len(in.Roles)-1)+")")

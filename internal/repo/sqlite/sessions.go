@@ -176,6 +176,13 @@ func (s *Store) ListSessions(ctx context.Context, tenant string, f model.Session
 	}), nil
 }
 
+// notExpired is a condition for a read of a session's rows (checkpoints,
+// compactions), whose arguments are the tenant, the session's id and now: it
+// fails once the session is past its expires_at, so that the read finds
+// nothing and its check that the session exists (getSession) answers
+// KindNotFound, without a second query while the session is live.
+const notExpired = `NOT EXISTS (SELECT 1 FROM sessions x WHERE x.tenant_id = ? AND x.id = ? AND x.expires_at <= ?)`
+
 // UpdateSession changes status, title and metadata (an RFC 7396 merge patch).
 // A refused status change is KindConflict (invalid_transition).
 func (s *Store) UpdateSession(ctx context.Context, tenant, id string, in model.UpdateSession) (model.Session, error) {
@@ -195,6 +202,9 @@ func (s *Store) UpdateSession(ctx context.Context, tenant, id string, in model.U
 		}
 		if changed {
 			s.sessions.forget(tenant, id) // its status may change: the writer's record must not outlive it
+			if in.ExpiresAt.Set {
+				s.lineageMoved = true // cached lineages carry expires_at
+			}
 			if err := s.saveSession(ctx, tx, tenant, prev, &ses); err != nil {
 				return err
 			}

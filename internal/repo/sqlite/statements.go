@@ -43,7 +43,7 @@ func prepareWriterStatements(ctx context.Context, db *sql.DB) (writerStatements,
 		{&st.selectRequestKey, `SELECT request_hash, seqs FROM request_keys WHERE tenant_id = ? AND session_id = ? AND key = ?`},
 		{&st.selectMessageByKey, `SELECT ` + messageColumns + `, request_hash FROM messages
 			WHERE tenant_id = ? AND session_id = ? AND idempotency_key = ?`},
-		{&st.selectSessionState, `SELECT status, last_seq, message_count, total_tokens, total_cost, turn_count FROM sessions WHERE tenant_id = ? AND id = ?`},
+		{&st.selectSessionState, `SELECT status, last_seq, message_count, total_tokens, total_cost, turn_count, expires_at FROM sessions WHERE tenant_id = ? AND id = ?`},
 		{&st.insertMessage, `INSERT INTO messages (tenant_id, session_id, seq, id, role, content, name, tool_calls,
 			tool_call_id, agent_id, model, tokens, cost, metadata, created_at, idempotency_key, request_hash,
 			gid, cum_tokens, cum_cost, parts, is_error, provider_item, cum_turns)
@@ -78,6 +78,8 @@ type readStatements struct {
 	page    [4]*sql.Stmt // by pageVariant
 	// A context read runs before every LLM call: its statements too.
 	session, latestCompaction, systems, cumTokens, blocks *sql.Stmt
+	// And the block reads: a label's block, an agent's attachments.
+	blockAt, shared *sql.Stmt
 }
 
 // The page statements' variants: bit 0 descending, bit 1 filtered by role.
@@ -113,7 +115,9 @@ func prepareReadStatements(ctx context.Context, db *sql.DB) (readStatements, err
 		{&st.systems, `SELECT ` + messageColumns + ` FROM messages INDEXED BY messages_by_instruction
 			WHERE tenant_id = ? AND session_id = ? AND role IN ('system', 'developer') AND seq > ? AND seq <= ? ORDER BY seq`},
 		{&st.cumTokens, `SELECT cum_tokens FROM messages WHERE tenant_id = ? AND session_id = ? AND seq = ?`},
-		{&st.blocks, `SELECT ` + blockColumns + ` FROM blocks WHERE tenant_id = ? AND agent_id = ? ORDER BY label`},
+		{&st.blocks, agentBlocksQuery},
+		{&st.blockAt, blockAtQuery},
+		{&st.shared, sharedQuery},
 	} {
 		if *p.dst, err = db.PrepareContext(ctx, p.sql); err != nil {
 			return st, fmt.Errorf("repo: prepare: %w", err)

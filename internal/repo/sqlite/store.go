@@ -36,6 +36,9 @@ type Config struct {
 	// NoSearch leaves the search index file alone: no indexer, and no search.
 	// For the CLI, which works on a file that a server may be indexing.
 	NoSearch bool
+	// VectorCacheBytes bounds the passages' embeddings kept in memory for
+	// searches by meaning; 0 means no bound.
+	VectorCacheBytes int64
 }
 
 // Store is the storage handle. Its methods are safe for concurrent use.
@@ -72,6 +75,7 @@ type Store struct {
 	st            writerStatements // used only by the writer goroutine
 	rst           readStatements   // prepared on the read pool
 	faults        *repo.Faults
+	vectors       *repo.VectorCache
 
 	gid          int64        // the last message gid handed out; the writer's alone
 	sessions     sessionCache // the writer's record of sessions it appends to
@@ -224,6 +228,7 @@ func Open(ctx context.Context, cfg Config) (s *Store, err error) {
 	if s.maxBatch <= 0 {
 		s.maxBatch = 1000
 	}
+	s.vectors = repo.NewVectorCache(s.loadVectors, cfg.VectorCacheBytes)
 	s.deletesApplied.Store(index.deletesUpto)
 	go s.runWriter()
 	go runCheckpointer(s.cdb, s.stopCheckpoints, s.checkpointsDone)

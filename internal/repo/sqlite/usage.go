@@ -49,12 +49,16 @@ func (s *Store) Usage(ctx context.Context, tenant string, q model.UsageQuery) (m
 	}
 	switch q.GroupBy {
 	case model.UsageBySession:
+		// A session past its expires_at is hidden here as everywhere it is named.
 		query = `SELECT u.session_id, SUM(u.messages), SUM(u.tokens), SUM(u.cost) FROM usage_sessions u`
+		args = append(args, int64(model.Now()))
 		if q.AgentID != "" {
-			query += ` JOIN sessions s ON s.tenant_id = u.tenant_id AND s.id = u.session_id AND s.agent_id = ?4`
+			query += ` JOIN sessions s ON s.tenant_id = u.tenant_id AND s.id = u.session_id AND s.agent_id = ?5`
 			args = append(args, q.AgentID)
 		}
-		query += ` WHERE u.tenant_id = ?1 AND u.day >= ?2 AND u.day <= ?3 GROUP BY u.session_id
+		query += ` WHERE u.tenant_id = ?1 AND u.day >= ?2 AND u.day <= ?3
+			AND NOT EXISTS (SELECT 1 FROM sessions x WHERE x.tenant_id = u.tenant_id AND x.id = u.session_id AND x.expires_at <= ?4)
+			GROUP BY u.session_id
 			HAVING SUM(u.messages) > 0 ORDER BY SUM(u.tokens) DESC, u.session_id LIMIT ` + itoa(int64(limit))
 	default:
 		key := map[model.UsageGroupBy]string{model.UsageByDay: "day", model.UsageByAgent: "agent_id", model.UsageByModel: "model"}[q.GroupBy]

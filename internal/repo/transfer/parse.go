@@ -52,6 +52,7 @@ type importParser struct {
 	line     int // the line being read, from 1
 	section  string
 	session  model.Session
+	first    int // the session line's number (1 in a session export)
 	messages int64
 	ckps     int64
 	msgIDs   map[string]int // id → the line that holds it
@@ -72,9 +73,13 @@ type importParser struct {
 	sum     string // the hash of the lines before the end line
 }
 
-func parseInto(r io.Reader, sp *Spool) error {
-	p := &importParser{sp: sp, h: sha256.New(), msgIDs: map[string]int{}, ckpIDs: map[string]int{},
+func newImportParser(sp *Spool) *importParser {
+	return &importParser{sp: sp, h: sha256.New(), msgIDs: map[string]int{}, ckpIDs: map[string]int{},
 		fileIDs: map[string]bool{}, cmpIDs: map[string]int{}}
+}
+
+func parseInto(r io.Reader, sp *Spool) error {
+	p := newImportParser(sp)
 	br := bufio.NewReaderSize(r, 64<<10)
 	var buf []byte // reused from line to line: nothing keeps a line once taken
 	for {
@@ -167,7 +172,7 @@ func (p *importParser) take(raw []byte, whole bool) {
 // decodeLine reads one line under the rules every request body follows
 // (model.DecodeJSON): exact field names, no unknown or repeated fields, valid
 // UTF-8, free-form values at most model.MaxJSONDepth deep.
-func decodeLine(line int, raw []byte, l *model.ExportLine) error {
+func decodeLine(line int, raw []byte, l any) error {
 	err := model.DecodeJSON(raw, l)
 	if err == nil {
 		return nil
@@ -309,6 +314,7 @@ func (p *importParser) addSession(ses model.Session) error {
 		return lineError(p.line, "session", model.AsError(err))
 	}
 	p.session = ses
+	p.first = p.line
 	return nil
 }
 
@@ -405,13 +411,13 @@ func (p *importParser) finish() error {
 	ses := p.session
 	switch {
 	case ses.LastSeq != p.messages || ses.MessageCount != p.messages:
-		return model.InvalidImport(1, fmt.Sprintf("session.last_seq (%d) and session.message_count (%d) must equal the %d messages the export holds",
+		return model.InvalidImport(p.first, fmt.Sprintf("session.last_seq (%d) and session.message_count (%d) must equal the %d messages the export holds",
 			ses.LastSeq, ses.MessageCount, p.messages))
 	case ses.TotalTokens != p.tokens:
-		return model.InvalidImport(1, fmt.Sprintf("session.total_tokens is %d but the messages' tokens add up to %d", ses.TotalTokens, p.tokens))
+		return model.InvalidImport(p.first, fmt.Sprintf("session.total_tokens is %d but the messages' tokens add up to %d", ses.TotalTokens, p.tokens))
 	case math.Abs(ses.TotalCost-p.cost) > 1e-9*math.Max(1, math.Abs(p.cost)):
 		// the running total and this sum may differ in the last bits, never more
-		return model.InvalidImport(1, fmt.Sprintf("session.total_cost is %v but the messages' costs add up to %v", ses.TotalCost, p.cost))
+		return model.InvalidImport(p.first, fmt.Sprintf("session.total_cost is %v but the messages' costs add up to %v", ses.TotalCost, p.cost))
 	}
 	return nil
 }

@@ -92,3 +92,30 @@ func (r *SpoolLines) Next() (line int, l model.ExportLine, err error) {
 	}
 	return r.line, l, nil
 }
+
+// NextAgent returns the next line of a spooled agent export: one of the
+// agent's own lines (a.Type set), or else a line of one of its sessions, its
+// end line included (l). io.EOF after the last.
+func (r *SpoolLines) NextAgent() (line int, a model.AgentExportLine, l model.ExportLine, err error) {
+	raw, err := r.br.ReadBytes('\n')
+	if err == io.EOF && len(raw) == 0 {
+		return 0, a, l, io.EOF
+	}
+	if err != nil && err != io.EOF {
+		return 0, a, l, model.Internal(err)
+	}
+	r.line++
+	typ, err := lineType(raw)
+	if err != nil {
+		return 0, a, l, model.Internal(fmt.Errorf("spooled line %d no longer decodes: %w", r.line, err))
+	}
+	if _, own := model.AgentLineOrder[typ]; own && typ != model.LineSession {
+		err = model.DecodeJSON(raw, &a)
+	} else {
+		err = model.DecodeJSON(raw, &l)
+	}
+	if err != nil {
+		return 0, a, l, model.Internal(fmt.Errorf("spooled line %d no longer decodes: %w", r.line, err))
+	}
+	return r.line, a, l, nil
+}

@@ -1,0 +1,81 @@
+package embed
+
+import (
+	"context"
+	"sync"
+
+	"github.com/logbook/logbook/internal/model"
+	"github.com/logbook/logbook/internal/repo"
+)
+
+// Query embeds a search's query text with the endpoint that embeds the
+// agent's memory, so that the two can be compared.
+type Query struct {
+	Store   repo.Store
+	Client  *Client
+	Default *model.EmbeddingConfig
+
+	mu    sync.Mutex
+	cache map[queryKey][]float32
+}
+
+type queryKey struct {
+	cfg  model.EmbeddingConfig
+	text string
+}
+
+// queryCacheSize bounds the cache of recent query embeddings: an agent
+// repeating a search does not pay for the endpoint twice.
+const queryCacheSize = 1024
+
+// EmbedQuery embeds text for a search of agentID's memory ("": the
+// tenant's) with the first endpoint of: the agent's, the tenant's, the
+// server's. Errors: KindInvalid naming
+// query_embedding when no endpoint applies, or its model is not the one the
+// agent's embeddings are pinned to; embedding_unavailable (503) when the
+// endpoint fails.
+func (q *Query) EmbedQuery(ctx context.Context, tenant, agentID, text string) ([]float32, error) {
+	cfg := q.Default
+	tc, err := q.Store.TenantEmbedding(ctx, tenant)
+	if err != nil {
+		return nil, err
+	}
+	if tc != nil {
+		cfg = tc
+	}
+	if agentID != "" {
+		a, err := q.Store.GetAgent(ctx, tenant, agentID)
+		if err != nil {
+			return nil, err
+		}
+		if a.Embedding != nil {
+			cfg = a.Embedding
+		}
+		if cfg != nil && a.EmbeddingModel != nil && *a.EmbeddingModel != cfg.Model {
+			return nil, model.Invalid(model.FieldError{Field: "query_embedding",
+				Message: "is required: the agent's embeddings are made with " + *a.EmbeddingModel + ", not by the endpoint configured now"})
+		}
+	}
+	if cfg == nil {
+		return nil, model.Invalid(model.FieldError{Field: "query_embedding",
+			Message: "is required: no embedding endpoint is configured for the agent or the server to embed q"})
+	}
+	key := queryKey{*cfg, text}
+	q.mu.Lock()
+	v, ok := q.cache[key]
+	q.mu.Unlock()
+	if ok {
+		return v, nil
+	}
+	vecs, err := q.Client.Embed(ctx, *cfg, []string{text})
+	if err != nil {
+		return nil, model.Errorf(model.KindUnavailable, "embedding_unavailable", "embedding q: %s", err)
+	}
+	q.mu.Lock()
+	if q.cache == nil || len(q.cache) >= queryCacheSize {
+		q.cache = make(map[queryKey][]float32)
+	}
+	q.cache[key] = vecs[0]
+	q.mu.Unlock()
+	return vecs[0], nil
+}

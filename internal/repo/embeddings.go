@@ -1,0 +1,132 @@
+package repo
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/logbook/logbook/internal/model"
+)
+
+// Embeddings is the embedding worker's side of storage: it claims texts to
+// embed, and stores what the endpoint answered. Nothing here runs while an
+// endpoint is called, so a slow endpoint never holds the writer.
+type Embeddings interface {
+	// ClaimEmbeddings returns up to limit passages and messages whose
+	// embedding is pending and due, and makes them due again only after lease:
+	// a worker that dies holding them lets another (or its restart) retry.
+	ClaimEmbeddings(ctx context.Context, limit int, lease time.Duration) ([]model.EmbeddingJob, error)
+	// SaveEmbeddings stores each result: a vector makes the row ready (and
+	// pins the agent's model and dimensions if nothing has); an error makes
+	// it due again at RetryAt, or failed when Permanent or after maxAttempts.
+	SaveEmbeddings(ctx context.Context, results []EmbeddingOutcome, maxAttempts int) error
+	// QueueMessageEmbeddings follows the event log from where it last stopped
+	// and makes the messages appended since, of sessions whose agent names an
+	// endpoint (every agent's, with serverDefault), pending. It returns how
+	// many events it read (limit at most): limit means there may be more.
+	QueueMessageEmbeddings(ctx context.Context, serverDefault bool, limit int) (int, error)
+	// PutMessageEmbedding stores the client's embedding of a message of the
+	// session (stored in it, not inherited by a fork), checked against and
+	// pinning the session's agent's model and dimensions. Errors:
+	// KindNotFound; KindInvalid naming embedding or embedding_model, or
+	// agent_id when the session has no agent.
+	PutMessageEmbedding(ctx context.Context, tenant, sessionID, messageID string, in model.PutMessageEmbedding) (model.MessageEmbedding, error)
+	// GetMessageEmbedding says where a message's embedding stands.
+	// Errors: KindNotFound (the session, the message, or its embedding).
+	GetMessageEmbedding(ctx context.Context, tenant, sessionID, messageID string) (model.MessageEmbedding, error)
+	// TenantEmbedding returns the tenant's endpoint (nil: none), for its
+	// agents that name none.
+	TenantEmbedding(ctx context.Context, tenant string) (*model.EmbeddingConfig, error)
+	// SetTenantEmbedding sets it; nil removes it.
+	SetTenantEmbedding(ctx context.Context, tenant string, c *model.EmbeddingConfig) error
+}
+
+// EmbeddingOutcome is a result with when to retry it if it failed.
+type EmbeddingOutcome struct {
+	model.EmbeddingResult
+	RetryAt model.Time
+}
+
+// NewPassageEmbedding is a new passage's embedding_model and embedding_state:
+// ready with the client's embedding, pending when the server will embed it,
+// neither otherwise.
+func NewPassageEmbedding(in model.CreatePassage, serverEmbeds bool) (embeddingModel, state *string) {
+	switch {
+	case len(in.Embedding) > 0:
+		m, st := in.EmbeddingModel, model.EmbeddingReady
+		return &m, &st
+	case serverEmbeds:
+		st := model.EmbeddingPending
+		return nil, &st
+	}
+	return nil, nil
+}
+
+// EncodeEmbeddingConfig is an agent's embedding_config column (nil: none).
+func EncodeEmbeddingConfig(c *model.EmbeddingConfig) *string {
+	if c == nil {
+		return nil
+	}
+	b, _ := json.Marshal(c)
+	s := string(b)
+	return &s
+}
+
+// DecodeEmbeddingConfig reads what EncodeEmbeddingConfig wrote.
+func DecodeEmbeddingConfig(s *string) (*model.EmbeddingConfig, error) {
+	if s == nil {
+		return nil, nil
+	}
+	var c model.EmbeddingConfig
+	if err := json.Unmarshal([]byte(*s), &c); err != nil {
+		return nil, fmt.Errorf("embedding_config: %w", err)
+	}
+	return &c, nil
+}
+
+// CheckAgentEmbedding refuses an endpoint whose model or dimensions differ
+// from what the agent's embeddings are pinned to: its vectors could not be
+// compared with the stored ones.
+func CheckAgentEmbedding(a model.Agent, c *model.EmbeddingConfig) error {
+	if c == nil || a.EmbeddingModel == nil {
+		return nil
+	}
+	if c.Model != *a.EmbeddingModel {
+		return model.Invalid(model.FieldError{Field: "embedding.model",
+			Message: "the agent's embeddings are made with " + strconv.Quote(*a.EmbeddingModel)})
+	}
+	if c.Dimensions != 0 && a.EmbeddingDims != nil && c.Dimensions != *a.EmbeddingDims {
+		return model.Invalid(model.FieldError{Field: "embedding.dimensions",
+			Message: "the agent's embeddings have " + strconv.Itoa(*a.EmbeddingDims) + " dimensions"})
+	}
+	return nil
+}
+
+// EmbeddingRetry is a failed result's next state and due time: failed (no
+// due time) when permanent or out of attempts, else pending until RetryAt.
+func EmbeddingRetry(r EmbeddingOutcome, maxAttempts int) (state string, due *int64) {
+	if r.Permanent || r.Job.Attempts+1 >= maxAttempts {
+		return model.EmbeddingFailed, nil
+	}
+	t := int64(r.RetryAt)
+	return model.EmbeddingPending, &t
+}
+
+// PinMismatch says why r cannot be stored beside embeddings of pinned with
+// dims dimensions ("" when it can).
+func PinMismatch(pinned string, dims int, r EmbeddingOutcome) string {
+	if r.Model != pinned || len(r.Vector) != dims {
+		return fmt.Sprintf("the endpoint answered %d dimensions of %q; the agent's embeddings are %d of %q",
+			len(r.Vector), r.Model, dims, pinned)
+	}
+	return ""
+}
+
+// NoAgentForEmbedding refuses an embedding for a message of a session
+// without an agent: embeddings are pinned, and searched, per agent.
+func NoAgentForEmbedding() error {
+	return model.Invalid(model.FieldError{Field: "agent_id",
+		Message: "the session has no agent: a message's embedding belongs to its session's agent"})
+}
