@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/rs/zerolog"
+
 	"github.com/logbook/logbook/internal/repo"
 	"github.com/logbook/logbook/internal/repo/postgres"
 	"github.com/logbook/logbook/internal/repo/sqlite"
@@ -21,7 +23,8 @@ func isPostgres(db string) bool {
 // indexing to a server on the same file.
 func openStore(ctx context.Context, cfg config, serving bool) (repo.Store, error) {
 	if isPostgres(cfg.DB) {
-		st, err := postgres.Open(ctx, postgres.Config{URL: cfg.DB, Migrate: cfg.Migrate, VectorCacheBytes: cfg.VectorCacheBytes})
+		st, err := postgres.Open(ctx, postgres.Config{URL: cfg.DB, Migrate: cfg.Migrate,
+			VectorCacheBytes: cfg.VectorCacheBytes, PGVector: cfg.PGVector})
 		if err != nil {
 			return nil, err
 		}
@@ -50,4 +53,19 @@ func displayDB(db string) string {
 		return "postgres://…"
 	}
 	return u.Redacted()
+}
+
+// logVectorSearch says how a PostgreSQL store searches passages by meaning,
+// and why not through pgvector when --pgvector auto found it unusable.
+func logVectorSearch(store repo.Store, log zerolog.Logger) {
+	pg, ok := store.(*postgres.Store)
+	if !ok {
+		return
+	}
+	on, why := pg.PGVectorInUse()
+	ev := log.Info().Bool("pgvector", on)
+	if why != nil {
+		ev = ev.Str("reason", why.Error())
+	}
+	ev.Msg("vector search")
 }

@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/urfave/cli/v3"
+
+	"github.com/logbook/logbook/internal/repo/postgres"
 )
 
 // parseConfig parses args as run does and returns the config that serving would
@@ -438,6 +440,36 @@ func TestGCPercent(t *testing.T) {
 				t.Fatal(err)
 			case cfg.GCPercent != tc.want:
 				t.Errorf("GCPercent = %d, want %d", cfg.GCPercent, tc.want)
+			}
+		})
+	}
+}
+
+// --pgvector is auto unless said otherwise, and nothing but its three words.
+func TestPGVectorFlag(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  []string
+		args []string
+		want postgres.PGVector
+		err  string
+	}{
+		{name: "default", want: postgres.PGVectorAuto},
+		{name: "on", args: []string{"--pgvector", "on"}, want: postgres.PGVectorOn},
+		{name: "env off", env: []string{"LOGBOOK_PGVECTOR", "off"}, want: postgres.PGVectorOff},
+		{name: "bad", args: []string{"--pgvector", "yes"}, err: "pgvector must be auto, on or off"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, _, err := parseConfig("server", tc.args, envOf(tc.env...), io.Discard)
+			switch {
+			case tc.err != "":
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err = %v, want %q", err, tc.err)
+				}
+			case err != nil:
+				t.Fatal(err)
+			case cfg.PGVector != tc.want:
+				t.Errorf("PGVector = %q, want %q", cfg.PGVector, tc.want)
 			}
 		})
 	}

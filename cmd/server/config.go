@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/logbook/logbook/internal/model"
+	"github.com/logbook/logbook/internal/repo/postgres"
 )
 
 // config is everything the server reads from flags and LOGBOOK_* variables.
@@ -46,6 +47,7 @@ type config struct {
 	EmbeddingAllowed []string
 	EmbeddingTimeout time.Duration
 	VectorCacheBytes int64               // embeddings kept in memory for searches by meaning
+	PGVector         postgres.PGVector   // search passages through pgvector (PostgreSQL only)
 	Getenv           func(string) string // run's, for the endpoints' keys
 }
 
@@ -106,6 +108,8 @@ func globalFlags(getenv func(string) string) []cli.Flag {
 			Usage: "how long one call to an embedding endpoint may take before it is retried"},
 		&cli.Int64Flag{Name: "vector-cache-bytes", Value: 1 << 30, Sources: env("LOGBOOK_VECTOR_CACHE_BYTES"),
 			Usage: "memory for the embeddings searched by meaning (about 3.2 KB per 768-d vector); past it the agents searched least recently are dropped, and loaded again on their next search"},
+		&cli.StringFlag{Name: "pgvector", Value: "auto", Sources: env("LOGBOOK_PGVECTOR"),
+			Usage: "on PostgreSQL, search passages by meaning through the pgvector extension's HNSW index: auto (when the server has it), on (refuse to start without it) or off (the in-memory search)"},
 		&cli.StringFlag{Name: "cpu-profile", Sources: env("LOGBOOK_CPU_PROFILE"), TakesFile: true,
 			Usage: "write a CPU profile of the whole run to `FILE` (go tool pprof FILE); make profile uses it"},
 		// Go's own GOGC is this flag's variable, so that an operator who knows it
@@ -173,6 +177,9 @@ func configFrom(cmd *cli.Command) (config, error) {
 	}
 	if c.VectorCacheBytes = cmd.Int64("vector-cache-bytes"); c.VectorCacheBytes < 0 {
 		return c, fmt.Errorf("vector-cache-bytes must not be negative, not %d", c.VectorCacheBytes)
+	}
+	if c.PGVector, err = postgres.ParsePGVector(cmd.String("pgvector")); err != nil {
+		return c, err
 	}
 	if err := embeddingConfig(cmd, &c); err != nil {
 		return c, err

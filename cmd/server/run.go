@@ -60,6 +60,7 @@ func serve(ctx context.Context, cfg config, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	logVectorSearch(store, log)
 	defer func() {
 		if err := store.Close(); err != nil {
 			log.Error().Err(err).Msg("close store")

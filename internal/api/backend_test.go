@@ -58,7 +58,10 @@ func openPostgres(t testing.TB, path string, faults *repo.Faults) repo.Store {
 		if pg.cluster, pg.err = pgtest.New(); pg.err != nil {
 			return
 		}
-		pg.err = postgres.Migrate(context.Background(), pg.cluster.URL("template1"), "up", discardWriter{})
+		if pg.err = postgres.Migrate(context.Background(), pg.cluster.URL("template1"), "up", discardWriter{}); pg.err != nil {
+			return
+		}
+		pg.err = preparePGVector(pg.cluster.URL("template1"))
 	})
 	if errors.Is(pg.err, pgtest.ErrMissing) {
 		t.Skipf("LOGBOOK_TEST_BACKEND=postgres, but %v: the PostgreSQL half of this test is skipped", pg.err)
@@ -96,3 +99,14 @@ func openPostgres(t testing.TB, path string, faults *repo.Faults) repo.Store {
 type discardWriter struct{}
 
 func (discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+
+// preparePGVector sets pgvector up in the template, as the first Open of a
+// real database does, so that each test's copy has it and its Open only
+// checks. Where the server has no pgvector, searches use the in-memory path.
+func preparePGVector(url string) error {
+	st, err := postgres.Open(context.Background(), postgres.Config{URL: url})
+	if err != nil {
+		return err
+	}
+	return st.Close()
+}

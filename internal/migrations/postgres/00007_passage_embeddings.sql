@@ -9,4 +9,7 @@ ALTER TABLE agents ADD COLUMN embedding_dims INTEGER;
 -- +goose Down
 ALTER TABLE agents DROP COLUMN embedding_dims;
 ALTER TABLE agents DROP COLUMN embedding_model;
+-- embedding_vec (pgvector's copy, added by the server where the extension is)
+-- is generated from embedding and goes with it.
+ALTER TABLE passages DROP COLUMN IF EXISTS embedding_vec;
 ALTER TABLE passages DROP COLUMN embedding;

@@ -39,6 +39,15 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "migrate the template:", err)
 		os.Exit(1)
 	}
+	// pgvector set up in the template, as the first Open of a real database
+	// does, so that each test's copy has it and its Open only checks.
+	if st, err := postgres.Open(context.Background(), postgres.Config{URL: templateURL()}); err != nil {
+		cluster.Stop()
+		fmt.Fprintln(os.Stderr, "open the template:", err)
+		os.Exit(1)
+	} else {
+		st.Close()
+	}
 	code := m.Run()
 	if err := cluster.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "stop PostgreSQL:", err)

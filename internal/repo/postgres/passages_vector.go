@@ -14,9 +14,11 @@ import (
 )
 
 // SearchPassages searches an agent's archival memory by keyword, by vector
-// (exact cosine similarity over the agent's embeddings held in this
-// process's memory, repo.VectorCache, kept coherent with other processes by
-// the agent's vec_version) or by both, fused by reciprocal rank, as on SQLite.
+// or by both, fused by reciprocal rank, as on SQLite. By vector is pgvector's
+// HNSW index when the database has the extension (searchPGVector), else
+// exact cosine similarity over the agent's embeddings held in this process's
+// memory, repo.VectorCache, kept coherent with other processes by the
+// agent's vec_version.
 func (s *Store) SearchPassages(ctx context.Context, tenant, agentID string, in model.PassageSearch) ([]model.PassageHit, error) {
 	if in.Mode == "" || in.Mode == model.SearchKeyword {
 		return s.searchPassagesKeyword(ctx, tenant, agentID, in)
@@ -47,14 +49,19 @@ func (s *Store) SearchPassages(ctx context.Context, tenant, agentID string, in m
 		return nil, err
 	}
 	q := vecindex.Query{Vector: in.QueryEmbedding, K: repo.VectorDepth(in), Now: model.Now(), After: in.After, Before: in.Before}
-	if len(in.Tags) > 0 {
-		if q.Allow, err = s.passagesTagged(ctx, tenant, agentID, in.Tags); err != nil {
-			return nil, err
-		}
-	}
-	found, err := s.vectors.Search(ctx, tenant, agentID, version, q)
+	found, viaPG, err := s.searchPGVector(ctx, tenant, agentID, pinned, q, in.Tags)
 	if err != nil {
-		return nil, mapErr(err)
+		return nil, err
+	}
+	if !viaPG {
+		if len(in.Tags) > 0 {
+			if q.Allow, err = s.passagesTagged(ctx, tenant, agentID, in.Tags); err != nil {
+				return nil, err
+			}
+		}
+		if found, err = s.vectors.Search(ctx, tenant, agentID, version, q); err != nil {
+			return nil, mapErr(err)
+		}
 	}
 	vector, err := repo.VectorHits(found, func(ids []string) ([]model.Passage, error) {
 		rows, err := s.pool.Query(ctx, `SELECT `+passageColumns+` FROM passages p WHERE p.tenant_id = $1 AND p.agent_id = $2

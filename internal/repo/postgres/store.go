@@ -31,6 +31,9 @@ type Config struct {
 	// VectorCacheBytes bounds the passages' embeddings kept in memory for
 	// searches by meaning; 0 means no bound.
 	VectorCacheBytes int64
+	// PGVector says whether passages are searched by meaning through the
+	// pgvector extension (auto: when the server has it).
+	PGVector PGVector
 }
 
 // Store is the PostgreSQL storage handle, safe for concurrent use by many
@@ -44,6 +47,13 @@ type Store struct {
 	url     string
 	appends appendQueuesPG
 	events  repo.EventSignal
+
+	pgvector    bool  // passages.embedding_vec is there: search through HNSW
+	pgvectorErr error // why not, under PGVectorAuto
+	hnsw        hnswIndexes
+	buildCtx    context.Context // index builds in the background end with Close
+	stopBuilds  context.CancelFunc
+	builds      sync.WaitGroup
 
 	listenOnce sync.Once          // the feed's listener starts with its first reader
 	stopListen context.CancelFunc // set by listenOnce
@@ -76,6 +86,19 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: is the schema migrated (server migrate up)? %w", err)
 	}
+	s.hnsw = hnswIndexes{ready: map[int]bool{}, busy: map[int]bool{}}
+	s.buildCtx, s.stopBuilds = context.WithCancel(context.Background())
+	if cfg.PGVector != PGVectorOff {
+		switch err := s.setupPGVector(ctx); {
+		case err == nil:
+			s.pgvector = true
+		case cfg.PGVector == PGVectorOn:
+			pool.Close()
+			return nil, fmt.Errorf("postgres: --pgvector on: %w", err)
+		default:
+			s.pgvectorErr = err
+		}
+	}
 	return s, nil
 }
 
@@ -86,6 +109,10 @@ func (discard) Write(p []byte) (int, error) { return len(p), nil }
 // Close stops the feed's listener and closes the pool.
 func (s *Store) Close() error {
 	s.listenOnce.Do(func() {}) // none starts after this
+	if s.stopBuilds != nil {
+		s.stopBuilds()
+		s.builds.Wait()
+	}
 	if s.stopListen != nil {
 		s.stopListen()
 		<-s.listenDone

@@ -1,0 +1,37 @@
+package postgres
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// FilesReleaseForTest runs releaseFilesPG in a transaction of its own, for the
+// external tests (purge and rewind, its callers, are tested on their own).
+func FilesReleaseForTest(ctx context.Context, s *Store, tenant, sessionID string, fromSeq int64) error {
+	return s.tx(ctx, func(tx pgx.Tx) error { return releaseFilesPG(ctx, tx, tenant, sessionID, fromSeq) })
+}
+
+// VectorIndexReadyForTest reports whether the HNSW index for dims is built,
+// starting its build when it is not, as a search would.
+func VectorIndexReadyForTest(ctx context.Context, s *Store, dims int) bool {
+	return s.hnswReady(ctx, dims)
+}
+
+// PoolForTest is the store's connection pool, for a test's own SQL.
+func PoolForTest(s *Store) interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+} {
+	return s.pool
+}
+
+// URLForTest is the database the store opened.
+func URLForTest(s *Store) string { return s.url }
+
+// SetEfSearchForTest sets the least hnsw.ef_search of a search.
+func SetEfSearchForTest(ef int) { efSearchMin = ef }
+
+// PGVectorAtLeastForTest is pgvectorAtLeast.
+func PGVectorAtLeastForTest(version string, major, minor int) bool {
+	return pgvectorAtLeast(version, major, minor)
+}
