@@ -278,6 +278,27 @@ func TestClientMessageEmbeddings(t *testing.T) {
 	if len(mh.Data) != 2 || mh.Data[0].MessageID != car.ID {
 		t.Fatalf("hybrid: %+v", mh.Data)
 	}
+	if h := mh.Data[0]; h.Content != "I drive an automobile." || h.Snippet == "" || h.SessionID != s.ID || h.Role != model.RoleUser {
+		t.Fatalf("a hit by meaning without its message: %+v", h)
+	}
+
+	// A fork reads its parent's messages up to where it forked, as its own;
+	// the role filter applies.
+	c.do("POST", "/v1/sessions/"+s.ID+"/fork", map[string]any{"id": "fork"}).want(t, http.StatusCreated, nil)
+	late := mustAppend(t, c, s.ID, map[string]any{"role": "user", "content": "Said in the parent after the fork."})
+	c.do("PUT", path(late), map[string]any{"embedding": []float32{1, 0.01, 0}, "embedding_model": "toy"}).want(t, http.StatusOK, nil)
+	c.do("GET", "/v1/messages/search?mode=vector&query_embedding=0.9,0.1,0&session_id=fork", nil).want(t, http.StatusOK, &mh)
+	if len(mh.Data) != 2 || mh.Data[0].MessageID != car.ID || mh.Data[0].SessionID != "fork" || mh.Data[0].Content != "I drive an automobile." {
+		t.Fatalf("vector search of the fork: %+v", mh.Data)
+	}
+	c.do("GET", "/v1/messages/search?mode=vector&query_embedding=0.9,0.1,0&session_id="+s.ID, nil).want(t, http.StatusOK, &mh)
+	if len(mh.Data) != 3 || mh.Data[0].MessageID != late.ID || mh.Data[0].Content != "Said in the parent after the fork." {
+		t.Fatalf("vector search of the parent: %+v", mh.Data)
+	}
+	c.do("GET", "/v1/messages/search?mode=vector&query_embedding=0.9,0.1,0&role=assistant", nil).want(t, http.StatusOK, &mh)
+	if len(mh.Data) != 0 {
+		t.Fatalf("role=assistant found user messages: %+v", mh.Data)
+	}
 
 	wantField(t, c.do("PUT", path(car), map[string]any{"embedding": []float32{1, 0}, "embedding_model": "toy"}), "embedding")
 	wantField(t, c.do("PUT", path(car), map[string]any{"embedding": []float32{1, 0, 0}, "embedding_model": "other"}), "embedding_model")
