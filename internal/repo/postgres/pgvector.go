@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -259,7 +260,7 @@ const pgvectorMaxK = 1000
 // for pgvector (not set up, a length without an index yet, too deep), and
 // the caller searches the cache instead.
 func (s *Store) searchPGVector(ctx context.Context, tenant, agentID string, dims int, q vecindex.Query, tags []string) (hits []vecindex.Hit, ok bool, err error) {
-	if !s.pgvector || dims <= 0 || dims > hnswMaxDims || q.K < 0 || q.K > pgvectorMaxK || !s.hnswReady(ctx, dims) {
+	if !s.pgvector || dims <= 0 || dims > hnswMaxDims || q.K < 0 || q.K > pgvectorMaxK || !indexable(q.Vector) || !s.hnswReady(ctx, dims) {
 		return nil, false, nil
 	}
 	args := []any{tenant, agentID, vectorLiteral(q.Vector)}
@@ -315,6 +316,20 @@ func (s *Store) searchPGVector(ctx context.Context, tenant, agentID string, dims
 		return err
 	})
 	return hits, true, mapErr(err)
+}
+
+// indexable reports whether pgvector can rank by v: not the zero vector
+// (its cosine distance to anything is NaN there, where the cache says 1) and
+// no number whose square overflows the float32s pgvector computes in.
+func indexable(v []float32) bool {
+	var norm float64
+	for _, f := range v {
+		if math.Abs(float64(f)) > 1e18 {
+			return false
+		}
+		norm += float64(f) * float64(f)
+	}
+	return norm > 0
 }
 
 // vectorLiteral is v in pgvector's text form, [1,2,3].

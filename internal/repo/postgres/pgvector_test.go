@@ -180,6 +180,14 @@ func TestPGVectorSearchAgreesWithExact(t *testing.T) {
 			t.Errorf("%s: recall@10 %.3f, want at least 0.95", name, rec)
 		}
 	}
+	// Queries pgvector cannot rank by (the zero vector, numbers whose squares
+	// overflow its float32s) are answered as the in-memory search answers them.
+	for _, q := range [][]float32{make([]float32, dims), slices.Repeat([]float32{3e30}, dims)} {
+		if got, want := search(pg, model.PassageSearch{QueryEmbedding: q}), search(exact, model.PassageSearch{QueryEmbedding: q}); !slices.Equal(got, want) {
+			t.Errorf("query %v…: %v, exact %v", q[:2], got, want)
+		}
+	}
+	clear(ranks)
 	recall("all", model.PassageSearch{})
 	recall("tagged", model.PassageSearch{Tags: []string{"tenth"}})
 	recall("before", model.PassageSearch{Before: &mid})
