@@ -21,6 +21,12 @@ func passageLivePG(n string) string {
 	return `(p.expires_at IS NULL OR p.expires_at > ` + n + `::bigint)`
 }
 
+// passageTaggedPG is the condition that the passage carries the tag in
+// parameter n.
+func passageTaggedPG(n string) string {
+	return `EXISTS (SELECT 1 FROM json_array_elements_text(p.tags) t WHERE t = ` + n + `::text)`
+}
+
 // scanPassage reads passageColumns, then extra.
 func scanPassage(row pgx.Row, extra ...any) (model.Passage, error) {
 	var (

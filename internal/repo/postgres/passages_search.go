@@ -74,7 +74,7 @@ func (s *Store) searchPassagesKeyword(ctx context.Context, tenant, agentID strin
 	}
 	where := []string{"p.tenant_id = $1", "p.agent_id = $2", "p.tsv @@ q.q", passageLivePG(arg(int64(model.Now())))}
 	for _, tag := range in.Tags {
-		where = append(where, "EXISTS (SELECT 1 FROM json_array_elements_text(p.tags) t WHERE t = "+arg(tag)+"::text)")
+		where = append(where, passageTaggedPG(arg(tag)))
 	}
 	if in.After != nil {
 		where = append(where, "p.created_at >= "+arg(int64(*in.After))+"::bigint")

@@ -87,7 +87,7 @@ func (s *Store) passagesTagged(ctx context.Context, tenant, agentID string, tags
 	where := []string{"p.tenant_id = $1", "p.agent_id = $2", "p.embedding IS NOT NULL"}
 	for _, tag := range tags {
 		args = append(args, tag)
-		where = append(where, "EXISTS (SELECT 1 FROM json_array_elements_text(p.tags) t WHERE t = $"+strconv.Itoa(len(args))+"::text)")
+		where = append(where, passageTaggedPG("$"+strconv.Itoa(len(args))))
 	}
 	rows, err := s.pool.Query(ctx, `SELECT p.id FROM passages p WHERE `+strings.Join(where, " AND "), args...)
 	if err != nil {

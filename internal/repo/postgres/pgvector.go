@@ -166,15 +166,13 @@ func (s *Store) hnswReady(ctx context.Context, dims int) bool {
 	if h.busy[dims] {
 		return false
 	}
-	var valid bool
-	err := s.pool.QueryRow(ctx, `SELECT i.indisvalid FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid
-		WHERE c.relname = $1 AND c.relnamespace = current_schema()::regnamespace`, hnswIndexName(dims)).Scan(&valid)
-	if err == nil && valid {
+	exists, valid, err := indexState(ctx, s.pool, hnswIndexName(dims))
+	if err != nil {
+		return false
+	}
+	if exists && valid {
 		h.ready[dims] = true
 		return true
-	}
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return false
 	}
 	h.busy[dims] = true
 	s.builds.Add(1)
@@ -210,18 +208,16 @@ func (s *Store) buildHNSW(ctx context.Context, dims int) error {
 	if !mine {
 		return errBuilding
 	}
-	var valid *bool
-	err = conn.QueryRow(ctx, `SELECT i.indisvalid FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid
-		WHERE c.relname = $1 AND c.relnamespace = current_schema()::regnamespace`, name).Scan(&valid)
+	exists, valid, err := indexState(ctx, conn, name)
 	switch {
-	case err == nil && *valid:
+	case err != nil:
+		return err
+	case exists && valid:
 		return nil
-	case err == nil:
+	case exists:
 		if _, err := conn.Exec(ctx, `DROP INDEX CONCURRENTLY IF EXISTS `+name); err != nil {
 			return err
 		}
-	case !errors.Is(err, pgx.ErrNoRows):
-		return err
 	}
 	// A build whose graph fits in maintenance_work_mem is many times faster
 	// (100k × 768 needs ~400 MB).
@@ -239,6 +235,20 @@ func (s *Store) buildHNSW(ctx context.Context, dims int) error {
 	// fresh ones, rather than whatever autovacuum last left.
 	_, err = conn.Exec(ctx, `ANALYZE passages`)
 	return err
+}
+
+// indexState says whether the index exists in the current schema and, if
+// so, whether it is valid (an index whose concurrent build is under way, or
+// died, is not).
+func indexState(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, name string) (exists, valid bool, err error) {
+	err = q.QueryRow(ctx, `SELECT i.indisvalid FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid
+		WHERE c.relname = $1 AND c.relnamespace = current_schema()::regnamespace`, name).Scan(&valid)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, false, nil
+	}
+	return err == nil, valid, err
 }
 
 // errBuilding says another process is building the index.
@@ -276,7 +286,7 @@ func (s *Store) searchPGVector(ctx context.Context, tenant, agentID string, dims
 		where = append(where, "p.created_at <= "+arg(int64(*q.Before))+"::bigint")
 	}
 	for _, tag := range tags {
-		where = append(where, "EXISTS (SELECT 1 FROM json_array_elements_text(p.tags) t WHERE t = "+arg(tag)+"::text)")
+		where = append(where, passageTaggedPG(arg(tag)))
 	}
 	// relaxed_order lets the index scan go on past ef_search until LIMIT rows
 	// pass the filters (another agent's vectors share the index); its order
