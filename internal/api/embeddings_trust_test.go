@@ -302,7 +302,17 @@ func TestEmbeddingKeyBoundToTenant(t *testing.T) {
 		model.TenantEmbeddingKeyEnv("Beta.Corp"): "sk-beta-corp",
 		"LOGBOOK_EMBEDDING_KEY_BETA_CORP":        "sk-lookalike",
 	}
-	c, _ := newEdgeClient(t, ed, func(e *testEmbedding) { e.getenv = func(k string) string { return env[k] } })
+	var (
+		mu    sync.Mutex
+		reads = map[string]int{} // variables the server read
+	)
+	getenv := func(k string) string {
+		mu.Lock()
+		defer mu.Unlock()
+		reads[k]++
+		return env[k]
+	}
+	c, _ := newEdgeClient(t, ed, func(e *testEmbedding) { e.getenv = getenv })
 	alpha := c.as(mustKey(t, c, "alpha", model.ScopeAdmin).Key)
 	beta := c.as(mustKey(t, c, "beta", model.ScopeAdmin).Key)
 	withKey := func(v string) map[string]any {
@@ -367,6 +377,13 @@ func TestEmbeddingKeyBoundToTenant(t *testing.T) {
 	// alpha: its passage and its search's q; beta: its passage, only.
 	if alphaKeys != 2 || betaKeys != 1 {
 		t.Fatalf("alpha's key sent %d times, beta's %d; want 2 and 1", alphaKeys, betaKeys)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for k, n := range reads {
+		if k != model.TenantEmbeddingKeyEnv("alpha") && !(k == model.TenantEmbeddingKeyEnv("beta") && n == 1) {
+			t.Errorf("the server read %s %d times", k, n)
+		}
 	}
 }
 
