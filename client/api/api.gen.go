@@ -1318,15 +1318,25 @@ type CounterDriftField string
 // `{"data": [{"index", "embedding"}]}`: OpenAI, Ollama's `/v1/embeddings`,
 // vLLM, LiteLLM …) that embeds the agent's passages and messages and the
 // `q` of its searches by meaning. The server calls it outside every write,
-// in batches, retrying with backoff. Agents naming none use the server's
-// `--embedding-url`, if set. The first embedding pins the agent's model and
-// dimensions: an endpoint with another model is `422` naming
-// `embedding.model`.
+// in batches, retrying with backoff, and never follows a redirect it
+// answers (the texts fail instead). Agents naming none use the tenant's
+// endpoint, then the server's `--embedding-url`, if set. The first
+// embedding pins the agent's model and dimensions: an endpoint with
+// another model is `422` naming `embedding.model`.
 type EmbeddingConfig struct {
-	// APIKeyEnv The name of the server's environment variable holding the endpoint's
-	// key (sent as a bearer token). It must start with
-	// `LOGBOOK_EMBEDDING_KEY` (e.g. `LOGBOOK_EMBEDDING_KEY_OPENAI`), so that
-	// no tenant can have the server send another secret. Keys are never stored.
+	// APIKeyEnv The server's environment variable whose value is sent as the
+	// endpoint's key (a bearer token); left out, no key is sent. A tenant
+	// may name only its own, which the server derives from the tenant's
+	// name so that no tenant can have another's key (or the server's,
+	// `LOGBOOK_EMBEDDING_KEY`) sent: `LOGBOOK_EMBEDDING_KEY_` and the name
+	// in upper case when it is lower-case letters and digits (`acme` →
+	// `LOGBOOK_EMBEDDING_KEY_ACME`), else `LOGBOOK_EMBEDDING_KEY_X_` and
+	// the name's bytes in upper-case hex (`Acme.eu` →
+	// `LOGBOOK_EMBEDDING_KEY_X_41636D652E6575`). Any other is `422`
+	// naming `embedding.api_key_env`, whose message names the tenant's
+	// own; a config stored before this rule that names another fails its
+	// texts without a call. The operator sets the variable; keys are
+	// never stored.
 	APIKeyEnv *string `json:"api_key_env,omitempty"`
 
 	// Dimensions Dimensions asked for (sent as `dimensions`); left out, the model's own.
@@ -1335,9 +1345,18 @@ type EmbeddingConfig struct {
 	// Model The model asked for, e.g. `text-embedding-3-small` or `nomic-embed-text`.
 	Model string `json:"model"`
 
-	// URL The endpoint's full URL, e.g. `http://127.0.0.1:11434/v1/embeddings`. It
-	// must start with one of the server's `--embedding-allowed-urls` (the
-	// server calls it for you): any other is `422` naming `embedding.url`.
+	// URL The endpoint's full URL, e.g. `http://127.0.0.1:11434/v1/embeddings`.
+	// It must be under one of the server's `--embedding-allowed-urls` (the
+	// server calls it for you), compared in canonical form: scheme and host
+	// in lower case, the default port left out, escapes of unreserved
+	// characters decoded, then the same scheme and host and a path that is
+	// the prefix's or continues it after a `/` (`/v1` allows
+	// `/v1/embeddings`, not `/v1x`). A URL with `.` or `..` segments (or
+	// their escapes), `//`, an escaped `/`, a `\`, control characters, a
+	// fragment or credentials is refused rather than cleaned. `422` naming
+	// `embedding.url`; the answer holds the URL as stored, canonical. It
+	// is checked again at every call: under an allowlist narrowed since,
+	// its texts fail without a call.
 	URL string `json:"url"`
 }
 
@@ -1383,7 +1402,7 @@ type EmbeddingState string
 // | `forbidden` | 403 | not allowed for these credentials |
 // | `rate_limited` | 429 | too many requests |
 // | `storage_unavailable` | 503 | storage failed; nothing was applied |
-// | `embedding_unavailable` | 503 | the embedding endpoint did not embed the search's `q`; retry, or send `query_embedding` |
+// | `embedding_unavailable` | 503 | the embedding endpoint did not embed the search's `q` (the detail says why, in the server's words, never the endpoint's); retry, or send `query_embedding` |
 // | `internal` | 500 | unexpected failure |
 type ErrorCode string
 
@@ -1769,7 +1788,9 @@ type MessageEmbedding struct {
 	// Dimensions The embedding's length; 0 until it is `ready`.
 	Dimensions int `json:"dimensions"`
 
-	// EmbeddingError The endpoint's last failure while `pending`, or why it is `failed`.
+	// EmbeddingError Why the last attempt failed while `pending`, or why it is `failed`:
+	// one of the server's own short descriptions, as a passage's
+	// `embedding_error`; never the endpoint's words.
 	EmbeddingError *string `json:"embedding_error"`
 
 	// EmbeddingModel The embedding's model, once it has one.
@@ -1790,7 +1811,8 @@ type MessageEmbedding struct {
 
 // MessageEmbeddingPut The body of `PUT …/messages/{message_id}/embedding`. Unknown fields are `422`.
 type MessageEmbeddingPut struct {
-	// Embedding The client's embedding of the message's content; stored as float32.
+	// Embedding The client's embedding of the message's content; stored as float32,
+	// so a number a float32 cannot hold (`1e39`) is `422` naming the element.
 	Embedding []float32 `json:"embedding"`
 
 	// EmbeddingModel The model that made `embedding`.
@@ -2032,7 +2054,13 @@ type Passage struct {
 	// Examples: 2026-11-22T02:36:54.323Z
 	CreatedAt Timestamp `json:"created_at"`
 
-	// EmbeddingError The endpoint's last failure, while `pending` after one, or why it is `failed`.
+	// EmbeddingError Why the last attempt failed, while `pending` after one, or why it is
+	// `failed`: one of the server's own short descriptions (`the embedding
+	// endpoint answered HTTP 503`, `… did not answer within 30s`, `… could
+	// not be reached`, `…'s answer is not an embeddings list`, `… answered
+	// HTTP 302, a redirect, which the server does not follow`, `…'s URL is
+	// not under one the server allows`, …). Never the endpoint's own words
+	// or addresses: those go to the server's log.
 	EmbeddingError *string `json:"embedding_error"`
 
 	// EmbeddingModel The model of the passage's embedding, once it has one.
@@ -2072,7 +2100,8 @@ type PassageCreate struct {
 	// search; given with `embedding_model`. The agent's first passage with an
 	// embedding pins the model and the length; a later passage with another
 	// model or length is `422` naming `embedding_model` or `embedding`.
-	// Stored as float32 and not returned on reads.
+	// Stored as float32 and not returned on reads: a number a float32
+	// cannot hold (`1e39`) is `422` naming the element (`embedding[3]`).
 	Embedding []float32 `json:"embedding,omitempty"`
 
 	// EmbeddingModel The name of the model that made `embedding`; required with it.
@@ -2103,7 +2132,13 @@ type PassageHit struct {
 	// Examples: 2026-11-22T02:36:54.323Z
 	CreatedAt Timestamp `json:"created_at"`
 
-	// EmbeddingError The endpoint's last failure, while `pending` after one, or why it is `failed`.
+	// EmbeddingError Why the last attempt failed, while `pending` after one, or why it is
+	// `failed`: one of the server's own short descriptions (`the embedding
+	// endpoint answered HTTP 503`, `… did not answer within 30s`, `… could
+	// not be reached`, `…'s answer is not an embeddings list`, `… answered
+	// HTTP 302, a redirect, which the server does not follow`, `…'s URL is
+	// not under one the server allows`, …). Never the endpoint's own words
+	// or addresses: those go to the server's log.
 	EmbeddingError *string `json:"embedding_error"`
 
 	// EmbeddingModel The model of the passage's embedding, once it has one.
@@ -2191,7 +2226,8 @@ type PassageSearchRequest struct {
 
 	// QueryEmbedding The query's embedding, by the agent's pinned model, for `vector` and
 	// `hybrid`; left out, the server embeds `q` with the agent's endpoint.
-	// Another length than the agent's passages is `422`.
+	// Another length than the agent's passages, or a number a float32
+	// cannot hold, is `422`.
 	QueryEmbedding []float32 `json:"query_embedding,omitempty"`
 
 	// Tags Only passages carrying **all** of these tags.
@@ -3072,8 +3108,10 @@ type SearchPassagesParams struct {
 	// Mode How to rank; see `PassageSearchMode`.
 	Mode *PassageSearchMode `form:"mode,omitempty" json:"mode,omitempty"`
 
-	// QueryEmbedding The query's embedding as comma-separated numbers, for `vector` and
-	// `hybrid`; for long vectors use `POST` with a JSON body instead.
+	// QueryEmbedding The query's embedding as comma-separated decimal numbers within
+	// float32's range, for `vector` and `hybrid` (`NaN`, `Inf`, hex or a
+	// number past float32's range is `400 invalid_query`); for long
+	// vectors use `POST` with a JSON body instead.
 	QueryEmbedding []float32 `form:"query_embedding,omitempty" json:"query_embedding,omitempty"`
 
 	// Tags Only passages carrying **all** of these tags. Repeat the parameter
@@ -3123,10 +3161,11 @@ type SearchAgentMessagesParams struct {
 	// Mode How to rank (`keyword`, `vector` or `hybrid`); see `PassageSearchMode`.
 	Mode *SearchMode `form:"mode,omitempty" json:"mode,omitempty"`
 
-	// QueryEmbedding The query's embedding as comma-separated numbers, for `vector` and
-	// `hybrid`; left out, the server embeds `q` (or answers `422` naming
-	// `query_embedding` when no endpoint is configured). Another length than
-	// the agent's embeddings is `422`.
+	// QueryEmbedding The query's embedding as comma-separated decimal numbers within
+	// float32's range (`NaN`, `Inf`, hex or a number past it is `400
+	// invalid_query`), for `vector` and `hybrid`; left out, the server embeds
+	// `q` (or answers `422` naming `query_embedding` when no endpoint is
+	// configured). Another length than the agent's embeddings is `422`.
 	QueryEmbedding SearchQueryEmbedding `form:"query_embedding,omitempty" json:"query_embedding,omitempty"`
 
 	// Role Only messages of these roles. Repeat the parameter (`role=user&role=tool`),
@@ -3184,10 +3223,11 @@ type SearchMessagesParams struct {
 	// Mode How to rank (`keyword`, `vector` or `hybrid`); see `PassageSearchMode`.
 	Mode *SearchMode `form:"mode,omitempty" json:"mode,omitempty"`
 
-	// QueryEmbedding The query's embedding as comma-separated numbers, for `vector` and
-	// `hybrid`; left out, the server embeds `q` (or answers `422` naming
-	// `query_embedding` when no endpoint is configured). Another length than
-	// the agent's embeddings is `422`.
+	// QueryEmbedding The query's embedding as comma-separated decimal numbers within
+	// float32's range (`NaN`, `Inf`, hex or a number past it is `400
+	// invalid_query`), for `vector` and `hybrid`; left out, the server embeds
+	// `q` (or answers `422` naming `query_embedding` when no endpoint is
+	// configured). Another length than the agent's embeddings is `422`.
 	QueryEmbedding SearchQueryEmbedding `form:"query_embedding,omitempty" json:"query_embedding,omitempty"`
 
 	// Role Only messages of these roles. Repeat the parameter (`role=user&role=tool`),
@@ -4493,8 +4533,9 @@ type ClientInterface interface {
 	// PutTenantEmbeddingWithBody Set the tenant's embedding endpoint
 	//
 	// Sets the endpoint of the tenant's agents that name none. The URL must
-	// start with one of the server's `--embedding-allowed-urls` and the key
-	// variable with `LOGBOOK_EMBEDDING_KEY` (`422` naming the field). Passages
+	// be under one of the server's `--embedding-allowed-urls`, and the key
+	// variable, if any, the tenant's own (see `EmbeddingConfig`; `422` naming
+	// the field). Passages
 	// of those agents stored without an embedding, before or after, and those
 	// whose embedding `failed`, wait for one from it (`pending`). Needs
 	// `admin` scope.
@@ -4507,8 +4548,9 @@ type ClientInterface interface {
 	// PutTenantEmbedding Set the tenant's embedding endpoint
 	//
 	// Sets the endpoint of the tenant's agents that name none. The URL must
-	// start with one of the server's `--embedding-allowed-urls` and the key
-	// variable with `LOGBOOK_EMBEDDING_KEY` (`422` naming the field). Passages
+	// be under one of the server's `--embedding-allowed-urls`, and the key
+	// variable, if any, the tenant's own (see `EmbeddingConfig`; `422` naming
+	// the field). Passages
 	// of those agents stored without an embedding, before or after, and those
 	// whose embedding `failed`, wait for one from it (`pending`). Needs
 	// `admin` scope.
@@ -6559,8 +6601,9 @@ func (c *Client) GetTenantEmbedding(ctx context.Context, reqEditors ...RequestEd
 // PutTenantEmbeddingWithBody Set the tenant's embedding endpoint
 //
 // Sets the endpoint of the tenant's agents that name none. The URL must
-// start with one of the server's `--embedding-allowed-urls` and the key
-// variable with `LOGBOOK_EMBEDDING_KEY` (`422` naming the field). Passages
+// be under one of the server's `--embedding-allowed-urls`, and the key
+// variable, if any, the tenant's own (see `EmbeddingConfig`; `422` naming
+// the field). Passages
 // of those agents stored without an embedding, before or after, and those
 // whose embedding `failed`, wait for one from it (`pending`). Needs
 // `admin` scope.
@@ -6583,8 +6626,9 @@ func (c *Client) PutTenantEmbeddingWithBody(ctx context.Context, contentType str
 // PutTenantEmbedding Set the tenant's embedding endpoint
 //
 // Sets the endpoint of the tenant's agents that name none. The URL must
-// start with one of the server's `--embedding-allowed-urls` and the key
-// variable with `LOGBOOK_EMBEDDING_KEY` (`422` naming the field). Passages
+// be under one of the server's `--embedding-allowed-urls`, and the key
+// variable, if any, the tenant's own (see `EmbeddingConfig`; `422` naming
+// the field). Passages
 // of those agents stored without an embedding, before or after, and those
 // whose embedding `failed`, wait for one from it (`pending`). Needs
 // `admin` scope.
@@ -13389,8 +13433,9 @@ type ClientWithResponsesInterface interface {
 	// PutTenantEmbeddingWithBodyWithResponse Set the tenant's embedding endpoint
 	//
 	// Sets the endpoint of the tenant's agents that name none. The URL must
-	// start with one of the server's `--embedding-allowed-urls` and the key
-	// variable with `LOGBOOK_EMBEDDING_KEY` (`422` naming the field). Passages
+	// be under one of the server's `--embedding-allowed-urls`, and the key
+	// variable, if any, the tenant's own (see `EmbeddingConfig`; `422` naming
+	// the field). Passages
 	// of those agents stored without an embedding, before or after, and those
 	// whose embedding `failed`, wait for one from it (`pending`). Needs
 	// `admin` scope.
@@ -13403,8 +13448,9 @@ type ClientWithResponsesInterface interface {
 	// PutTenantEmbeddingWithResponse Set the tenant's embedding endpoint
 	//
 	// Sets the endpoint of the tenant's agents that name none. The URL must
-	// start with one of the server's `--embedding-allowed-urls` and the key
-	// variable with `LOGBOOK_EMBEDDING_KEY` (`422` naming the field). Passages
+	// be under one of the server's `--embedding-allowed-urls`, and the key
+	// variable, if any, the tenant's own (see `EmbeddingConfig`; `422` naming
+	// the field). Passages
 	// of those agents stored without an embedding, before or after, and those
 	// whose embedding `failed`, wait for one from it (`pending`). Needs
 	// `admin` scope.
@@ -26962,8 +27008,9 @@ func (c *ClientWithResponses) GetTenantEmbeddingWithResponse(ctx context.Context
 // PutTenantEmbeddingWithBodyWithResponse Set the tenant's embedding endpoint
 //
 // Sets the endpoint of the tenant's agents that name none. The URL must
-// start with one of the server's `--embedding-allowed-urls` and the key
-// variable with `LOGBOOK_EMBEDDING_KEY` (`422` naming the field). Passages
+// be under one of the server's `--embedding-allowed-urls`, and the key
+// variable, if any, the tenant's own (see `EmbeddingConfig`; `422` naming
+// the field). Passages
 // of those agents stored without an embedding, before or after, and those
 // whose embedding `failed`, wait for one from it (`pending`). Needs
 // `admin` scope.
@@ -26982,8 +27029,9 @@ func (c *ClientWithResponses) PutTenantEmbeddingWithBodyWithResponse(ctx context
 // PutTenantEmbeddingWithResponse Set the tenant's embedding endpoint
 //
 // Sets the endpoint of the tenant's agents that name none. The URL must
-// start with one of the server's `--embedding-allowed-urls` and the key
-// variable with `LOGBOOK_EMBEDDING_KEY` (`422` naming the field). Passages
+// be under one of the server's `--embedding-allowed-urls`, and the key
+// variable, if any, the tenant's own (see `EmbeddingConfig`; `422` naming
+// the field). Passages
 // of those agents stored without an embedding, before or after, and those
 // whose embedding `failed`, wait for one from it (`pending`). Needs
 // `admin` scope.

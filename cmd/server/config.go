@@ -46,6 +46,12 @@ type config struct {
 	EmbeddingDefault *model.EmbeddingConfig
 	EmbeddingAllowed []string
 	EmbeddingTimeout time.Duration
+	// EmbeddingCalls bounds the worker's calls in flight, and
+	// EmbeddingCallsPerEndpoint those to one endpoint (a tenant may have
+	// half of EmbeddingCalls).
+	EmbeddingCalls            int
+	EmbeddingCallsPerEndpoint int
+
 	VectorCacheBytes int64               // embeddings kept in memory for searches by meaning
 	PGVector         postgres.PGVector   // search passages through pgvector (PostgreSQL only)
 	Getenv           func(string) string // run's, for the endpoints' keys
@@ -103,9 +109,13 @@ func globalFlags(getenv func(string) string) []cli.Flag {
 		&cli.IntFlag{Name: "embedding-dims", Sources: env("LOGBOOK_EMBEDDING_DIMS"),
 			Usage: "dimensions asked of --embedding-url (0: the model's own)"},
 		&cli.StringFlag{Name: "embedding-allowed-urls", Sources: env("LOGBOOK_EMBEDDING_ALLOWED_URLS"), DefaultText: "--embedding-url",
-			Usage: "comma-separated URL prefixes an agent's own embedding endpoint may start with (the server calls them for the tenant)"},
+			Usage: "comma-separated URL prefixes an agent's own embedding endpoint may start with (the server calls them for the tenant, sending LOGBOOK_EMBEDDING_KEY_<TENANT> as its key if the endpoint names it); compared in canonical form, path segment by segment"},
 		&cli.DurationFlag{Name: "embedding-timeout", Value: 30 * time.Second, Sources: env("LOGBOOK_EMBEDDING_TIMEOUT"),
 			Usage: "how long one call to an embedding endpoint may take before it is retried"},
+		&cli.IntFlag{Name: "embedding-calls", Value: 8, Sources: env("LOGBOOK_EMBEDDING_CALLS"),
+			Usage: "calls to embedding endpoints in flight at once, in all; one tenant may have half of them"},
+		&cli.IntFlag{Name: "embedding-calls-per-endpoint", Value: 2, Sources: env("LOGBOOK_EMBEDDING_CALLS_PER_ENDPOINT"),
+			Usage: "calls in flight at once to one endpoint URL: an endpoint that never answers holds no more than these"},
 		&cli.Int64Flag{Name: "vector-cache-bytes", Value: 1 << 30, Sources: env("LOGBOOK_VECTOR_CACHE_BYTES"),
 			Usage: "memory for the embeddings searched by meaning (about 3.2 KB per 768-d vector); past it the agents searched least recently are dropped, and loaded again on their next search"},
 		&cli.StringFlag{Name: "pgvector", Value: "auto", Sources: env("LOGBOOK_PGVECTOR"),

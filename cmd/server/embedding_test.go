@@ -88,6 +88,12 @@ func TestEmbeddingFlagsChecked(t *testing.T) {
 		{"url_without_model", []string{"--embedding-url", "http://127.0.0.1:1/v1/embeddings"}, "embedding-model"},
 		{"not_http", []string{"--embedding-url", "ftp://x/v1", "--embedding-model", "m"}, "embedding-url"},
 		{"timeout", []string{"--embedding-timeout", "0s"}, "embedding-timeout"},
+		{"url_with_dot_segments", []string{"--embedding-url", "http://127.0.0.1:1/v1/../admin", "--embedding-model", "m"}, "embedding-url"},
+		{"allowed_with_dot_segments", []string{"--embedding-allowed-urls", "http://127.0.0.1:1/v1/,http://h/v1/%2e%2e/"}, "embedding-allowed-urls"},
+		{"allowed_with_a_query", []string{"--embedding-allowed-urls", "http://h/v1?x=1"}, "embedding-allowed-urls"},
+		{"allowed_with_credentials", []string{"--embedding-allowed-urls", "http://u:p@h/v1"}, "embedding-allowed-urls"},
+		{"no_calls", []string{"--embedding-calls", "0"}, "embedding-calls"},
+		{"no_calls_per_endpoint", []string{"--embedding-calls-per-endpoint", "0"}, "embedding-calls-per-endpoint"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"--db", filepath.Join(t.TempDir(), "l.db")}, tc.args...)

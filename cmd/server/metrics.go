@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/logbook/logbook/internal/api"
+	"github.com/logbook/logbook/internal/embed"
 	"github.com/logbook/logbook/internal/expiry"
 	"github.com/logbook/logbook/internal/metrics"
 	"github.com/logbook/logbook/internal/repo"
@@ -61,6 +62,15 @@ func (m *metricsServer) requests() api.RequestObserver {
 // expired is what the expiry sweep tells of what it erased; nil when metrics
 // are off.
 func (m *metricsServer) expired() expiry.Observer {
+	if m == nil {
+		return nil
+	}
+	return m.reg
+}
+
+// embedding is what the embedding client and worker tell of their calls and
+// texts; nil when metrics are off.
+func (m *metricsServer) embedding() embed.Observer {
 	if m == nil {
 		return nil
 	}

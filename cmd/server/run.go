@@ -85,7 +85,7 @@ func serve(ctx context.Context, cfg config, stdout io.Writer) error {
 		return err
 	}
 	defer ms.close() // before the store closes
-	embeddings, stopEmbedding := startEmbedding(ctx, cfg, store, log)
+	embeddings, stopEmbedding := startEmbedding(ctx, cfg, store, ms.embedding(), log)
 	defer stopEmbedding() // before the store closes
 	// The sweep starts here and is stopped (its batch under way finished)
 	// before the metrics and the store close.

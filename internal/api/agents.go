@@ -10,7 +10,7 @@ import (
 func (s *Server) createAgent(w http.ResponseWriter, r *http.Request) {
 	in, err := decode[model.CreateAgent](s, w, r)
 	if err == nil && in.Embedding != nil {
-		err = in.Embedding.Check("embedding", s.embeddings.AllowedURLs)
+		err = in.Embedding.Check("embedding", tenantOf(r), s.embeddings.AllowedURLs)
 	}
 	if err != nil {
 		s.writeError(w, r, err)
@@ -53,7 +53,7 @@ func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
 func (s *Server) updateAgent(w http.ResponseWriter, r *http.Request) {
 	in, err := decode[model.UpdateAgent](s, w, r)
 	if err == nil && in.Embedding.Set && !in.Embedding.Null {
-		err = in.Embedding.Value.Check("embedding", s.embeddings.AllowedURLs)
+		err = in.Embedding.Value.Check("embedding", tenantOf(r), s.embeddings.AllowedURLs)
 	}
 	if err != nil {
 		s.writeError(w, r, err)

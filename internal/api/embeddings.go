@@ -53,7 +53,7 @@ func (s *Server) getTenantEmbedding(w http.ResponseWriter, r *http.Request) {
 func (s *Server) putTenantEmbedding(w http.ResponseWriter, r *http.Request) {
 	in, err := decode[model.EmbeddingConfig](s, w, r)
 	if err == nil {
-		err = in.Check("embedding", s.embeddings.AllowedURLs)
+		err = in.Check("embedding", tenantOf(r), s.embeddings.AllowedURLs)
 	}
 	if err == nil {
 		err = s.store.SetTenantEmbedding(r.Context(), tenantOf(r), &in)

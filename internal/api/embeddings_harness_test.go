@@ -30,6 +30,9 @@ type testEmbedding struct {
 	manual      bool
 	worker      *embed.Worker
 	clientFault *repo.Faults // for the endpoint's embedding_timeout; the store's if nil
+	allowed     []string     // allowed besides the stand-in (base)
+	getenv      func(string) string
+	observer    embed.Observer
 }
 
 const standinDims = 64
@@ -59,15 +62,16 @@ func (e *testEmbedding) start(t testing.TB, cfg *testConfig, st repo.Store) {
 	if faults == nil {
 		faults = cfg.repo.Faults
 	}
-	client := &embed.Client{Timeout: e.timeout, Faults: faults}
-	w := &embed.Worker{Store: st, Client: client, Default: def, Log: zerolog.Nop(),
+	allowed := append([]string{e.base}, e.allowed...)
+	client := &embed.Client{Timeout: e.timeout, Faults: faults, Allowed: allowed, Getenv: e.getenv, Observer: e.observer}
+	w := &embed.Worker{Store: st, Client: client, Default: def, Log: zerolog.Nop(), Observer: e.observer,
 		Backoff: func(int) time.Duration { return 20 * time.Millisecond }, Poll: 50 * time.Millisecond, MaxAttempts: 4}
 	if e.manual {
 		w.Backoff = func(int) time.Duration { return 0 }
 		w.Lease = time.Millisecond
 	}
 	e.worker = w
-	cfg.api.Embeddings = api.Embeddings{Default: def, AllowedURLs: []string{e.base},
+	cfg.api.Embeddings = api.Embeddings{Default: def, AllowedURLs: allowed,
 		Query: &embed.Query{Store: st, Client: client, Default: def}, Wake: w.Wake}
 	if e.manual {
 		return

@@ -164,9 +164,15 @@ func (q *query) floats(name string) []float32 {
 	}
 	var out []float32
 	for _, v := range items {
+		// Decimal numbers only, as JSON writes them: ParseFloat would also
+		// take NaN, Inf, hex and underscores.
+		if strings.Trim(v, "0123456789.eE+-") != "" {
+			q.fail(name, "must be decimal numbers separated by commas")
+			return nil
+		}
 		f, err := strconv.ParseFloat(v, 32)
 		if err != nil {
-			q.fail(name, "must be numbers separated by commas")
+			q.fail(name, "must be numbers separated by commas, each within the range of a 32-bit float")
 			return nil
 		}
 		out = append(out, float32(f))

@@ -2,7 +2,10 @@ package embed
 
 import (
 	"context"
+	"errors"
 	"sync"
+
+	"github.com/rs/zerolog"
 
 	"github.com/logbook/logbook/internal/model"
 	"github.com/logbook/logbook/internal/repo"
@@ -14,13 +17,16 @@ type Query struct {
 	Store   repo.Store
 	Client  *Client
 	Default *model.EmbeddingConfig
+	Log     zerolog.Logger // where a failed call's details go; the client reads only Logbook's words
 
 	mu    sync.Mutex
 	cache map[queryKey][]float32
 }
 
+// queryKey has the tenant in it (Endpoint): a tenant must not learn, from a
+// search answered faster, what another searched for.
 type queryKey struct {
-	cfg  model.EmbeddingConfig
+	ep   Endpoint
 	text string
 }
 
@@ -35,13 +41,13 @@ const queryCacheSize = 1024
 // agent's embeddings are pinned to; embedding_unavailable (503) when the
 // endpoint fails.
 func (q *Query) EmbedQuery(ctx context.Context, tenant, agentID, text string) ([]float32, error) {
-	cfg := q.Default
+	cfg, server := q.Default, true
 	tc, err := q.Store.TenantEmbedding(ctx, tenant)
 	if err != nil {
 		return nil, err
 	}
 	if tc != nil {
-		cfg = tc
+		cfg, server = tc, false
 	}
 	if agentID != "" {
 		a, err := q.Store.GetAgent(ctx, tenant, agentID)
@@ -49,7 +55,7 @@ func (q *Query) EmbedQuery(ctx context.Context, tenant, agentID, text string) ([
 			return nil, err
 		}
 		if a.Embedding != nil {
-			cfg = a.Embedding
+			cfg, server = a.Embedding, false
 		}
 		if cfg != nil && a.EmbeddingModel != nil && *a.EmbeddingModel != cfg.Model {
 			return nil, model.Invalid(model.FieldError{Field: "query_embedding",
@@ -60,15 +66,19 @@ func (q *Query) EmbedQuery(ctx context.Context, tenant, agentID, text string) ([
 		return nil, model.Invalid(model.FieldError{Field: "query_embedding",
 			Message: "is required: no embedding endpoint is configured for the agent or the server to embed q"})
 	}
-	key := queryKey{*cfg, text}
+	key := queryKey{Endpoint{Config: *cfg, Tenant: tenant, Server: server}, text}
 	q.mu.Lock()
 	v, ok := q.cache[key]
 	q.mu.Unlock()
 	if ok {
 		return v, nil
 	}
-	vecs, err := q.Client.Embed(ctx, *cfg, []string{text})
+	vecs, err := q.Client.Embed(ctx, key.ep, []string{text})
 	if err != nil {
+		var e *Error
+		if errors.As(err, &e) {
+			q.Log.Warn().Str("tenant", tenant).Str("reason", e.Reason).AnErr("cause", e.Cause).Msg("embedding q: " + e.Msg)
+		}
 		return nil, model.Errorf(model.KindUnavailable, "embedding_unavailable", "embedding q: %s", err)
 	}
 	q.mu.Lock()

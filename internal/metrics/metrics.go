@@ -1,5 +1,6 @@
 // Package metrics is Logbook's Prometheus exposition: HTTP requests by route,
-// the SQLite writer and search index, the live feed and the PostgreSQL pool.
+// the SQLite writer and search index, the live feed, the embedding worker
+// and the PostgreSQL pool.
 // Histograms are observed as things happen (the writer's groups, requests);
 // everything else is read from the store and the feed when Prometheus scrapes,
 // so that the request and write paths pay nothing for it.
@@ -37,6 +38,8 @@ type Registry struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	expired  *prometheus.CounterVec
+
+	embedding embeddingSeries
 }
 
 // New returns a registry with the Go runtime's and the process's collectors,
@@ -63,10 +66,14 @@ func New(version string, log zerolog.Logger) *Registry {
 			Namespace: namespace, Name: "expired_removed_total",
 			Help: "Sessions and archival passages past their expires_at that the server's expiry sweep (--expiry-sweep) erased, by kind: session or passage.",
 		}, []string{"kind"}),
+		embedding: newEmbeddingSeries(),
 	}
 	// Both series exist from the start, at 0, so that a rate() has a base.
 	r.expired.WithLabelValues("session")
 	r.expired.WithLabelValues("passage")
+	for _, outcome := range []string{"ready", "retry", "failed", "deferred"} {
+		r.embedding.texts.WithLabelValues(outcome)
+	}
 	build := prometheus.NewGauge(prometheus.GaugeOpts{
 		Namespace: namespace, Name: "build_info",
 		Help:        "Always 1; the build's version is its label.",
@@ -77,6 +84,7 @@ func New(version string, log zerolog.Logger) *Registry {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		build, r.requests, r.duration, r.expired,
+		r.embedding.calls, r.embedding.duration, r.embedding.texts,
 	)
 	return r
 }
@@ -124,9 +132,12 @@ func knownMethod(m string) string {
 }
 
 // WatchStore adds the collectors of the store's backend: the SQLite writer's
-// and search index's, or the PostgreSQL pool's. A store that is neither adds
-// nothing.
+// and search index's, or the PostgreSQL pool's, and the embedding queue's of
+// either. A store that is neither adds nothing of the first two.
 func (r *Registry) WatchStore(store any) {
+	if q, ok := store.(EmbeddingQueue); ok {
+		r.reg.MustRegister(pendingCollector{q})
+	}
 	switch st := store.(type) {
 	case *sqlite.Store:
 		c := newSQLiteCollector(st)

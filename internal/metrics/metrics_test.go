@@ -141,3 +141,51 @@ func gathered(t *testing.T, r *Registry, name string) (float64, bool) {
 	}
 	return 0, false
 }
+
+// The embedding series pass Prometheus' lint, and the queue is read from the
+// store: a pending passage shows at the next scrape.
+func TestEmbeddingSeries(t *testing.T) {
+	st := mustOpen(t)
+	r := New("test", zerolog.Nop())
+	r.WatchStore(st)
+	r.EmbeddingCall("127.0.0.1:11435", "ok", 40*time.Millisecond)
+	r.EmbeddingCall("127.0.0.1:11435", "timeout", 30*time.Second)
+	r.EmbeddingTexts("ready", 3)
+	ctx := context.Background()
+	cfg := &model.EmbeddingConfig{URL: "http://127.0.0.1:11435/v1/embeddings", Model: "m"}
+	if _, err := st.CreateAgent(ctx, "t", model.CreateAgent{ID: "a", Name: "a", Embedding: cfg}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CreatePassage(ctx, "t", "a", model.CreatePassage{Content: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	problems, err := testutil.GatherAndLint(r.Gatherer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+	if got := testutil.ToFloat64(r.embedding.calls.WithLabelValues("127.0.0.1:11435", "timeout")); got != 1 {
+		t.Errorf("timeouts = %v, want 1", got)
+	}
+	if got := testutil.ToFloat64(r.embedding.texts.WithLabelValues("ready")); got != 3 {
+		t.Errorf("ready = %v, want 3", got)
+	}
+	fams, err := r.Gatherer().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() != "logbook_embedding_pending" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if want := map[string]float64{"passage": 1, "message": 0}[m.GetLabel()[0].GetValue()]; m.GetGauge().GetValue() != want {
+				t.Errorf("pending %v = %v, want %v", m.GetLabel(), m.GetGauge().GetValue(), want)
+			}
+		}
+		return
+	}
+	t.Error("logbook_embedding_pending not gathered")
+}

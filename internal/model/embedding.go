@@ -1,7 +1,8 @@
 package model
 
 import (
-	"net/url"
+	"encoding/hex"
+	"strconv"
 	"strings"
 )
 
@@ -16,15 +17,54 @@ type EmbeddingConfig struct {
 	APIKeyEnv  string `json:"api_key_env,omitempty"`
 }
 
-// EmbeddingKeyEnvPrefix is what every variable an embedding config may name
-// starts with: a tenant can make the server send that variable's value to
-// the endpoint, so it must never reach the server's other secrets.
+// EmbeddingKeyEnvPrefix is the variable of the server's own endpoint
+// (--embedding-url), and what each tenant's variable starts with.
 const EmbeddingKeyEnvPrefix = "LOGBOOK_EMBEDDING_KEY"
 
-// Check validates what tags cannot: an http(s) URL that one of allowed
-// prefixes begins, and a key variable with EmbeddingKeyEnvPrefix. field is
-// the config's name in the request, for the error.
-func (c EmbeddingConfig) Check(field string, allowed []string) error {
+// MaxEmbeddingKeyEnv is the longest TenantEmbeddingKeyEnv: a tenant name of
+// 128 bytes, hex-encoded.
+const MaxEmbeddingKeyEnv = len(EmbeddingKeyEnvPrefix) + len("_X_") + 2*128
+
+// TenantEmbeddingKeyEnv is the one variable whose value the server sends as
+// the key of tenant's endpoints (its agents' and its own): a tenant can have
+// the server send that value to any allowed URL, so it must never reach
+// another tenant's key or the server's. Derived, not chosen, and one-to-one:
+// a name of lower-case letters and digits is upper-cased
+// (acme → LOGBOOK_EMBEDDING_KEY_ACME); any other is hex-encoded after "X_"
+// (Acme.eu → LOGBOOK_EMBEDDING_KEY_X_41636D652E6575), which the first form,
+// having no '_', can never produce.
+func TenantEmbeddingKeyEnv(tenant string) string {
+	plain := tenant != ""
+	for i := 0; i < len(tenant); i++ {
+		c := tenant[i]
+		plain = plain && ('a' <= c && c <= 'z' || '0' <= c && c <= '9')
+	}
+	if plain {
+		return EmbeddingKeyEnvPrefix + "_" + strings.ToUpper(tenant)
+	}
+	return EmbeddingKeyEnvPrefix + "_X_" + strings.ToUpper(hex.EncodeToString([]byte(tenant)))
+}
+
+// Check validates a tenant's config (an agent's or the tenant's own) and
+// rewrites its URL to the canonical form that is stored and called: the
+// endpoint's checks (CheckEndpoint), and a key variable that is tenant's own
+// (TenantEmbeddingKeyEnv) or none. field is the config's name in the
+// request, for the error.
+func (c *EmbeddingConfig) Check(field, tenant string, allowed []string) error {
+	if err := c.CheckEndpoint(field, allowed); err != nil {
+		return err
+	}
+	if own := TenantEmbeddingKeyEnv(tenant); c.APIKeyEnv != "" && c.APIKeyEnv != own {
+		return Invalid(FieldError{Field: field + ".api_key_env",
+			Message: "must be " + own + ", the one variable this tenant's endpoints may use, or left out"})
+	}
+	return nil
+}
+
+// CheckEndpoint validates what tags cannot: a model, dimensions in range, and
+// an http(s) URL that has a canonical form (CanonicalEmbeddingURL), which
+// replaces it, under one of allowed (EmbeddingURLAllowed).
+func (c *EmbeddingConfig) CheckEndpoint(field string, allowed []string) error {
 	switch {
 	case c.Model == "" || len(c.Model) > 256:
 		return Invalid(FieldError{Field: field + ".model", Message: "must be 1 to 256 characters long"})
@@ -32,24 +72,18 @@ func (c EmbeddingConfig) Check(field string, allowed []string) error {
 		return Invalid(FieldError{Field: field + ".dimensions", Message: "must be between 1 and 8192"})
 	case len(c.URL) > 2048:
 		return Invalid(FieldError{Field: field + ".url", Message: "must be at most 2048 characters long"})
-	case len(c.APIKeyEnv) > 128:
-		return Invalid(FieldError{Field: field + ".api_key_env", Message: "must be at most 128 characters long"})
+	case len(c.APIKeyEnv) > MaxEmbeddingKeyEnv:
+		return Invalid(FieldError{Field: field + ".api_key_env", Message: "must be at most " + strconv.Itoa(MaxEmbeddingKeyEnv) + " characters long"})
 	}
-	u, err := url.Parse(c.URL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
-		return Invalid(FieldError{Field: field + ".url", Message: "must be an http or https URL without credentials"})
+	u, err := CanonicalEmbeddingURL(c.URL)
+	if err != nil {
+		return Invalid(FieldError{Field: field + ".url", Message: err.Error()})
 	}
-	ok := false
-	for _, p := range allowed {
-		ok = ok || underURL(u, p)
-	}
-	if !ok {
+	if !EmbeddingURLAllowed(u, allowed) {
 		return Invalid(FieldError{Field: field + ".url",
 			Message: "is not under an endpoint the server allows (--embedding-allowed-urls)"})
 	}
-	if c.APIKeyEnv != "" && !strings.HasPrefix(c.APIKeyEnv, EmbeddingKeyEnvPrefix) {
-		return Invalid(FieldError{Field: field + ".api_key_env", Message: "must start with " + EmbeddingKeyEnvPrefix})
-	}
+	c.URL = u
 	return nil
 }
 
@@ -100,16 +134,4 @@ type MessageEmbedding struct {
 type PutMessageEmbedding struct {
 	Embedding      []float32 `json:"embedding" validate:"required,min=1,max=8192"`
 	EmbeddingModel string    `json:"embedding_model" validate:"required,max=256"`
-}
-
-// underURL reports whether u is prefix or below it: the same scheme and host
-// (port included), and a path that starts with prefix's. Compared parsed, so
-// that "http://127.0.0.1:11435" does not allow "http://127.0.0.1:11435.evil.com"
-// or "http://127.0.0.1:114350".
-func underURL(u *url.URL, prefix string) bool {
-	p, err := url.Parse(prefix)
-	if err != nil || p.Host == "" || p.User != nil {
-		return false
-	}
-	return strings.EqualFold(u.Scheme, p.Scheme) && strings.EqualFold(u.Host, p.Host) && strings.HasPrefix(u.Path, p.Path)
 }

@@ -14,14 +14,19 @@ import (
 // embed, and stores what the endpoint answered. Nothing here runs while an
 // endpoint is called, so a slow endpoint never holds the writer.
 type Embeddings interface {
-	// ClaimEmbeddings returns up to limit passages and messages whose
-	// embedding is pending and due, and makes them due again only after lease:
-	// a worker that dies holding them lets another (or its restart) retry.
-	ClaimEmbeddings(ctx context.Context, limit int, lease time.Duration) ([]model.EmbeddingJob, error)
+	// ClaimEmbeddings takes due passages and messages to embed, round robin
+	// over the tenants that have any (see EmbeddingClaim), and makes them due
+	// again only after c.Lease: a worker that dies holding them lets another
+	// (or its restart) retry.
+	ClaimEmbeddings(ctx context.Context, c EmbeddingClaim) ([]model.EmbeddingJob, error)
 	// SaveEmbeddings stores each result: a vector makes the row ready (and
 	// pins the agent's model and dimensions if nothing has); an error makes
-	// it due again at RetryAt, or failed when Permanent or after maxAttempts.
+	// it due again at RetryAt, or failed when Permanent or after maxAttempts;
+	// Deferred makes it due at RetryAt, as if it had not been claimed.
 	SaveEmbeddings(ctx context.Context, results []EmbeddingOutcome, maxAttempts int) error
+	// PendingEmbeddings counts the passages and messages waiting for an
+	// embedding (due or not), for metrics.
+	PendingEmbeddings(ctx context.Context) (passages, messages int64, err error)
 	// QueueMessageEmbeddings follows the event log from where it last stopped
 	// and makes the messages appended since, of sessions whose agent names an
 	// endpoint (every agent's, with serverDefault), pending. It returns how
@@ -47,6 +52,64 @@ type Embeddings interface {
 type EmbeddingOutcome struct {
 	model.EmbeddingResult
 	RetryAt model.Time
+	// Deferred: the job was not tried (its endpoint was busy); it falls due
+	// at RetryAt again, without counting an attempt.
+	Deferred bool
+}
+
+// EmbeddingClaim is one claim of the embedding worker. It visits the
+// tenants that have pending texts in the order of their names, starting
+// after After and wrapping around, and takes up to PerTenant due texts of
+// each (oldest due first) until Tenants have given some: so one tenant's
+// backlog, however long, waits its turn like any other's.
+type EmbeddingClaim struct {
+	After     string // the tenant the worker served last
+	Tenants   int
+	PerTenant int
+	// Skip names tenants not served by this claim: the worker has their
+	// earlier texts waiting for a busy endpoint.
+	Skip  map[string]bool
+	Lease time.Duration
+}
+
+// WalkEmbeddingClaim runs c's visit for a backend: next names the first
+// tenant after a name that has pending texts ("" for none), take claims up
+// to n due texts of one tenant. The visit is bounded: a claim looks at no
+// more tenants than it may serve, the ones it skips, and a few with
+// nothing due yet.
+func WalkEmbeddingClaim(c EmbeddingClaim, next func(after string) (string, error),
+	take func(tenant string, n int) ([]model.EmbeddingJob, error)) ([]model.EmbeddingJob, error) {
+	var (
+		jobs   []model.EmbeddingJob
+		cur    = c.After
+		seen   = map[string]bool{} // by the store's order of names, which need not be Go's
+		served = 0
+	)
+	for looks := 2*c.Tenants + len(c.Skip) + 8; served < c.Tenants && looks > 0; looks-- {
+		t, err := next(cur)
+		if err != nil {
+			return nil, err
+		}
+		if t == "" && cur != "" && c.After != "" {
+			cur = "" // wrap around, up to After
+			continue
+		}
+		if t == "" || seen[t] {
+			break
+		}
+		seen[t], cur = true, t
+		if c.Skip[t] {
+			continue
+		}
+		got, err := take(t, c.PerTenant)
+		if err != nil {
+			return nil, err
+		}
+		if len(got) > 0 {
+			jobs, served = append(jobs, got...), served+1
+		}
+	}
+	return jobs, nil
 }
 
 // NewPassageEmbedding is a new passage's embedding_model and embedding_state:

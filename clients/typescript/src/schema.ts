@@ -1821,8 +1821,9 @@ export interface paths {
         /**
          * Set the tenant's embedding endpoint
          * @description Sets the endpoint of the tenant's agents that name none. The URL must
-         *     start with one of the server's `--embedding-allowed-urls` and the key
-         *     variable with `LOGBOOK_EMBEDDING_KEY` (`422` naming the field). Passages
+         *     be under one of the server's `--embedding-allowed-urls`, and the key
+         *     variable, if any, the tenant's own (see `EmbeddingConfig`; `422` naming
+         *     the field). Passages
          *     of those agents stored without an embedding, before or after, and those
          *     whose embedding `failed`, wait for one from it (`pending`). Needs
          *     `admin` scope.
@@ -3432,7 +3433,15 @@ export interface components {
              *     `failed` when the server gave up (`embedding_error` says why).
              */
             embedding_state: components["schemas"]["EmbeddingState"] | null;
-            /** @description The endpoint's last failure, while `pending` after one, or why it is `failed`. */
+            /**
+             * @description Why the last attempt failed, while `pending` after one, or why it is
+             *     `failed`: one of the server's own short descriptions (`the embedding
+             *     endpoint answered HTTP 503`, `… did not answer within 30s`, `… could
+             *     not be reached`, `…'s answer is not an embeddings list`, `… answered
+             *     HTTP 302, a redirect, which the server does not follow`, `…'s URL is
+             *     not under one the server allows`, …). Never the endpoint's own words
+             *     or addresses: those go to the server's log.
+             */
             embedding_error: string | null;
             /** @description The passage's id. */
             id: components["schemas"]["PassageId"];
@@ -3472,7 +3481,8 @@ export interface components {
              *     search; given with `embedding_model`. The agent's first passage with an
              *     embedding pins the model and the length; a later passage with another
              *     model or length is `422` naming `embedding_model` or `embedding`.
-             *     Stored as float32 and not returned on reads.
+             *     Stored as float32 and not returned on reads: a number a float32
+             *     cannot hold (`1e39`) is `422` naming the element (`embedding[3]`).
              */
             embedding?: number[];
             /** @description The name of the model that made `embedding`; required with it. */
@@ -3494,14 +3504,21 @@ export interface components {
             /** @description The embedding's model, once it has one. */
             embedding_model: string | null;
             embedding_state: components["schemas"]["EmbeddingState"];
-            /** @description The endpoint's last failure while `pending`, or why it is `failed`. */
+            /**
+             * @description Why the last attempt failed while `pending`, or why it is `failed`:
+             *     one of the server's own short descriptions, as a passage's
+             *     `embedding_error`; never the endpoint's words.
+             */
             embedding_error: string | null;
             /** @description The embedding's length; 0 until it is `ready`. */
             dimensions: number;
         };
         /** @description The body of `PUT …/messages/{message_id}/embedding`. Unknown fields are `422`. */
         MessageEmbeddingPut: {
-            /** @description The client's embedding of the message's content; stored as float32. */
+            /**
+             * @description The client's embedding of the message's content; stored as float32,
+             *     so a number a float32 cannot hold (`1e39`) is `422` naming the element.
+             */
             embedding: number[];
             /** @description The model that made `embedding`. */
             embedding_model: string;
@@ -3521,16 +3538,26 @@ export interface components {
          *     `{"data": [{"index", "embedding"}]}`: OpenAI, Ollama's `/v1/embeddings`,
          *     vLLM, LiteLLM …) that embeds the agent's passages and messages and the
          *     `q` of its searches by meaning. The server calls it outside every write,
-         *     in batches, retrying with backoff. Agents naming none use the server's
-         *     `--embedding-url`, if set. The first embedding pins the agent's model and
-         *     dimensions: an endpoint with another model is `422` naming
-         *     `embedding.model`.
+         *     in batches, retrying with backoff, and never follows a redirect it
+         *     answers (the texts fail instead). Agents naming none use the tenant's
+         *     endpoint, then the server's `--embedding-url`, if set. The first
+         *     embedding pins the agent's model and dimensions: an endpoint with
+         *     another model is `422` naming `embedding.model`.
          */
         EmbeddingConfig: {
             /**
-             * @description The endpoint's full URL, e.g. `http://127.0.0.1:11434/v1/embeddings`. It
-             *     must start with one of the server's `--embedding-allowed-urls` (the
-             *     server calls it for you): any other is `422` naming `embedding.url`.
+             * @description The endpoint's full URL, e.g. `http://127.0.0.1:11434/v1/embeddings`.
+             *     It must be under one of the server's `--embedding-allowed-urls` (the
+             *     server calls it for you), compared in canonical form: scheme and host
+             *     in lower case, the default port left out, escapes of unreserved
+             *     characters decoded, then the same scheme and host and a path that is
+             *     the prefix's or continues it after a `/` (`/v1` allows
+             *     `/v1/embeddings`, not `/v1x`). A URL with `.` or `..` segments (or
+             *     their escapes), `//`, an escaped `/`, a `\`, control characters, a
+             *     fragment or credentials is refused rather than cleaned. `422` naming
+             *     `embedding.url`; the answer holds the URL as stored, canonical. It
+             *     is checked again at every call: under an allowlist narrowed since,
+             *     its texts fail without a call.
              */
             url: string;
             /** @description The model asked for, e.g. `text-embedding-3-small` or `nomic-embed-text`. */
@@ -3538,10 +3565,19 @@ export interface components {
             /** @description Dimensions asked for (sent as `dimensions`); left out, the model's own. */
             dimensions?: number;
             /**
-             * @description The name of the server's environment variable holding the endpoint's
-             *     key (sent as a bearer token). It must start with
-             *     `LOGBOOK_EMBEDDING_KEY` (e.g. `LOGBOOK_EMBEDDING_KEY_OPENAI`), so that
-             *     no tenant can have the server send another secret. Keys are never stored.
+             * @description The server's environment variable whose value is sent as the
+             *     endpoint's key (a bearer token); left out, no key is sent. A tenant
+             *     may name only its own, which the server derives from the tenant's
+             *     name so that no tenant can have another's key (or the server's,
+             *     `LOGBOOK_EMBEDDING_KEY`) sent: `LOGBOOK_EMBEDDING_KEY_` and the name
+             *     in upper case when it is lower-case letters and digits (`acme` →
+             *     `LOGBOOK_EMBEDDING_KEY_ACME`), else `LOGBOOK_EMBEDDING_KEY_X_` and
+             *     the name's bytes in upper-case hex (`Acme.eu` →
+             *     `LOGBOOK_EMBEDDING_KEY_X_41636D652E6575`). Any other is `422`
+             *     naming `embedding.api_key_env`, whose message names the tenant's
+             *     own; a config stored before this rule that names another fails its
+             *     texts without a call. The operator sets the variable; keys are
+             *     never stored.
              */
             api_key_env?: string;
         };
@@ -3553,7 +3589,8 @@ export interface components {
             /**
              * @description The query's embedding, by the agent's pinned model, for `vector` and
              *     `hybrid`; left out, the server embeds `q` with the agent's endpoint.
-             *     Another length than the agent's passages is `422`.
+             *     Another length than the agent's passages, or a number a float32
+             *     cannot hold, is `422`.
              */
             query_embedding?: number[];
             /** @description Only passages carrying **all** of these tags. */
@@ -3876,7 +3913,7 @@ export interface components {
          *     | `forbidden` | 403 | not allowed for these credentials |
          *     | `rate_limited` | 429 | too many requests |
          *     | `storage_unavailable` | 503 | storage failed; nothing was applied |
-         *     | `embedding_unavailable` | 503 | the embedding endpoint did not embed the search's `q`; retry, or send `query_embedding` |
+         *     | `embedding_unavailable` | 503 | the embedding endpoint did not embed the search's `q` (the detail says why, in the server's words, never the endpoint's); retry, or send `query_embedding` |
          *     | `internal` | 500 | unexpected failure |
          * @enum {string}
          */
@@ -4457,10 +4494,11 @@ export interface components {
         /** @description How to rank (`keyword`, `vector` or `hybrid`); see `PassageSearchMode`. */
         SearchMode: components["schemas"]["PassageSearchMode"];
         /**
-         * @description The query's embedding as comma-separated numbers, for `vector` and
-         *     `hybrid`; left out, the server embeds `q` (or answers `422` naming
-         *     `query_embedding` when no endpoint is configured). Another length than
-         *     the agent's embeddings is `422`.
+         * @description The query's embedding as comma-separated decimal numbers within
+         *     float32's range (`NaN`, `Inf`, hex or a number past it is `400
+         *     invalid_query`), for `vector` and `hybrid`; left out, the server embeds
+         *     `q` (or answers `422` naming `query_embedding` when no endpoint is
+         *     configured). Another length than the agent's embeddings is `422`.
          */
         SearchQueryEmbedding: number[];
         /**
@@ -5452,10 +5490,11 @@ export interface operations {
                 /** @description How to rank (`keyword`, `vector` or `hybrid`); see `PassageSearchMode`. */
                 mode?: components["parameters"]["SearchMode"];
                 /**
-                 * @description The query's embedding as comma-separated numbers, for `vector` and
-                 *     `hybrid`; left out, the server embeds `q` (or answers `422` naming
-                 *     `query_embedding` when no endpoint is configured). Another length than
-                 *     the agent's embeddings is `422`.
+                 * @description The query's embedding as comma-separated decimal numbers within
+                 *     float32's range (`NaN`, `Inf`, hex or a number past it is `400
+                 *     invalid_query`), for `vector` and `hybrid`; left out, the server embeds
+                 *     `q` (or answers `422` naming `query_embedding` when no endpoint is
+                 *     configured). Another length than the agent's embeddings is `422`.
                  */
                 query_embedding?: components["parameters"]["SearchQueryEmbedding"];
                 /**
@@ -6512,8 +6551,10 @@ export interface operations {
                 /** @description How to rank; see `PassageSearchMode`. */
                 mode?: components["schemas"]["PassageSearchMode"];
                 /**
-                 * @description The query's embedding as comma-separated numbers, for `vector` and
-                 *     `hybrid`; for long vectors use `POST` with a JSON body instead.
+                 * @description The query's embedding as comma-separated decimal numbers within
+                 *     float32's range, for `vector` and `hybrid` (`NaN`, `Inf`, hex or a
+                 *     number past float32's range is `400 invalid_query`); for long
+                 *     vectors use `POST` with a JSON body instead.
                  */
                 query_embedding?: number[];
                 /**
@@ -6710,10 +6751,11 @@ export interface operations {
                 /** @description How to rank (`keyword`, `vector` or `hybrid`); see `PassageSearchMode`. */
                 mode?: components["parameters"]["SearchMode"];
                 /**
-                 * @description The query's embedding as comma-separated numbers, for `vector` and
-                 *     `hybrid`; left out, the server embeds `q` (or answers `422` naming
-                 *     `query_embedding` when no endpoint is configured). Another length than
-                 *     the agent's embeddings is `422`.
+                 * @description The query's embedding as comma-separated decimal numbers within
+                 *     float32's range (`NaN`, `Inf`, hex or a number past it is `400
+                 *     invalid_query`), for `vector` and `hybrid`; left out, the server embeds
+                 *     `q` (or answers `422` naming `query_embedding` when no endpoint is
+                 *     configured). Another length than the agent's embeddings is `422`.
                  */
                 query_embedding?: components["parameters"]["SearchQueryEmbedding"];
                 /**

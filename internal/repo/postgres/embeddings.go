@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strconv"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -13,10 +12,11 @@ import (
 	"github.com/logbook/logbook/internal/repo/vecindex"
 )
 
-// ClaimEmbeddings takes due passages, then due messages, in one transaction
-// that pushes their due time lease ahead; SKIP LOCKED lets the workers of
-// several Logbook processes claim apart (see repo.Embeddings).
-func (s *Store) ClaimEmbeddings(ctx context.Context, limit int, lease time.Duration) ([]model.EmbeddingJob, error) {
+// ClaimEmbeddings visits the tenants with pending texts round robin (see
+// repo.EmbeddingClaim) in one transaction that pushes the due time of what
+// it takes lease ahead; SKIP LOCKED lets the workers of several Logbook
+// processes claim apart.
+func (s *Store) ClaimEmbeddings(ctx context.Context, c repo.EmbeddingClaim) ([]model.EmbeddingJob, error) {
 	var due bool
 	now := int64(model.Now())
 	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM passages WHERE embedding_state = 'pending' AND embedding_due <= $1)
@@ -25,61 +25,94 @@ func (s *Store) ClaimEmbeddings(ctx context.Context, limit int, lease time.Durat
 	}
 	var jobs []model.EmbeddingJob
 	err := s.tx(ctx, func(tx pgx.Tx) error {
-		jobs = jobs[:0]
 		now := int64(model.Now())
-		// A pending message that a rewind or purge removed has nothing to embed.
-		if _, err := tx.Exec(ctx, `DELETE FROM message_embeddings e WHERE e.state = 'pending' AND e.due <= $1
-			AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.tenant_id = e.tenant_id AND m.session_id = e.session_id
-				AND m.seq = e.seq AND m.id = e.message_id)`, now); err != nil {
-			return err
+		next := func(after string) (string, error) {
+			var t string
+			err := tx.QueryRow(ctx, `SELECT coalesce(least(
+				(SELECT min(tenant_id) FROM passages WHERE embedding_state = 'pending' AND tenant_id > $1),
+				(SELECT min(tenant_id) FROM message_embeddings WHERE state = 'pending' AND tenant_id > $1)), '')`, after).Scan(&t)
+			return t, err
 		}
-		scan := func(q string) error {
-			rows, err := tx.Query(ctx, q, now, limit-len(jobs))
-			if err != nil {
-				return err
-			}
-			got, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (model.EmbeddingJob, error) {
-				var (
-					j   model.EmbeddingJob
-					cfg *string
-				)
-				if err := r.Scan(&j.Tenant, &j.AgentID, &j.ID, &j.SessionID, &j.Seq, &j.Text, &j.Attempts, &cfg); err != nil {
-					return j, err
-				}
-				var err error
-				j.Config, err = repo.DecodeEmbeddingConfig(cfg)
-				return j, err
-			})
-			jobs = append(jobs, got...)
-			return err
+		take := func(tenant string, n int) ([]model.EmbeddingJob, error) {
+			return claimTenantEmbeddingsPG(ctx, tx, tenant, n, now, now+c.Lease.Milliseconds())
 		}
-		if err := scan(`SELECT p.tenant_id, p.agent_id, p.id, '', 0::bigint, p.content, p.embedding_attempts, coalesce(a.embedding_config, t.embedding_config)::text
-			FROM passages p JOIN agents a ON a.tenant_id = p.tenant_id AND a.id = p.agent_id
-			LEFT JOIN tenant_embedding t ON t.tenant_id = p.tenant_id
-			WHERE p.embedding_state = 'pending' AND p.embedding_due <= $1 ORDER BY p.embedding_due LIMIT $2
-			FOR UPDATE OF p SKIP LOCKED`); err != nil {
-			return err
-		}
-		if len(jobs) < limit {
-			if err := scan(`SELECT e.tenant_id, e.agent_id, e.message_id, e.session_id, e.seq, m.content, e.attempts, coalesce(a.embedding_config, t.embedding_config)::text
-				FROM message_embeddings e
-				JOIN messages m ON m.tenant_id = e.tenant_id AND m.session_id = e.session_id AND m.seq = e.seq AND m.id = e.message_id
-				LEFT JOIN agents a ON a.tenant_id = e.tenant_id AND a.id = e.agent_id
-				LEFT JOIN tenant_embedding t ON t.tenant_id = e.tenant_id
-				WHERE e.state = 'pending' AND e.due <= $1 ORDER BY e.due LIMIT $2
-				FOR UPDATE OF e SKIP LOCKED`); err != nil {
-				return err
-			}
-		}
-		until := now + lease.Milliseconds()
-		for _, j := range jobs {
-			if err := execEmbeddingPG(ctx, tx, j, `embedding_due = $1`, `due = $1`, until); err != nil {
-				return err
-			}
-		}
-		return nil
+		var err error
+		jobs, err = repo.WalkEmbeddingClaim(c, next, take)
+		return err
 	})
 	return jobs, err
+}
+
+// claimTenantEmbeddingsPG takes up to n of tenant's due passages, then
+// messages, and leases them until until.
+func claimTenantEmbeddingsPG(ctx context.Context, tx pgx.Tx, tenant string, n int, now, until int64) ([]model.EmbeddingJob, error) {
+	type claimed struct {
+		model.EmbeddingJob
+		gone bool // the message was removed (a rewind, a purge): nothing to embed
+	}
+	scan := func(q string, limit int) ([]claimed, error) {
+		rows, err := tx.Query(ctx, q, tenant, now, limit)
+		if err != nil {
+			return nil, err
+		}
+		return pgx.CollectRows(rows, func(r pgx.CollectableRow) (claimed, error) {
+			var (
+				j   claimed
+				cfg *string
+			)
+			if err := r.Scan(&j.Tenant, &j.AgentID, &j.ID, &j.SessionID, &j.Seq, &j.Text, &j.Attempts, &cfg, &j.gone); err != nil {
+				return j, err
+			}
+			var err error
+			j.Config, err = repo.DecodeEmbeddingConfig(cfg)
+			return j, err
+		})
+	}
+	got, err := scan(`SELECT p.tenant_id, p.agent_id, p.id, '', 0::bigint, p.content, p.embedding_attempts,
+			coalesce(a.embedding_config, t.embedding_config)::text, false
+		FROM passages p JOIN agents a ON a.tenant_id = p.tenant_id AND a.id = p.agent_id
+		LEFT JOIN tenant_embedding t ON t.tenant_id = p.tenant_id
+		WHERE p.tenant_id = $1 AND p.embedding_state = 'pending' AND p.embedding_due <= $2 ORDER BY p.embedding_due LIMIT $3
+		FOR UPDATE OF p SKIP LOCKED`, n)
+	if err != nil {
+		return nil, err
+	}
+	if len(got) < n {
+		msgs, err := scan(`SELECT e.tenant_id, e.agent_id, e.message_id, e.session_id, e.seq, coalesce(m.content, ''), e.attempts,
+				coalesce(a.embedding_config, t.embedding_config)::text, m.id IS NULL
+			FROM message_embeddings e
+			LEFT JOIN messages m ON m.tenant_id = e.tenant_id AND m.session_id = e.session_id AND m.seq = e.seq AND m.id = e.message_id
+			LEFT JOIN agents a ON a.tenant_id = e.tenant_id AND a.id = e.agent_id
+			LEFT JOIN tenant_embedding t ON t.tenant_id = e.tenant_id
+			WHERE e.tenant_id = $1 AND e.state = 'pending' AND e.due <= $2 ORDER BY e.due LIMIT $3
+			FOR UPDATE OF e SKIP LOCKED`, n-len(got))
+		if err != nil {
+			return nil, err
+		}
+		got = append(got, msgs...)
+	}
+	jobs := make([]model.EmbeddingJob, 0, len(got))
+	for _, j := range got {
+		if j.gone {
+			if _, err := tx.Exec(ctx, `DELETE FROM message_embeddings WHERE tenant_id = $1 AND session_id = $2 AND seq = $3
+				AND message_id = $4 AND state = 'pending'`, j.Tenant, j.SessionID, j.Seq, j.ID); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err := execEmbeddingPG(ctx, tx, j.EmbeddingJob, `embedding_due = $1`, `due = $1`, until); err != nil {
+			return nil, err
+		}
+		jobs = append(jobs, j.EmbeddingJob)
+	}
+	return jobs, nil
+}
+
+// PendingEmbeddings: see repo.Embeddings.
+func (s *Store) PendingEmbeddings(ctx context.Context) (passages, messages int64, err error) {
+	err = s.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM passages WHERE embedding_state = 'pending'),
+		(SELECT count(*) FROM message_embeddings WHERE state = 'pending')`).Scan(&passages, &messages)
+	return passages, messages, mapErr(err)
 }
 
 // execEmbeddingPG updates a job's row as sqlite's execEmbedding does; the
@@ -104,6 +137,12 @@ func (s *Store) SaveEmbeddings(ctx context.Context, results []repo.EmbeddingOutc
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		stored = stored[:0]
 		for _, r := range results {
+			if r.Deferred {
+				if err := execEmbeddingPG(ctx, tx, r.Job, `embedding_due = $1`, `due = $1`, int64(r.RetryAt)); err != nil {
+					return err
+				}
+				continue
+			}
 			if r.Err == "" {
 				msg, err := pinServerEmbeddingPG(ctx, tx, r)
 				if err != nil {

@@ -3,16 +3,16 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"time"
 
 	"github.com/logbook/logbook/internal/model"
 	"github.com/logbook/logbook/internal/repo"
 	"github.com/logbook/logbook/internal/repo/vecindex"
 )
 
-// ClaimEmbeddings takes due passages, then due messages, in one write that
-// pushes their due time lease ahead (see repo.Embeddings).
-func (s *Store) ClaimEmbeddings(ctx context.Context, limit int, lease time.Duration) ([]model.EmbeddingJob, error) {
+// ClaimEmbeddings visits the tenants with pending texts round robin (see
+// repo.EmbeddingClaim) in one write that pushes the due time of what it
+// takes lease ahead.
+func (s *Store) ClaimEmbeddings(ctx context.Context, c repo.EmbeddingClaim) ([]model.EmbeddingJob, error) {
 	var due bool
 	now := int64(model.Now())
 	if err := s.rdb.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM passages WHERE embedding_state = 'pending' AND embedding_due <= ?1)
@@ -21,57 +21,103 @@ func (s *Store) ClaimEmbeddings(ctx context.Context, limit int, lease time.Durat
 	}
 	var jobs []model.EmbeddingJob
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		jobs = jobs[:0]
 		now := int64(model.Now())
-		// A pending message that a rewind or purge removed has nothing to embed.
-		if _, err := tx.ExecContext(ctx, `DELETE FROM message_embeddings WHERE state = 'pending' AND due <= ?
-			AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.tenant_id = message_embeddings.tenant_id
-				AND m.session_id = message_embeddings.session_id AND m.seq = message_embeddings.seq
-				AND m.id = message_embeddings.message_id)`, now); err != nil {
-			return err
+		next := func(after string) (string, error) {
+			var t string
+			err := tx.QueryRowContext(ctx, `SELECT coalesce(min(t), '') FROM (
+				SELECT min(tenant_id) AS t FROM passages WHERE embedding_state = 'pending' AND tenant_id > ?1
+				UNION ALL SELECT min(tenant_id) FROM message_embeddings WHERE state = 'pending' AND tenant_id > ?1)`, after).Scan(&t)
+			return t, err
 		}
-		scan := func(q string) error {
-			rows, err := tx.QueryContext(ctx, q, now, limit-len(jobs))
-			if err != nil {
-				return err
-			}
-			got, err := collect(rows, scanEmbeddingJob)
-			jobs = append(jobs, got...)
-			return err
+		take := func(tenant string, n int) ([]model.EmbeddingJob, error) {
+			return claimTenantEmbeddings(ctx, tx, tenant, n, now, now+c.Lease.Milliseconds())
 		}
-		if err := scan(`SELECT p.tenant_id, p.agent_id, p.id, '', 0, p.content, p.embedding_attempts, coalesce(a.embedding_config, t.embedding_config)
-			FROM passages p JOIN agents a ON a.tenant_id = p.tenant_id AND a.id = p.agent_id
-			LEFT JOIN tenant_embedding t ON t.tenant_id = p.tenant_id
-			WHERE p.embedding_state = 'pending' AND p.embedding_due <= ? ORDER BY p.embedding_due LIMIT ?`); err != nil {
-			return err
-		}
-		if len(jobs) < limit {
-			if err := scan(`SELECT e.tenant_id, e.agent_id, e.message_id, e.session_id, e.seq, m.content, e.attempts, coalesce(a.embedding_config, t.embedding_config)
-				FROM message_embeddings e
-				JOIN messages m ON m.tenant_id = e.tenant_id AND m.session_id = e.session_id AND m.seq = e.seq AND m.id = e.message_id
-				LEFT JOIN agents a ON a.tenant_id = e.tenant_id AND a.id = e.agent_id
-				LEFT JOIN tenant_embedding t ON t.tenant_id = e.tenant_id
-				WHERE e.state = 'pending' AND e.due <= ? ORDER BY e.due LIMIT ?`); err != nil {
-				return err
-			}
-		}
-		until := now + lease.Milliseconds()
-		for _, j := range jobs {
-			if err := execEmbedding(ctx, tx, j, `embedding_due = ?`, `due = ?`, until); err != nil {
-				return err
-			}
-		}
-		return nil
+		var err error
+		jobs, err = repo.WalkEmbeddingClaim(c, next, take)
+		return err
 	})
 	return jobs, err
 }
 
-func scanEmbeddingJob(sc scanner) (model.EmbeddingJob, error) {
+// claimTenantEmbeddings takes up to n of tenant's due passages, then
+// messages, and leases them until until.
+func claimTenantEmbeddings(ctx context.Context, tx *sql.Tx, tenant string, n int, now, until int64) ([]model.EmbeddingJob, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT p.tenant_id, p.agent_id, p.id, '', 0, p.content, p.embedding_attempts,
+			coalesce(a.embedding_config, t.embedding_config), 0
+		FROM passages p JOIN agents a ON a.tenant_id = p.tenant_id AND a.id = p.agent_id
+		LEFT JOIN tenant_embedding t ON t.tenant_id = p.tenant_id
+		WHERE p.tenant_id = ? AND p.embedding_state = 'pending' AND p.embedding_due <= ? ORDER BY p.embedding_due LIMIT ?`, tenant, now, n)
+	if err != nil {
+		return nil, err
+	}
+	claimed, err := collect(rows, scanEmbeddingJob)
+	if err != nil {
+		return nil, err
+	}
+	jobs := make([]model.EmbeddingJob, 0, len(claimed))
+	for _, c := range claimed {
+		jobs = append(jobs, c.EmbeddingJob)
+	}
+	if len(jobs) >= n {
+		return leaseEmbeddings(ctx, tx, jobs, until)
+	}
+	// A pending message that a rewind or purge removed has nothing to embed:
+	// it is dropped when its turn comes.
+	rows, err = tx.QueryContext(ctx, `SELECT e.tenant_id, e.agent_id, e.message_id, e.session_id, e.seq, coalesce(m.content, ''), e.attempts,
+			coalesce(a.embedding_config, t.embedding_config), m.id IS NULL
+		FROM message_embeddings e
+		LEFT JOIN messages m ON m.tenant_id = e.tenant_id AND m.session_id = e.session_id AND m.seq = e.seq AND m.id = e.message_id
+		LEFT JOIN agents a ON a.tenant_id = e.tenant_id AND a.id = e.agent_id
+		LEFT JOIN tenant_embedding t ON t.tenant_id = e.tenant_id
+		WHERE e.tenant_id = ? AND e.state = 'pending' AND e.due <= ? ORDER BY e.due LIMIT ?`, tenant, now, n-len(jobs))
+	if err != nil {
+		return nil, err
+	}
+	msgs, err := collect(rows, scanEmbeddingJob)
+	if err != nil {
+		return nil, err
+	}
+	for _, j := range msgs {
+		if j.gone {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM message_embeddings WHERE tenant_id = ? AND session_id = ? AND seq = ?
+				AND message_id = ? AND state = 'pending'`, j.Tenant, j.SessionID, j.Seq, j.ID); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		jobs = append(jobs, j.EmbeddingJob)
+	}
+	return leaseEmbeddings(ctx, tx, jobs, until)
+}
+
+func leaseEmbeddings(ctx context.Context, tx *sql.Tx, jobs []model.EmbeddingJob, until int64) ([]model.EmbeddingJob, error) {
+	for _, j := range jobs {
+		if err := execEmbedding(ctx, tx, j, `embedding_due = ?`, `due = ?`, until); err != nil {
+			return nil, err
+		}
+	}
+	return jobs, nil
+}
+
+// PendingEmbeddings: see repo.Embeddings.
+func (s *Store) PendingEmbeddings(ctx context.Context) (passages, messages int64, err error) {
+	err = s.rdb.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM passages WHERE embedding_state = 'pending'),
+		(SELECT count(*) FROM message_embeddings WHERE state = 'pending')`).Scan(&passages, &messages)
+	return passages, messages, mapErr(err)
+}
+
+// claimedJob is a job as a claim reads it; gone: its message was removed.
+type claimedJob struct {
+	model.EmbeddingJob
+	gone bool
+}
+
+func scanEmbeddingJob(sc scanner) (claimedJob, error) {
 	var (
-		j   model.EmbeddingJob
+		j   claimedJob
 		cfg *string
 	)
-	if err := sc.Scan(&j.Tenant, &j.AgentID, &j.ID, &j.SessionID, &j.Seq, &j.Text, &j.Attempts, &cfg); err != nil {
+	if err := sc.Scan(&j.Tenant, &j.AgentID, &j.ID, &j.SessionID, &j.Seq, &j.Text, &j.Attempts, &cfg, &j.gone); err != nil {
 		return j, err
 	}
 	var err error
@@ -100,6 +146,12 @@ func (s *Store) SaveEmbeddings(ctx context.Context, results []repo.EmbeddingOutc
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		stored = stored[:0]
 		for _, r := range results {
+			if r.Deferred {
+				if err := execEmbedding(ctx, tx, r.Job, `embedding_due = ?`, `due = ?`, int64(r.RetryAt)); err != nil {
+					return err
+				}
+				continue
+			}
 			if r.Err == "" {
 				msg, err := pinServerEmbedding(ctx, tx, r)
 				if err != nil {
