@@ -21,12 +21,16 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	tooBig := model.Errorf(model.KindTooLarge, "payload_too_large", "a file may be at most %d bytes (--max-file-bytes)", s.maxFile)
+	if declaredTooLarge(w, r, s.maxFile) {
+		s.writeError(w, r, tooBig)
+		return
+	}
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxFile))
 	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			s.writeError(w, r, model.Errorf(model.KindTooLarge, "payload_too_large",
-				"a file may be at most %d bytes (--max-file-bytes)", tooBig.Limit))
+		var over *http.MaxBytesError
+		if errors.As(err, &over) {
+			s.writeError(w, r, tooBig)
 			return
 		}
 		s.writeError(w, r, model.Errorf(model.KindBadRequest, "malformed_json", "could not read the request body"))
