@@ -88,7 +88,8 @@ func (s *Server) appendStream(w http.ResponseWriter, r *http.Request) {
 				answers <- answer{line: line, err: verr}
 				return
 			}
-			wait, qerr := s.store.QueueAppend(r.Context(), tenant, session, model.AppendRequest{Messages: []model.NewMessage{m}}, stream)
+			wait, qerr := s.store.QueueAppend(r.Context(), tenant, session,
+				model.AppendRequest{Messages: []model.NewMessage{m}, BoundUser: principalOf(r).UserID}, stream)
 			if qerr != nil {
 				answers <- answer{line: line, err: qerr}
 				return

@@ -226,8 +226,8 @@ func forkCopySegmentPG(ctx context.Context, tx pgx.Tx, tenant, fork string, g li
 		after = seqs[len(seqs)-1]
 	}
 	b := &pgx.Batch{}
-	b.Queue(`INSERT INTO message_files (tenant_id, session_id, seq, file_id)
-		SELECT tenant_id, $2, seq, file_id FROM message_files WHERE tenant_id = $1 AND session_id = $3 AND seq > $4 AND seq <= $5
+	b.Queue(`INSERT INTO message_files (tenant_id, session_id, seq, file_id, user_id)
+		SELECT tenant_id, $2, seq, file_id, user_id FROM message_files WHERE tenant_id = $1 AND session_id = $3 AND seq > $4 AND seq <= $5
 		ON CONFLICT DO NOTHING`, tenant, fork, g.owner, g.lo, g.hi)
 	for _, table := range []string{"tool_calls", "tool_results"} {
 		b.Queue(`INSERT INTO `+table+` (tenant_id, session_id, call_id, seq)

@@ -247,15 +247,15 @@ func (im *importTxPG) message(ctx context.Context, line int, m *model.Message) e
 			continue
 		}
 		seen[p.FileID] = true
-		im.queue(`INSERT INTO message_files (tenant_id, session_id, seq, file_id)
-			SELECT $1::text, $2::text, $3::bigint, $4::text WHERE EXISTS (SELECT 1 FROM files WHERE tenant_id = $1 AND id = $4)`,
+		im.queue(`INSERT INTO message_files (tenant_id, session_id, seq, file_id, user_id)
+			SELECT $1::text, $2::text, $3::bigint, $4::text, $5::text WHERE EXISTS (SELECT 1 FROM files WHERE tenant_id = $1 AND id = $4)`,
 			func(tag pgconn.CommandTag) error {
 				if tag.RowsAffected() == 0 {
 					return transfer.MissingFile(line, j)
 				}
 				return nil
 			},
-			im.tenant, im.ses.ID, m.Seq, p.FileID)
+			im.tenant, im.ses.ID, m.Seq, p.FileID, im.ses.UserID)
 	}
 	before := im.batch.Len()
 	appendQueueToolRowsPG(&im.batch, im.tenant, im.ses.ID, m)
