@@ -2644,7 +2644,11 @@ type SessionCreate struct {
 
 // SessionID A session id: server-made `ses_` + 32 lowercase hex digits (a UUIDv7, so ids
 // sort by creation time), or a client-chosen 1–128 characters of
-// `[A-Za-z0-9_.:-]`.
+// `[A-Za-z0-9_.:-]`. A key bound to no user may also see a client-chosen id
+// followed by `!` and 16 hex digits: a session that a key bound to a user
+// created under an id another principal held, stored in that user's own id
+// space (see Authentication, keys bound to one end user); its user knows it
+// by the id it chose.
 //
 // Examples: ses_0193a4b2c1d07e8f9a0b1c2d3e4f5a6b, run-2026-11-22.support:1234
 type SessionID = string
@@ -2882,7 +2886,11 @@ type SearchRole = []MessageRole
 
 // SearchSessionID A session id: server-made `ses_` + 32 lowercase hex digits (a UUIDv7, so ids
 // sort by creation time), or a client-chosen 1–128 characters of
-// `[A-Za-z0-9_.:-]`.
+// `[A-Za-z0-9_.:-]`. A key bound to no user may also see a client-chosen id
+// followed by `!` and 16 hex digits: a session that a key bound to a user
+// created under an id another principal held, stored in that user's own id
+// space (see Authentication, keys bound to one end user); its user knows it
+// by the id it chose.
 //
 // Examples: ses_0193a4b2c1d07e8f9a0b1c2d3e4f5a6b, run-2026-11-22.support:1234
 type SearchSessionID = SessionID
@@ -5381,9 +5389,15 @@ type ClientInterface interface {
 	// UploadFileWithBody Upload a file
 	//
 	// The body is the file's bytes, as they are; `Content-Type` is its media type
-	// (a form upload is refused). At most `--max-file-bytes` (default 20 MiB).
-	// The same bytes with the same media type are the same file: `200` with it
-	// instead of `201`, nothing stored twice. Needs `write` scope.
+	// (a form upload is refused). At most `--max-file-bytes` (default 20 MiB); a
+	// `Content-Length` past it is refused at once (`413`, the body unread). The
+	// same bytes with the same media type are the same file (its id is derived
+	// from them), stored once per tenant. The answer depends only on what the
+	// caller did: `200` when the caller uploaded these bytes before (for a key
+	// bound to no user: when the tenant holds them), `201` otherwise. A key bound
+	// to a user gets `201` the first time that user uploads them, whoever else
+	// holds them, and `created_at` is its own first upload; from then on it may
+	// read the file. Needs `write` scope.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -5395,7 +5409,9 @@ type ClientInterface interface {
 	// The bytes, with the file's media type as `Content-Type`, its SHA-256 as the
 	// `ETag` (`If-None-Match` answers `304`), and `Content-Security-Policy:
 	// sandbox` so that an uploaded HTML or SVG file cannot run as a page of this
-	// server. Another tenant's file is `404`. Needs `read` scope.
+	// server. Another tenant's file is `404`, and so, for a key bound to a user, is
+	// a file that user neither uploaded nor references from a message of one of
+	// its sessions. Needs `read` scope.
 	//
 	// Corresponds with GET /v1/files/{id} (the `DownloadFile` operationId).
 	DownloadFile(ctx context.Context, id string, params *DownloadFileParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -5484,7 +5500,10 @@ type ClientInterface interface {
 	// - `id`: leave it out to get a server-made id (`ses_` + 32 hex digits, sortable
 	//   by creation time), or choose one: 1–128 characters of `[A-Za-z0-9_.:-]`, no
 	//   prefix required, but not `.` or `..` (URL dot-segments). A duplicate id is
-	//   `409 conflict`.
+	//   `409 conflict`. For a key bound to a user the id is taken in that user's
+	//   own id space: an id another user (or a session of no user) holds answers
+	//   `201` as a free one does, and the user reads its own session under it
+	//   (see Authentication).
 	// - `agent_id` is a reference, not a foreign key: it may name an agent this
 	//   server does not store.
 	// - `metadata` is any JSON object; its top-level keys can be filtered on when
@@ -5510,7 +5529,10 @@ type ClientInterface interface {
 	// - `id`: leave it out to get a server-made id (`ses_` + 32 hex digits, sortable
 	//   by creation time), or choose one: 1–128 characters of `[A-Za-z0-9_.:-]`, no
 	//   prefix required, but not `.` or `..` (URL dot-segments). A duplicate id is
-	//   `409 conflict`.
+	//   `409 conflict`. For a key bound to a user the id is taken in that user's
+	//   own id space: an id another user (or a session of no user) holds answers
+	//   `201` as a free one does, and the user reads its own session under it
+	//   (see Authentication).
 	// - `agent_id` is a reference, not a foreign key: it may name an agent this
 	//   server does not store.
 	// - `metadata` is any JSON object; its top-level keys can be filtered on when
@@ -5954,8 +5976,10 @@ type ClientInterface interface {
 	// prefix is shared, not copied, so a fork costs the same at any length. Reading,
 	// paging, searching and exporting the fork behave as if the messages were its own;
 	// appends to it continue at `at_seq + 1` and never touch the parent. The fork's
-	// counters are the parent's at `at_seq`; it inherits `agent_id`, `title` and
-	// `metadata` unless the body sets them. Write scope.
+	// counters are the parent's at `at_seq`; it inherits `agent_id`, `title`,
+	// `metadata` unless the body sets them, and `user_id`. For a key bound to a
+	// user, `id` is taken in that user's own id space, as on `POST /v1/sessions`.
+	// Write scope.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -5969,8 +5993,10 @@ type ClientInterface interface {
 	// prefix is shared, not copied, so a fork costs the same at any length. Reading,
 	// paging, searching and exporting the fork behave as if the messages were its own;
 	// appends to it continue at `at_seq + 1` and never touch the parent. The fork's
-	// counters are the parent's at `at_seq`; it inherits `agent_id`, `title` and
-	// `metadata` unless the body sets them. Write scope.
+	// counters are the parent's at `at_seq`; it inherits `agent_id`, `title`,
+	// `metadata` unless the body sets them, and `user_id`. For a key bound to a
+	// user, `id` is taken in that user's own id space, as on `POST /v1/sessions`.
+	// Write scope.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -7889,9 +7915,15 @@ func (c *Client) StreamEvents(ctx context.Context, params *StreamEventsParams, r
 // UploadFileWithBody Upload a file
 //
 // The body is the file's bytes, as they are; `Content-Type` is its media type
-// (a form upload is refused). At most `--max-file-bytes` (default 20 MiB).
-// The same bytes with the same media type are the same file: `200` with it
-// instead of `201`, nothing stored twice. Needs `write` scope.
+// (a form upload is refused). At most `--max-file-bytes` (default 20 MiB); a
+// `Content-Length` past it is refused at once (`413`, the body unread). The
+// same bytes with the same media type are the same file (its id is derived
+// from them), stored once per tenant. The answer depends only on what the
+// caller did: `200` when the caller uploaded these bytes before (for a key
+// bound to no user: when the tenant holds them), `201` otherwise. A key bound
+// to a user gets `201` the first time that user uploads them, whoever else
+// holds them, and `created_at` is its own first upload; from then on it may
+// read the file. Needs `write` scope.
 //
 // Takes any type of body and a specified content type.
 //
@@ -7913,7 +7945,9 @@ func (c *Client) UploadFileWithBody(ctx context.Context, contentType string, bod
 // The bytes, with the file's media type as `Content-Type`, its SHA-256 as the
 // `ETag` (`If-None-Match` answers `304`), and `Content-Security-Policy:
 // sandbox` so that an uploaded HTML or SVG file cannot run as a page of this
-// server. Another tenant's file is `404`. Needs `read` scope.
+// server. Another tenant's file is `404`, and so, for a key bound to a user, is
+// a file that user neither uploaded nor references from a message of one of
+// its sessions. Needs `read` scope.
 //
 // Corresponds with GET /v1/files/{id} (the `DownloadFile` operationId).
 func (c *Client) DownloadFile(ctx context.Context, id string, params *DownloadFileParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -8032,7 +8066,10 @@ func (c *Client) ListSessions(ctx context.Context, params *ListSessionsParams, r
 //   - `id`: leave it out to get a server-made id (`ses_` + 32 hex digits, sortable
 //     by creation time), or choose one: 1–128 characters of `[A-Za-z0-9_.:-]`, no
 //     prefix required, but not `.` or `..` (URL dot-segments). A duplicate id is
-//     `409 conflict`.
+//     `409 conflict`. For a key bound to a user the id is taken in that user's
+//     own id space: an id another user (or a session of no user) holds answers
+//     `201` as a free one does, and the user reads its own session under it
+//     (see Authentication).
 //   - `agent_id` is a reference, not a foreign key: it may name an agent this
 //     server does not store.
 //   - `metadata` is any JSON object; its top-level keys can be filtered on when
@@ -8068,7 +8105,10 @@ func (c *Client) CreateSessionWithBody(ctx context.Context, contentType string, 
 //   - `id`: leave it out to get a server-made id (`ses_` + 32 hex digits, sortable
 //     by creation time), or choose one: 1–128 characters of `[A-Za-z0-9_.:-]`, no
 //     prefix required, but not `.` or `..` (URL dot-segments). A duplicate id is
-//     `409 conflict`.
+//     `409 conflict`. For a key bound to a user the id is taken in that user's
+//     own id space: an id another user (or a session of no user) holds answers
+//     `201` as a free one does, and the user reads its own session under it
+//     (see Authentication).
 //   - `agent_id` is a reference, not a foreign key: it may name an agent this
 //     server does not store.
 //   - `metadata` is any JSON object; its top-level keys can be filtered on when
@@ -8720,8 +8760,10 @@ func (c *Client) ExportSession(ctx context.Context, id SessionID, reqEditors ...
 // prefix is shared, not copied, so a fork costs the same at any length. Reading,
 // paging, searching and exporting the fork behave as if the messages were its own;
 // appends to it continue at `at_seq + 1` and never touch the parent. The fork's
-// counters are the parent's at `at_seq`; it inherits `agent_id`, `title` and
-// `metadata` unless the body sets them. Write scope.
+// counters are the parent's at `at_seq`; it inherits `agent_id`, `title`,
+// `metadata` unless the body sets them, and `user_id`. For a key bound to a
+// user, `id` is taken in that user's own id space, as on `POST /v1/sessions`.
+// Write scope.
 //
 // Takes any type of body and a specified content type.
 //
@@ -8745,8 +8787,10 @@ func (c *Client) ForkSessionWithBody(ctx context.Context, id SessionID, contentT
 // prefix is shared, not copied, so a fork costs the same at any length. Reading,
 // paging, searching and exporting the fork behave as if the messages were its own;
 // appends to it continue at `at_seq + 1` and never touch the parent. The fork's
-// counters are the parent's at `at_seq`; it inherits `agent_id`, `title` and
-// `metadata` unless the body sets them. Write scope.
+// counters are the parent's at `at_seq`; it inherits `agent_id`, `title`,
+// `metadata` unless the body sets them, and `user_id`. For a key bound to a
+// user, `id` is taken in that user's own id space, as on `POST /v1/sessions`.
+// Write scope.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -14313,9 +14357,15 @@ type ClientWithResponsesInterface interface {
 	// UploadFileWithBodyWithResponse Upload a file
 	//
 	// The body is the file's bytes, as they are; `Content-Type` is its media type
-	// (a form upload is refused). At most `--max-file-bytes` (default 20 MiB).
-	// The same bytes with the same media type are the same file: `200` with it
-	// instead of `201`, nothing stored twice. Needs `write` scope.
+	// (a form upload is refused). At most `--max-file-bytes` (default 20 MiB); a
+	// `Content-Length` past it is refused at once (`413`, the body unread). The
+	// same bytes with the same media type are the same file (its id is derived
+	// from them), stored once per tenant. The answer depends only on what the
+	// caller did: `200` when the caller uploaded these bytes before (for a key
+	// bound to no user: when the tenant holds them), `201` otherwise. A key bound
+	// to a user gets `201` the first time that user uploads them, whoever else
+	// holds them, and `created_at` is its own first upload; from then on it may
+	// read the file. Needs `write` scope.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -14327,7 +14377,9 @@ type ClientWithResponsesInterface interface {
 	// The bytes, with the file's media type as `Content-Type`, its SHA-256 as the
 	// `ETag` (`If-None-Match` answers `304`), and `Content-Security-Policy:
 	// sandbox` so that an uploaded HTML or SVG file cannot run as a page of this
-	// server. Another tenant's file is `404`. Needs `read` scope.
+	// server. Another tenant's file is `404`, and so, for a key bound to a user, is
+	// a file that user neither uploaded nor references from a message of one of
+	// its sessions. Needs `read` scope.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -14422,7 +14474,10 @@ type ClientWithResponsesInterface interface {
 	// - `id`: leave it out to get a server-made id (`ses_` + 32 hex digits, sortable
 	//   by creation time), or choose one: 1–128 characters of `[A-Za-z0-9_.:-]`, no
 	//   prefix required, but not `.` or `..` (URL dot-segments). A duplicate id is
-	//   `409 conflict`.
+	//   `409 conflict`. For a key bound to a user the id is taken in that user's
+	//   own id space: an id another user (or a session of no user) holds answers
+	//   `201` as a free one does, and the user reads its own session under it
+	//   (see Authentication).
 	// - `agent_id` is a reference, not a foreign key: it may name an agent this
 	//   server does not store.
 	// - `metadata` is any JSON object; its top-level keys can be filtered on when
@@ -14448,7 +14503,10 @@ type ClientWithResponsesInterface interface {
 	// - `id`: leave it out to get a server-made id (`ses_` + 32 hex digits, sortable
 	//   by creation time), or choose one: 1–128 characters of `[A-Za-z0-9_.:-]`, no
 	//   prefix required, but not `.` or `..` (URL dot-segments). A duplicate id is
-	//   `409 conflict`.
+	//   `409 conflict`. For a key bound to a user the id is taken in that user's
+	//   own id space: an id another user (or a session of no user) holds answers
+	//   `201` as a free one does, and the user reads its own session under it
+	//   (see Authentication).
 	// - `agent_id` is a reference, not a foreign key: it may name an agent this
 	//   server does not store.
 	// - `metadata` is any JSON object; its top-level keys can be filtered on when
@@ -14910,8 +14968,10 @@ type ClientWithResponsesInterface interface {
 	// prefix is shared, not copied, so a fork costs the same at any length. Reading,
 	// paging, searching and exporting the fork behave as if the messages were its own;
 	// appends to it continue at `at_seq + 1` and never touch the parent. The fork's
-	// counters are the parent's at `at_seq`; it inherits `agent_id`, `title` and
-	// `metadata` unless the body sets them. Write scope.
+	// counters are the parent's at `at_seq`; it inherits `agent_id`, `title`,
+	// `metadata` unless the body sets them, and `user_id`. For a key bound to a
+	// user, `id` is taken in that user's own id space, as on `POST /v1/sessions`.
+	// Write scope.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -14925,8 +14985,10 @@ type ClientWithResponsesInterface interface {
 	// prefix is shared, not copied, so a fork costs the same at any length. Reading,
 	// paging, searching and exporting the fork behave as if the messages were its own;
 	// appends to it continue at `at_seq + 1` and never touch the parent. The fork's
-	// counters are the parent's at `at_seq`; it inherits `agent_id`, `title` and
-	// `metadata` unless the body sets them. Write scope.
+	// counters are the parent's at `at_seq`; it inherits `agent_id`, `title`,
+	// `metadata` unless the body sets them, and `user_id`. For a key bound to a
+	// user, `id` is taken in that user's own id space, as on `POST /v1/sessions`.
+	// Write scope.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -28152,9 +28214,15 @@ func (c *ClientWithResponses) StreamEventsWithResponse(ctx context.Context, para
 // UploadFileWithBodyWithResponse Upload a file
 //
 // The body is the file's bytes, as they are; `Content-Type` is its media type
-// (a form upload is refused). At most `--max-file-bytes` (default 20 MiB).
-// The same bytes with the same media type are the same file: `200` with it
-// instead of `201`, nothing stored twice. Needs `write` scope.
+// (a form upload is refused). At most `--max-file-bytes` (default 20 MiB); a
+// `Content-Length` past it is refused at once (`413`, the body unread). The
+// same bytes with the same media type are the same file (its id is derived
+// from them), stored once per tenant. The answer depends only on what the
+// caller did: `200` when the caller uploaded these bytes before (for a key
+// bound to no user: when the tenant holds them), `201` otherwise. A key bound
+// to a user gets `201` the first time that user uploads them, whoever else
+// holds them, and `created_at` is its own first upload; from then on it may
+// read the file. Needs `write` scope.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -28172,7 +28240,9 @@ func (c *ClientWithResponses) UploadFileWithBodyWithResponse(ctx context.Context
 // The bytes, with the file's media type as `Content-Type`, its SHA-256 as the
 // `ETag` (`If-None-Match` answers `304`), and `Content-Security-Policy:
 // sandbox` so that an uploaded HTML or SVG file cannot run as a page of this
-// server. Another tenant's file is `404`. Needs `read` scope.
+// server. Another tenant's file is `404`, and so, for a key bound to a user, is
+// a file that user neither uploaded nor references from a message of one of
+// its sessions. Needs `read` scope.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -28285,7 +28355,10 @@ func (c *ClientWithResponses) ListSessionsWithResponse(ctx context.Context, para
 //   - `id`: leave it out to get a server-made id (`ses_` + 32 hex digits, sortable
 //     by creation time), or choose one: 1–128 characters of `[A-Za-z0-9_.:-]`, no
 //     prefix required, but not `.` or `..` (URL dot-segments). A duplicate id is
-//     `409 conflict`.
+//     `409 conflict`. For a key bound to a user the id is taken in that user's
+//     own id space: an id another user (or a session of no user) holds answers
+//     `201` as a free one does, and the user reads its own session under it
+//     (see Authentication).
 //   - `agent_id` is a reference, not a foreign key: it may name an agent this
 //     server does not store.
 //   - `metadata` is any JSON object; its top-level keys can be filtered on when
@@ -28317,7 +28390,10 @@ func (c *ClientWithResponses) CreateSessionWithBodyWithResponse(ctx context.Cont
 //   - `id`: leave it out to get a server-made id (`ses_` + 32 hex digits, sortable
 //     by creation time), or choose one: 1–128 characters of `[A-Za-z0-9_.:-]`, no
 //     prefix required, but not `.` or `..` (URL dot-segments). A duplicate id is
-//     `409 conflict`.
+//     `409 conflict`. For a key bound to a user the id is taken in that user's
+//     own id space: an id another user (or a session of no user) holds answers
+//     `201` as a free one does, and the user reads its own session under it
+//     (see Authentication).
 //   - `agent_id` is a reference, not a foreign key: it may name an agent this
 //     server does not store.
 //   - `metadata` is any JSON object; its top-level keys can be filtered on when
@@ -28907,8 +28983,10 @@ func (c *ClientWithResponses) ExportSessionWithResponse(ctx context.Context, id 
 // prefix is shared, not copied, so a fork costs the same at any length. Reading,
 // paging, searching and exporting the fork behave as if the messages were its own;
 // appends to it continue at `at_seq + 1` and never touch the parent. The fork's
-// counters are the parent's at `at_seq`; it inherits `agent_id`, `title` and
-// `metadata` unless the body sets them. Write scope.
+// counters are the parent's at `at_seq`; it inherits `agent_id`, `title`,
+// `metadata` unless the body sets them, and `user_id`. For a key bound to a
+// user, `id` is taken in that user's own id space, as on `POST /v1/sessions`.
+// Write scope.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -28928,8 +29006,10 @@ func (c *ClientWithResponses) ForkSessionWithBodyWithResponse(ctx context.Contex
 // prefix is shared, not copied, so a fork costs the same at any length. Reading,
 // paging, searching and exporting the fork behave as if the messages were its own;
 // appends to it continue at `at_seq + 1` and never touch the parent. The fork's
-// counters are the parent's at `at_seq`; it inherits `agent_id`, `title` and
-// `metadata` unless the body sets them. Write scope.
+// counters are the parent's at `at_seq`; it inherits `agent_id`, `title`,
+// `metadata` unless the body sets them, and `user_id`. For a key bound to a
+// user, `id` is taken in that user's own id space, as on `POST /v1/sessions`.
+// Write scope.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

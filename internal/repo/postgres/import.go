@@ -161,6 +161,8 @@ func (im *importTxPG) finish(ctx context.Context) (model.Session, error) {
 func (im *importTxPG) session(ctx context.Context, line int, ses model.Session) error {
 	if im.asNew {
 		ses.ID = newID(model.PrefixSession)
+	} else if _, err := repo.PlaceSession(ses.ID, ses.UserID, false, sessionHolderPG(ctx, im.tx, im.tenant)); err != nil {
+		return transfer.InLine(line, err)
 	}
 	if im.agentID != nil {
 		ses.AgentID = im.agentID
