@@ -86,26 +86,28 @@ func userSuffix(r *http.Request) []byte {
 
 // shownBody is b as the request's key is shown it.
 func shownBody(r *http.Request, b []byte) []byte {
-	if suffix := userSuffix(r); suffix != nil && bytes.Contains(b, suffix) {
-		out, _ := deleteSuffixes(b, suffix, true)
-		return out
+	if suffix := userSuffix(r); suffix != nil {
+		b, _ = deleteSuffixes(b, suffix, true)
 	}
 	return b
 }
 
 // deleteSuffixes deletes every suffix from data, in one pass left to right,
 // and returns what is left; unless final, the end of data that may begin a
-// suffix cut by the next write is kept back as held (out and held share no
-// memory with data).
+// suffix cut by the next write is kept back as held. out is data itself
+// when there was nothing to delete (the common case: no copy); held never
+// shares memory with data.
 func deleteSuffixes(data, suffix []byte, final bool) (out, held []byte) {
-	out = make([]byte, 0, len(data))
-	for {
-		i := bytes.Index(data, suffix)
-		if i < 0 {
-			break
+	if bytes.Contains(data, suffix) {
+		out = make([]byte, 0, len(data))
+		for {
+			i := bytes.Index(data, suffix)
+			if i < 0 {
+				break
+			}
+			out = append(out, data[:i]...)
+			data = data[i+len(suffix):]
 		}
-		out = append(out, data[:i]...)
-		data = data[i+len(suffix):]
 	}
 	keep := 0
 	if !final {
@@ -116,7 +118,14 @@ func deleteSuffixes(data, suffix []byte, final bool) (out, held []byte) {
 			}
 		}
 	}
-	out = append(out, data[:len(data)-keep]...)
+	if out == nil {
+		out = data[:len(data)-keep]
+	} else {
+		out = append(out, data[:len(data)-keep]...)
+	}
+	if keep == 0 {
+		return out, nil
+	}
 	return out, bytes.Clone(data[len(data)-keep:])
 }
 
@@ -183,7 +192,11 @@ func (sw *shownWriter) Write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	sw.send(-1)
-	out, held := deleteSuffixes(append(sw.held, p...), sw.suffix, false)
+	data := p
+	if len(sw.held) > 0 {
+		data = append(sw.held, p...)
+	}
+	out, held := deleteSuffixes(data, sw.suffix, false)
 	sw.held = held
 	if _, err := sw.ResponseWriter.Write(out); err != nil {
 		return 0, err

@@ -137,6 +137,7 @@ func TestUserBoundSessionIDSpace(t *testing.T) {
 	}
 	admin.do("DELETE", "/v1/sessions/taken?purge=true", nil).want(t, http.StatusNoContent, nil)
 	importNDJSON(admin, withID("taken"), "").wantProblem(t, http.StatusConflict, "conflict")
+	admin.do("POST", "/v1/sessions", map[string]any{"id": "taken", "user_id": "ann"}).wantProblem(t, http.StatusConflict, "conflict")
 	importNDJSON(admin, withID(model.UserSessionID("other", "bob")), "").wantProblem(t, http.StatusUnprocessableEntity, "invalid_import")
 	admin.do("DELETE", "/v1/sessions/"+moved+"?purge=true", nil).want(t, http.StatusNoContent, nil)
 	if s := mustImport(t, admin, withID("taken2"), ""); s.ID != "taken2" || *s.UserID != "ann" {
