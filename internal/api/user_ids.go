@@ -28,6 +28,12 @@ import (
 // with its suffix) is 404 to U: U addresses its sessions by the ids it chose.
 // Keys bound to no user see the stored ids and the sessions' user_id.
 //
+// The deletion is of bytes, so a literal copy of U's suffix in U's own
+// content ("!" and 16 hex digits of a hash of U's id, which nothing writes by
+// chance) is deleted from what U is shown too; the stored content, and what
+// keys bound to no user read, are as written. A file's bytes are never
+// touched: downloads are not filtered.
+//
 // Other oracles a bound key could read, and why they are closed: a session
 // of another user is 404 on every session route, never 403 or 409 (fork
 // sources included); the routes that span users are 403 whatever their
