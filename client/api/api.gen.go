@@ -2680,7 +2680,11 @@ type SessionCreate struct {
 
 // SessionID A session id: server-made `ses_` + 32 lowercase hex digits (a UUIDv7, so ids
 // sort by creation time), or a client-chosen 1–128 characters of
-// `[A-Za-z0-9_.:-]`.
+// `[A-Za-z0-9_.:-]`. A key bound to no user may also see a client-chosen id
+// followed by `!` and 16 hex digits: a session that a key bound to a user
+// created under an id another principal held, stored in that user's own id
+// space (see Authentication, keys bound to one end user); its user knows it
+// by the id it chose.
 //
 // Examples: ses_0193a4b2c1d07e8f9a0b1c2d3e4f5a6b, run-2026-11-22.support:1234
 type SessionID = string
@@ -2918,7 +2922,11 @@ type SearchRole = []MessageRole
 
 // SearchSessionID A session id: server-made `ses_` + 32 lowercase hex digits (a UUIDv7, so ids
 // sort by creation time), or a client-chosen 1–128 characters of
-// `[A-Za-z0-9_.:-]`.
+// `[A-Za-z0-9_.:-]`. A key bound to no user may also see a client-chosen id
+// followed by `!` and 16 hex digits: a session that a key bound to a user
+// created under an id another principal held, stored in that user's own id
+// space (see Authentication, keys bound to one end user); its user knows it
+// by the id it chose.
 //
 // Examples: ses_0193a4b2c1d07e8f9a0b1c2d3e4f5a6b, run-2026-11-22.support:1234
 type SearchSessionID = SessionID
@@ -5423,9 +5431,15 @@ type ClientInterface interface {
 	// UploadFileWithBody Upload a file
 	//
 	// The body is the file's bytes, as they are; `Content-Type` is its media type
-	// (a form upload is refused). At most `--max-file-bytes` (default 20 MiB).
-	// The same bytes with the same media type are the same file: `200` with it
-	// instead of `201`, nothing stored twice. Needs `write` scope.
+	// (a form upload is refused). At most `--max-file-bytes` (default 20 MiB); a
+	// `Content-Length` past it is refused at once (`413`, the body unread). The
+	// same bytes with the same media type are the same file (its id is derived
+	// from them), stored once per tenant. The answer depends only on what the
+	// caller did: `200` when the caller uploaded these bytes before (for a key
+	// bound to no user: when the tenant holds them), `201` otherwise. A key bound
+	// to a user gets `201` the first time that user uploads them, whoever else
+	// holds them, and `created_at` is its own first upload; from then on it may
+	// read the file. Needs `write` scope.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -5437,7 +5451,9 @@ type ClientInterface interface {
 	// The bytes, with the file's media type as `Content-Type`, its SHA-256 as the
 	// `ETag` (`If-None-Match` answers `304`), and `Content-Security-Policy:
 	// sandbox` so that an uploaded HTML or SVG file cannot run as a page of this
-	// server. Another tenant's file is `404`. Needs `read` scope.
+	// server. Another tenant's file is `404`, and so, for a key bound to a user, is
+	// a file that user neither uploaded nor references from a message of one of
+	// its sessions. Needs `read` scope.
 	//
 	// Corresponds with GET /v1/files/{id} (the `DownloadFile` operationId).
 	DownloadFile(ctx context.Context, id string, params *DownloadFileParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -5526,7 +5542,10 @@ type ClientInterface interface {
 	// - `id`: leave it out to get a server-made id (`ses_` + 32 hex digits, sortable
 	//   by creation time), or choose one: 1–128 characters of `[A-Za-z0-9_.:-]`, no
 	//   prefix required, but not `.` or `..` (URL dot-segments). A duplicate id is
-	//   `409 conflict`.
+	//   `409 conflict`. For a key bound to a user the id is taken in that user's
+	//   own id space: an id another user (or a session of no user) holds answers
+	//   `201` as a free one does, and the user reads its own session under it
+	//   (see Authentication).
 	// - `agent_id` is a reference, not a foreign key: it may name an agent this
 	//   server does not store.
 	// - `metadata` is any JSON object; its top-level keys can be filtered on when
@@ -5552,7 +5571,10 @@ type ClientInterface interface {
 	// - `id`: leave it out to get a server-made id (`ses_` + 32 hex digits, sortable
 	//   by creation time), or choose one: 1–128 characters of `[A-Za-z0-9_.:-]`, no
 	//   prefix required, but not `.` or `..` (URL dot-segments). A duplicate id is
-	//   `409 conflict`.
+	//   `409 conflict`. For a key bound to a user the id is taken in that user's
+	//   own id space: an id another user (or a session of no user) holds answers
+	//   `201` as a free one does, and the user reads its own session under it
+	//   (see Authentication).
 	// - `agent_id` is a reference, not a foreign key: it may name an agent this
 	//   server does not store.
 	// - `metadata` is any JSON object; its top-level keys can be filtered on when
@@ -5996,8 +6018,10 @@ type ClientInterface interface {
 	// prefix is shared, not copied, so a fork costs the same at any length. Reading,
 	// paging, searching and exporting the fork behave as if the messages were its own;
 	// appends to it continue at `at_seq + 1` and never touch the parent. The fork's
-	// counters are the parent's at `at_seq`; it inherits `agent_id`, `title` and
-	// `metadata` unless the body sets them. Write scope.
+	// counters are the parent's at `at_seq`; it inherits `agent_id`, `title`,
+	// `metadata` unless the body sets them, and `user_id`. For a key bound to a
+	// user, `id` is taken in that user's own id space, as on `POST /v1/sessions`.
+	// Write scope.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -6011,8 +6035,10 @@ type ClientInterface interface {
 	// prefix is shared, not copied, so a fork costs the same at any length. Reading,
 	// paging, searching and exporting the fork behave as if the messages were its own;
 	// appends to it continue at `at_seq + 1` and never touch the parent. The fork's
-	// counters are the parent's at `at_seq`; it inherits `agent_id`, `title` and
-	// `metadata` unless the body sets them. Write scope.
+	// counters are the parent's at `at_seq`; it inherits `agent_id`, `title`,
+	// `metadata` unless the body sets them, and `user_id`. For a key bound to a
+	// user, `id` is taken in that user's own id space, as on `POST /v1/sessions`.
+	// Write scope.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -7933,9 +7959,15 @@ func (c *Client) StreamEvents(ctx context.Context, params *StreamEventsParams, r
 // UploadFileWithBody Upload a file
 //
 // The body is the file's bytes, as they are; `Content-Type` is its media type
-// (a form upload is refused). At most `--max-file-bytes` (default 20 MiB).
-// The same bytes with the same media type are the same file: `200` with it
-// instead of `201`, nothing stored twice. Needs `write` scope.
+// (a form upload is refused). At most `--max-file-bytes` (default 20 MiB); a
+// `Content-Length` past it is refused at once (`413`, the body unread). The
+// same bytes with the same media type are the same file (its id is derived
+// from them), stored once per tenant. The answer depends only on what the
+// caller did: `200` when the caller uploaded these bytes before (for a key
+// bound to no user: when the tenant holds them), `201` otherwise. A key bound
+// to a user gets `201` the first time that user uploads them, whoever else
+// holds them, and `created_at` is its own first upload; from then on it may
+// read the file. Needs `write` scope.
 //
 // Takes any type of body and a specified content type.
 //
@@ -7957,7 +7989,9 @@ func (c *Client) UploadFileWithBody(ctx context.Context, contentType string, bod
 // The bytes, with the file's media type as `Content-Type`, its SHA-256 as the
 // `ETag` (`If-None-Match` answers `304`), and `Content-Security-Policy:
 // sandbox` so that an uploaded HTML or SVG file cannot run as a page of this
-// server. Another tenant's file is `404`. Needs `read` scope.
+// server. Another tenant's file is `404`, and so, for a key bound to a user, is
+// a file that user neither uploaded nor references from a message of one of
+// its sessions. Needs `read` scope.
 //
 // Corresponds with GET /v1/files/{id} (the `DownloadFile` operationId).
 func (c *Client) DownloadFile(ctx context.Context, id string, params *DownloadFileParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -8076,7 +8110,10 @@ func (c *Client) ListSessions(ctx context.Context, params *ListSessionsParams, r
 //   - `id`: leave it out to get a server-made id (`ses_` + 32 hex digits, sortable
 //     by creation time), or choose one: 1–128 characters of `[A-Za-z0-9_.:-]`, no
 //     prefix required, but not `.` or `..` (URL dot-segments). A duplicate id is
-//     `409 conflict`.
+//     `409 conflict`. For a key bound to a user the id is taken in that user's
+//     own id space: an id another user (or a session of no user) holds answers
+//     `201` as a free one does, and the user reads its own session under it
+//     (see Authentication).
 //   - `agent_id` is a reference, not a foreign key: it may name an agent this
 //     server does not store.
 //   - `metadata` is any JSON object; its top-level keys can be filtered on when
@@ -8112,7 +8149,10 @@ func (c *Client) CreateSessionWithBody(ctx context.Context, contentType string, 
 //   - `id`: leave it out to get a server-made id (`ses_` + 32 hex digits, sortable
 //     by creation time), or choose one: 1–128 characters of `[A-Za-z0-9_.:-]`, no
 //     prefix required, but not `.` or `..` (URL dot-segments). A duplicate id is
-//     `409 conflict`.
+//     `409 conflict`. For a key bound to a user the id is taken in that user's
+//     own id space: an id another user (or a session of no user) holds answers
+//     `201` as a free one does, and the user reads its own session under it
+//     (see Authentication).
 //   - `agent_id` is a reference, not a foreign key: it may name an agent this
 //     server does not store.
 //   - `metadata` is any JSON object; its top-level keys can be filtered on when
@@ -8764,8 +8804,10 @@ func (c *Client) ExportSession(ctx context.Context, id SessionID, reqEditors ...
 // prefix is shared, not copied, so a fork costs the same at any length. Reading,
 // paging, searching and exporting the fork behave as if the messages were its own;
 // appends to it continue at `at_seq + 1` and never touch the parent. The fork's
-// counters are the parent's at `at_seq`; it inherits `agent_id`, `title` and
-// `metadata` unless the body sets them. Write scope.
+// counters are the parent's at `at_seq`; it inherits `agent_id`, `title`,
+// `metadata` unless the body sets them, and `user_id`. For a key bound to a
+// user, `id` is taken in that user's own id space, as on `POST /v1/sessions`.
+// Write scope.
 //
 // Takes any type of body and a specified content type.
 //
@@ -8789,8 +8831,10 @@ func (c *Client) ForkSessionWithBody(ctx context.Context, id SessionID, contentT
 // prefix is shared, not copied, so a fork costs the same at any length. Reading,
 // paging, searching and exporting the fork behave as if the messages were its own;
 // appends to it continue at `at_seq + 1` and never touch the parent. The fork's
-// counters are the parent's at `at_seq`; it inherits `agent_id`, `title` and
-// `metadata` unless the body sets them. Write scope.
+// counters are the parent's at `at_seq`; it inherits `agent_id`, `title`,
+// `metadata` unless the body sets them, and `user_id`. For a key bound to a
+// user, `id` is taken in that user's own id space, as on `POST /v1/sessions`.
+// Write scope.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -14359,9 +14403,15 @@ type ClientWithResponsesInterface interface {
 	// UploadFileWithBodyWithResponse Upload a file
 	//
 	// The body is the file's bytes, as they are; `Content-Type` is its media type
-	// (a form upload is refused). At most `--max-file-bytes` (default 20 MiB).
-	// The same bytes with the same media type are the same file: `200` with it
-	// instead of `201`, nothing stored twice. Needs `write` scope.
+	// (a form upload is refused). At most `--max-file-bytes` (default 20 MiB); a
+	// `Content-Length` past it is refused at once (`413`, the body unread). The
+	// same bytes with the same media type are the same file (its id is derived
+	// from them), stored once per tenant. The answer depends only on what the
+	// caller did: `200` when the caller uploaded these bytes before (for a key
+	// bound to no user: when the tenant holds them), `201` otherwise. A key bound
+	// to a user gets `201` the first time that user uploads them, whoever else
+	// holds them, and `created_at` is its own first upload; from then on it may
+	// read the file. Needs `write` scope.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -14373,7 +14423,9 @@ type ClientWithResponsesInterface interface {
 	// The bytes, with the file's media type as `Content-Type`, its SHA-256 as the
 	// `ETag` (`If-None-Match` answers `304`), and `Content-Security-Policy:
 	// sandbox` so that an uploaded HTML or SVG file cannot run as a page of this
-	// server. Another tenant's file is `404`. Needs `read` scope.
+	// server. Another tenant's file is `404`, and so, for a key bound to a user, is
+	// a file that user neither uploaded nor references from a message of one of
+	// its sessions. Needs `read` scope.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -14468,7 +14520,10 @@ type ClientWithResponsesInterface interface {
 	// - `id`: leave it out to get a server-made id (`ses_` + 32 hex digits, sortable
 	//   by creation time), or choose one: 1–128 characters of `[A-Za-z0-9_.:-]`, no
 	//   prefix required, but not `.` or `..` (URL dot-segments). A duplicate id is
-	//   `409 conflict`.
+	//   `409 conflict`. For a key bound to a user the id is taken in that user's
+	//   own id space: an id another user (or a session of no user) holds answers
+	//   `201` as a free one does, and the user reads its own session under it
+	//   (see Authentication).
 	// - `agent_id` is a reference, not a foreign key: it may name an agent this
 	//   server does not store.
 	// - `metadata` is any JSON object; its top-level keys can be filtered on when
@@ -14494,7 +14549,10 @@ type ClientWithResponsesInterface interface {
 	// - `id`: leave it out to get a server-made id (`ses_` + 32 hex digits, sortable
 	//   by creation time), or choose one: 1–128 characters of `[A-Za-z0-9_.:-]`, no
 	//   prefix required, but not `.` or `..` (URL dot-segments). A duplicate id is
-	//   `409 conflict`.
+	//   `409 conflict`. For a key bound to a user the id is taken in that user's
+	//   own id space: an id another user (or a session of no user) holds answers
+	//   `201` as a free one does, and the user reads its own session under it
+	//   (see Authentication).
 	// - `agent_id` is a reference, not a foreign key: it may name an agent this
 	//   server does not store.
 	// - `metadata` is any JSON object; its top-level keys can be filtered on when
@@ -14956,8 +15014,10 @@ type ClientWithResponsesInterface interface {
 	// prefix is shared, not copied, so a fork costs the same at any length. Reading,
 	// paging, searching and exporting the fork behave as if the messages were its own;
 	// appends to it continue at `at_seq + 1` and never touch the parent. The fork's
-	// counters are the parent's at `at_seq`; it inherits `agent_id`, `title` and
-	// `metadata` unless the body sets them. Write scope.
+	// counters are the parent's at `at_seq`; it inherits `agent_id`, `title`,
+	// `metadata` unless the body sets them, and `user_id`. For a key bound to a
+	// user, `id` is taken in that user's own id space, as on `POST /v1/sessions`.
+	// Write scope.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -14971,8 +15031,10 @@ type ClientWithResponsesInterface interface {
 	// prefix is shared, not copied, so a fork costs the same at any length. Reading,
 	// paging, searching and exporting the fork behave as if the messages were its own;
 	// appends to it continue at `at_seq + 1` and never touch the parent. The fork's
-	// counters are the parent's at `at_seq`; it inherits `agent_id`, `title` and
-	// `metadata` unless the body sets them. Write scope.
+	// counters are the parent's at `at_seq`; it inherits `agent_id`, `title`,
+	// `metadata` unless the body sets them, and `user_id`. For a key bound to a
+	// user, `id` is taken in that user's own id space, as on `POST /v1/sessions`.
+	// Write scope.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -28200,9 +28262,15 @@ func (c *ClientWithResponses) StreamEventsWithResponse(ctx context.Context, para
 // UploadFileWithBodyWithResponse Upload a file
 //
 // The body is the file's bytes, as they are; `Content-Type` is its media type
-// (a form upload is refused). At most `--max-file-bytes` (default 20 MiB).
-// The same bytes with the same media type are the same file: `200` with it
-// instead of `201`, nothing stored twice. Needs `write` scope.
+// (a form upload is refused). At most `--max-file-bytes` (default 20 MiB); a
+// `Content-Length` past it is refused at once (`413`, the body unread). The
+// same bytes with the same media type are the same file (its id is derived
+// from them), stored once per tenant. The answer depends only on what the
+// caller did: `200` when the caller uploaded these bytes before (for a key
+// bound to no user: when the tenant holds them), `201` otherwise. A key bound
+// to a user gets `201` the first time that user uploads them, whoever else
+// holds them, and `created_at` is its own first upload; from then on it may
+// read the file. Needs `write` scope.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -28220,7 +28288,9 @@ func (c *ClientWithResponses) UploadFileWithBodyWithResponse(ctx context.Context
 // The bytes, with the file's media type as `Content-Type`, its SHA-256 as the
 // `ETag` (`If-None-Match` answers `304`), and `Content-Security-Policy:
 // sandbox` so that an uploaded HTML or SVG file cannot run as a page of this
-// server. Another tenant's file is `404`. Needs `read` scope.
+// server. Another tenant's file is `404`, and so, for a key bound to a user, is
+// a file that user neither uploaded nor references from a message of one of
+// its sessions. Needs `read` scope.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -28333,7 +28403,10 @@ func (c *ClientWithResponses) ListSessionsWithResponse(ctx context.Context, para
 //   - `id`: leave it out to get a server-made id (`ses_` + 32 hex digits, sortable
 //     by creation time), or choose one: 1–128 characters of `[A-Za-z0-9_.:-]`, no
 //     prefix required, but not `.` or `..` (URL dot-segments). A duplicate id is
-//     `409 conflict`.
+//     `409 conflict`. For a key bound to a user the id is taken in that user's
+//     own id space: an id another user (or a session of no user) holds answers
+//     `201` as a free one does, and the user reads its own session under it
+//     (see Authentication).
 //   - `agent_id` is a reference, not a foreign key: it may name an agent this
 //     server does not store.
 //   - `metadata` is any JSON object; its top-level keys can be filtered on when
@@ -28365,7 +28438,10 @@ func (c *ClientWithResponses) CreateSessionWithBodyWithResponse(ctx context.Cont
 //   - `id`: leave it out to get a server-made id (`ses_` + 32 hex digits, sortable
 //     by creation time), or choose one: 1–128 characters of `[A-Za-z0-9_.:-]`, no
 //     prefix required, but not `.` or `..` (URL dot-segments). A duplicate id is
-//     `409 conflict`.
+//     `409 conflict`. For a key bound to a user the id is taken in that user's
+//     own id space: an id another user (or a session of no user) holds answers
+//     `201` as a free one does, and the user reads its own session under it
+//     (see Authentication).
 //   - `agent_id` is a reference, not a foreign key: it may name an agent this
 //     server does not store.
 //   - `metadata` is any JSON object; its top-level keys can be filtered on when
@@ -28955,8 +29031,10 @@ func (c *ClientWithResponses) ExportSessionWithResponse(ctx context.Context, id 
 // prefix is shared, not copied, so a fork costs the same at any length. Reading,
 // paging, searching and exporting the fork behave as if the messages were its own;
 // appends to it continue at `at_seq + 1` and never touch the parent. The fork's
-// counters are the parent's at `at_seq`; it inherits `agent_id`, `title` and
-// `metadata` unless the body sets them. Write scope.
+// counters are the parent's at `at_seq`; it inherits `agent_id`, `title`,
+// `metadata` unless the body sets them, and `user_id`. For a key bound to a
+// user, `id` is taken in that user's own id space, as on `POST /v1/sessions`.
+// Write scope.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -28976,8 +29054,10 @@ func (c *ClientWithResponses) ForkSessionWithBodyWithResponse(ctx context.Contex
 // prefix is shared, not copied, so a fork costs the same at any length. Reading,
 // paging, searching and exporting the fork behave as if the messages were its own;
 // appends to it continue at `at_seq + 1` and never touch the parent. The fork's
-// counters are the parent's at `at_seq`; it inherits `agent_id`, `title` and
-// `metadata` unless the body sets them. Write scope.
+// counters are the parent's at `at_seq`; it inherits `agent_id`, `title`,
+// `metadata` unless the body sets them, and `user_id`. For a key bound to a
+// user, `id` is taken in that user's own id space, as on `POST /v1/sessions`.
+// Write scope.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -61,8 +61,11 @@ func (s *Server) require(need model.Scope) func(http.Handler) http.Handler {
 
 // userBound keeps a key bound to one end user to that user's sessions: a
 // session of another user (or of none) is 404, as if it did not exist, and the
-// routes that span users are 403. It runs after routing, so it reads the
-// route's pattern and parameters as the handler will.
+// routes that span users are 403. It gives the user an id space of its own
+// (user_ids.go has the threat model): {id} is resolved to the stored id of the
+// user's session, and every answer but a file's bytes shows the ids the user
+// chose. It runs after routing, so it reads the route's pattern and
+// parameters as the handler will.
 func (s *Server) userBound(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := principalOf(r)
@@ -70,24 +73,36 @@ func (s *Server) userBound(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		switch pattern := chi.RouteContext(r.Context()).RoutePattern(); {
-		case spansUsers[pattern],
-			pattern == "/v1/agents/{id}/tools/{tool_name}" && chi.URLParam(r, "tool_name") == "conversation_search":
-			s.writeError(w, r, model.ForbiddenForUser(p.UserID))
+		pattern := chi.RouteContext(r.Context()).RoutePattern()
+		if pattern == "/v1/files/{id}" { // a file's bytes are the file's, shown as they are
+			s.userRoute(w, r, p, pattern, next)
 			return
-		case strings.HasPrefix(pattern, "/v1/sessions/{id}"):
-			id := chi.URLParam(r, "id")
-			ses, err := s.store.GetSession(r.Context(), p.Tenant, id)
-			if err == nil && (ses.UserID == nil || *ses.UserID != p.UserID) {
-				err = model.NotFound("session", id)
-			}
-			if err != nil {
-				s.writeError(w, r, err)
-				return
-			}
 		}
-		next.ServeHTTP(w, r)
+		suffix := []byte(model.UserSpaceSuffix(p.UserID))
+		sw := &shownWriter{ResponseWriter: w, suffix: suffix}
+		s.userRoute(sw, r.WithContext(context.WithValue(r.Context(), userSuffixKey, suffix)), p, pattern, next)
+		// Not deferred: a handler that panics (an export cut midway) must
+		// not have its body's held end sent as if it ended there.
+		sw.finish()
 	})
+}
+
+// userRoute is userBound's decision, for a route the bound key p calls.
+func (s *Server) userRoute(w http.ResponseWriter, r *http.Request, p model.Principal, pattern string, next http.Handler) {
+	switch {
+	case spansUsers[pattern],
+		pattern == "/v1/agents/{id}/tools/{tool_name}" && chi.URLParam(r, "tool_name") == "conversation_search":
+		s.writeError(w, r, model.ForbiddenForUser(p.UserID))
+		return
+	case strings.HasPrefix(pattern, "/v1/sessions/{id}"):
+		id, err := s.userSession(r.Context(), p, chi.URLParam(r, "id"))
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		setURLParam(r, "id", id)
+	}
+	next.ServeHTTP(w, r)
 }
 
 // spansUsers are the routes that read or write the sessions of every user of

@@ -97,6 +97,7 @@ func (s *Server) forkSession(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	in.UserSpace = principalOf(r).UserID != "" // the parent is the key's user's (userBound)
 	ses, err := s.store.ForkSession(r.Context(), tenantOf(r), chi.URLParam(r, "id"), in)
 	if err != nil {
 		s.writeError(w, r, err)

@@ -7,6 +7,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/logbook/logbook/internal/model"
 )
@@ -30,6 +31,10 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	if err := requireJSON(r); err != nil {
 		return nil, err
 	}
+	if declaredTooLarge(w, r, s.maxBody) {
+		return nil, model.Errorf(model.KindTooLarge, "payload_too_large",
+			"request body exceeds the limit of %d bytes", s.maxBody)
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
 	if err != nil {
 		var tooBig *http.MaxBytesError
@@ -43,6 +48,21 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 		return nil, model.Errorf(model.KindBadRequest, "malformed_json", "request body is empty; send a JSON object")
 	}
 	return body, nil
+}
+
+// declaredTooLarge reports a body whose Content-Length already says it is
+// past limit, so that it is refused at once, from the header, before a byte
+// of it is read: a client that announces a large body and sends none would
+// otherwise hold the handler until the read deadline. The connection then
+// closes after the answer, and its read deadline is now, so that the server
+// does not wait to drain the unread body either.
+func declaredTooLarge(w http.ResponseWriter, r *http.Request, limit int64) bool {
+	if r.ContentLength <= limit {
+		return false
+	}
+	w.Header().Set("Connection", "close")
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now()) // not every writer supports it
+	return true
 }
 
 func requireJSON(r *http.Request) error {

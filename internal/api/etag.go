@@ -31,6 +31,9 @@ func (s *Server) writeTaggedJSON(w http.ResponseWriter, r *http.Request, v any) 
 // writeTagged answers 200 with the JSON body b (writeBody adds its newline) and
 // its ETag, or 304 when the client's If-None-Match already names that body.
 func (s *Server) writeTagged(w http.ResponseWriter, r *http.Request, b []byte) {
+	// The tag of the body the key is shown: one of the stored body would tell
+	// a user-bound key which of its sessions' ids were moved (user_ids.go).
+	b = shownBody(r, b)
 	sum := sha256.New()
 	sum.Write(b)
 	sum.Write([]byte{'\n'})

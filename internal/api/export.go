@@ -140,6 +140,10 @@ func (s *Server) importBody(w http.ResponseWriter, r *http.Request) (io.Reader, 
 			"Content-Type must be application/x-ndjson (or application/json), not %q", ct))
 		return nil, model.ImportOptions{}, false
 	}
+	if declaredTooLarge(w, r, s.importMax) {
+		s.writeError(w, r, model.Errorf(model.KindTooLarge, "payload_too_large", "the import exceeds the limit of %d bytes", s.importMax))
+		return nil, model.ImportOptions{}, false
+	}
 	body := &deadlineReader{r: http.MaxBytesReader(w, r.Body, s.importMax), rc: http.NewResponseController(w),
 		start: time.Now(), grace: s.streamGrace}
 	return body, model.ImportOptions{AsNew: asNew}, true

@@ -56,7 +56,7 @@ type appendBody struct {
 
 // decodeAppend reads either shape, or with batchOnly only {"messages": [...]}.
 func (s *Server) decodeAppend(w http.ResponseWriter, r *http.Request, batchOnly bool) (model.AppendRequest, error) {
-	req := model.AppendRequest{RequestKey: r.Header.Get("Idempotency-Key")}
+	req := model.AppendRequest{RequestKey: r.Header.Get("Idempotency-Key"), BoundUser: principalOf(r).UserID}
 	if len(req.RequestKey) > 255 {
 		return req, model.Invalid(model.FieldError{Field: "Idempotency-Key", Message: "must be at most 255 characters long"})
 	}

@@ -35,6 +35,10 @@ func (s *Server) appendStream(w http.ResponseWriter, r *http.Request) {
 			Message: "names one request; in a stream, give each line its own idempotency_key"}))
 		return
 	}
+	if declaredTooLarge(w, r, s.importMax) {
+		s.writeError(w, r, model.Errorf(model.KindTooLarge, "payload_too_large", "the stream exceeds the limit of %d bytes", s.importMax))
+		return
+	}
 	// The status goes out before any line is read, so a stream to no session at
 	// all gets its 404 as a status, not as a 200 whose every line fails. Later
 	// failures (the session closed or purged meanwhile) come as lines.
@@ -84,7 +88,8 @@ func (s *Server) appendStream(w http.ResponseWriter, r *http.Request) {
 				answers <- answer{line: line, err: verr}
 				return
 			}
-			wait, qerr := s.store.QueueAppend(r.Context(), tenant, session, model.AppendRequest{Messages: []model.NewMessage{m}}, stream)
+			wait, qerr := s.store.QueueAppend(r.Context(), tenant, session,
+				model.AppendRequest{Messages: []model.NewMessage{m}, BoundUser: principalOf(r).UserID}, stream)
 			if qerr != nil {
 				answers <- answer{line: line, err: qerr}
 				return

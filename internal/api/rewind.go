@@ -22,6 +22,7 @@ func (s *Server) rewind(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	in.BoundUser = principalOf(r).UserID
 	res, err := s.store.Rewind(r.Context(), tenantOf(r), chi.URLParam(r, "id"), in)
 	if err != nil {
 		s.writeError(w, r, err)

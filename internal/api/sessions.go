@@ -6,6 +6,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/logbook/logbook/internal/model"
+	"github.com/logbook/logbook/internal/repo"
 )
 
 func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
@@ -19,7 +20,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, model.ForbiddenForUser(user))
 			return
 		}
-		in.UserID = &user
+		in.UserID, in.UserSpace = &user, true
 	}
 	ses, err := s.store.CreateSession(r.Context(), tenantOf(r), in)
 	if err != nil {
@@ -78,6 +79,12 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.writeError(w, r, err)
 		return
+	}
+	if user := principalOf(r).UserID; user != "" {
+		// The cursor carries the last session's id: the one the user chose.
+		// Its sessions sort the same by either (model.UserSessionID), so the
+		// cursor it sends back needs no translation.
+		page.NextCursor = repo.RewriteCursorID(page.NextCursor, func(id string) string { return model.ShownSessionID(id, user) })
 	}
 	s.writeJSON(w, r, http.StatusOK, page)
 }

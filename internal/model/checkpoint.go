@@ -135,4 +135,7 @@ type ForkSession struct {
 	AtSeq    *int64  `json:"at_seq,omitempty" validate:"omitempty,gte=0"`
 	Title    *string `json:"title,omitempty" validate:"omitempty,max=1000"`
 	Metadata Object  `json:"metadata,omitempty"`
+	// UserSpace takes ID in the parent's user's own id space, as
+	// CreateSession.UserSpace does.
+	UserSpace bool `json:"-"`
 }

@@ -13,7 +13,13 @@ import (
 
 // CheckStoredSession checks a session as an export states it.
 func CheckStoredSession(s Session) error {
-	in := CreateSession{ID: s.ID, AgentID: s.AgentID, UserID: s.UserID, Title: s.Title, Metadata: s.Metadata}
+	// A session moved into its user's own id space (UserSessionID) is
+	// checked as the id its user chose.
+	id := s.ID
+	if s.UserID != nil {
+		id = ShownSessionID(id, *s.UserID)
+	}
+	in := CreateSession{ID: id, AgentID: s.AgentID, UserID: s.UserID, Title: s.Title, Metadata: s.Metadata}
 	if err := Check(&in); err != nil {
 		return err
 	}
@@ -37,7 +43,7 @@ func CheckStoredSession(s Session) error {
 	if s.ForkedAtSeq != nil && *s.ForkedAtSeq < 0 {
 		bad("forked_at_seq", "must not be negative")
 	}
-	if s.ParentID != nil && !ValidClientID(*s.ParentID) {
+	if s.ParentID != nil && !ValidStoredSessionID(*s.ParentID, s.UserID) {
 		bad("parent_id", "must be 1 to 128 characters of A-Z a-z 0-9 _ . : -")
 	}
 	if s.CreatedAt == 0 || s.UpdatedAt == 0 {

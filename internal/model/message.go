@@ -126,6 +126,9 @@ type AppendRequest struct {
 	// without idempotency keys exactly-once appends, and lets two workers on one
 	// session notice each other. A replay is answered whatever it says.
 	ExpectedLastSeq *int64
+	// BoundUser is the end user the appending key is bound to, if any: its
+	// parts may then name only the files that user may read (repo.Files).
+	BoundUser string
 }
 
 // AppendResult is what an append stored, or what an earlier identical call stored.

@@ -9,6 +9,8 @@ type Rewind struct {
 	ToSeq           *int64       `json:"to_seq" validate:"required,gte=0"`
 	ExpectedLastSeq *int64       `json:"expected_last_seq,omitempty" validate:"omitempty,gte=0"`
 	Messages        []NewMessage `json:"messages,omitempty" validate:"omitempty,max=1000,dive"`
+	// BoundUser is AppendRequest.BoundUser for Messages.
+	BoundUser string `json:"-"`
 }
 
 // Validate checks the fields and the messages as a batch is checked.

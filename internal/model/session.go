@@ -87,6 +87,9 @@ type CreateSession struct {
 	Metadata Object  `json:"metadata,omitempty"`
 	// ExpiresAt, if set, is when the session expires (RFC 3339).
 	ExpiresAt *Time `json:"expires_at,omitempty"`
+	// UserSpace, set for a key bound to UserID, takes ID in that user's own id
+	// space: held by another principal, it is stored as UserSessionID.
+	UserSpace bool `json:"-"`
 }
 
 // UpdateSession is the input of PATCH /v1/sessions/{id}. Metadata is an RFC 7396

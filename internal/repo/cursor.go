@@ -37,6 +37,26 @@ func EncodeCursor(c Cursor) *string {
 	return &s
 }
 
+// RewriteCursorID returns the cursor s with the id it carries (the
+// tie-breaker) passed through f: what the API shows a key of ids it stores
+// otherwise (model.UserSessionID). A cursor that does not decode is returned
+// as it is.
+func RewriteCursorID(s *string, f func(id string) string) *string {
+	if s == nil {
+		return nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(*s)
+	if err != nil {
+		return s
+	}
+	var c Cursor
+	if json.Unmarshal(b, &c) != nil {
+		return s
+	}
+	c.S = f(c.S)
+	return EncodeCursor(c)
+}
+
 // DecodeCursor returns the zero position for an empty cursor.
 func DecodeCursor(s, query string) (Cursor, bool, error) {
 	if s == "" {

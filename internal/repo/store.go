@@ -117,12 +117,29 @@ type Memory interface {
 }
 
 // Files: content-addressed bytes that parts reference.
+//
+// Who may read a file (download it, or name it in a part it appends): a key
+// bound to no user (user "") every file of its tenant; a key bound to user U
+// only a file U uploaded, or one that a message of one of U's sessions
+// references. Any other file is as missing to U as one never uploaded, so
+// that U learns nothing of what other users hold.
+//
+// A file lives while a message references it or a user holds an upload of
+// it. A user's upload is used up when the last of that user's messages that
+// reference the file goes (a rewind, a purge, an expiry); a file no message
+// ever referenced stays, uploaded for messages yet to come.
 type Files interface {
-	CreateFile(ctx context.Context, tenant, mediaType string, data []byte) (f model.File, created bool, err error)
-	GetFile(ctx context.Context, tenant, id string) (model.File, error)
+	// CreateFile stores data as a file. created is whether the upload is the
+	// first one: of the tenant for user "", of that user otherwise (whose
+	// File.CreatedAt is then its own first upload), so that the answer a
+	// user sees depends only on what that user did.
+	CreateFile(ctx context.Context, tenant, user, mediaType string, data []byte) (f model.File, created bool, err error)
+	// GetFile describes a file user may read. Errors: KindNotFound.
+	GetFile(ctx context.Context, tenant, user, id string) (model.File, error)
 	// WriteFile calls head with the file's description before its first byte,
-	// then writes the bytes to w from one snapshot.
-	WriteFile(ctx context.Context, tenant, id string, head func(model.File) error, w io.Writer) error
+	// then writes the bytes to w from one snapshot; a file user may not read
+	// is KindNotFound.
+	WriteFile(ctx context.Context, tenant, user, id string, head func(model.File) error, w io.Writer) error
 }
 
 // Keys: API keys and the principals they authenticate.

@@ -158,7 +158,10 @@ export interface paths {
          *     - `id`: leave it out to get a server-made id (`ses_` + 32 hex digits, sortable
          *       by creation time), or choose one: 1–128 characters of `[A-Za-z0-9_.:-]`, no
          *       prefix required, but not `.` or `..` (URL dot-segments). A duplicate id is
-         *       `409 conflict`.
+         *       `409 conflict`. For a key bound to a user the id is taken in that user's
+         *       own id space: an id another user (or a session of no user) holds answers
+         *       `201` as a free one does, and the user reads its own session under it
+         *       (see Authentication).
          *     - `agent_id` is a reference, not a foreign key: it may name an agent this
          *       server does not store.
          *     - `metadata` is any JSON object; its top-level keys can be filtered on when
@@ -1171,9 +1174,15 @@ export interface paths {
         /**
          * Upload a file
          * @description The body is the file's bytes, as they are; `Content-Type` is its media type
-         *     (a form upload is refused). At most `--max-file-bytes` (default 20 MiB).
-         *     The same bytes with the same media type are the same file: `200` with it
-         *     instead of `201`, nothing stored twice. Needs `write` scope.
+         *     (a form upload is refused). At most `--max-file-bytes` (default 20 MiB); a
+         *     `Content-Length` past it is refused at once (`413`, the body unread). The
+         *     same bytes with the same media type are the same file (its id is derived
+         *     from them), stored once per tenant. The answer depends only on what the
+         *     caller did: `200` when the caller uploaded these bytes before (for a key
+         *     bound to no user: when the tenant holds them), `201` otherwise. A key bound
+         *     to a user gets `201` the first time that user uploads them, whoever else
+         *     holds them, and `created_at` is its own first upload; from then on it may
+         *     read the file. Needs `write` scope.
          */
         post: operations["uploadFile"];
         delete?: never;
@@ -1197,7 +1206,9 @@ export interface paths {
          * @description The bytes, with the file's media type as `Content-Type`, its SHA-256 as the
          *     `ETag` (`If-None-Match` answers `304`), and `Content-Security-Policy:
          *     sandbox` so that an uploaded HTML or SVG file cannot run as a page of this
-         *     server. Another tenant's file is `404`. Needs `read` scope.
+         *     server. Another tenant's file is `404`, and so, for a key bound to a user, is
+         *     a file that user neither uploaded nor references from a message of one of
+         *     its sessions. Needs `read` scope.
          */
         get: operations["downloadFile"];
         put?: never;
@@ -1737,8 +1748,10 @@ export interface paths {
          *     prefix is shared, not copied, so a fork costs the same at any length. Reading,
          *     paging, searching and exporting the fork behave as if the messages were its own;
          *     appends to it continue at `at_seq + 1` and never touch the parent. The fork's
-         *     counters are the parent's at `at_seq`; it inherits `agent_id`, `title` and
-         *     `metadata` unless the body sets them. Write scope.
+         *     counters are the parent's at `at_seq`; it inherits `agent_id`, `title`,
+         *     `metadata` unless the body sets them, and `user_id`. For a key bound to a
+         *     user, `id` is taken in that user's own id space, as on `POST /v1/sessions`.
+         *     Write scope.
          */
         post: operations["forkSession"];
         delete?: never;
@@ -2538,7 +2551,11 @@ export interface components {
         /**
          * @description A session id: server-made `ses_` + 32 lowercase hex digits (a UUIDv7, so ids
          *     sort by creation time), or a client-chosen 1–128 characters of
-         *     `[A-Za-z0-9_.:-]`.
+         *     `[A-Za-z0-9_.:-]`. A key bound to no user may also see a client-chosen id
+         *     followed by `!` and 16 hex digits: a session that a key bound to a user
+         *     created under an id another principal held, stored in that user's own id
+         *     space (see Authentication, keys bound to one end user); its user knows it
+         *     by the id it chose.
          * @example ses_0193a4b2c1d07e8f9a0b1c2d3e4f5a6b
          * @example run-2026-11-22.support:1234
          */
@@ -4056,7 +4073,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description `payload_too_large`: the request body exceeds the server's limit (default 1 MiB). */
+        /** @description `payload_too_large`: the request body exceeds the route's limit (default 1 MiB for JSON bodies). A `Content-Length` past the limit is refused at once, before any byte of the body is read, and the connection is then closed (`Connection: close`), so the unsent body need not be sent. */
         PayloadTooLarge: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
@@ -6842,7 +6859,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description These bytes with this media type were stored before; this is that file. */
+            /** @description The caller uploaded these bytes with this media type before; this is that file. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];

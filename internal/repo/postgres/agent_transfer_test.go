@@ -50,7 +50,7 @@ func agentXferScript(t *testing.T, st agentXferStore) {
 	}
 	ses := xferOK(st.CreateSession(ctx, "t", model.CreateSession{AgentID: &a.ID}))
 	// A file of two chunks, which the fork's export carries too.
-	f := xferOK3(st.CreateFile(ctx, "t", "text/plain", bytes.Repeat([]byte("abc"), 100_000)))
+	f := xferOK3(st.CreateFile(ctx, "t", "", "text/plain", bytes.Repeat([]byte("abc"), 100_000)))
 	hi := "hi"
 	xferOK(st.AppendMessages(ctx, "t", ses.ID, model.AppendRequest{Messages: []model.NewMessage{
 		{Role: model.RoleUser, Content: model.Content{Parts: []model.Part{{Type: "text", Text: &hi},

@@ -106,8 +106,11 @@ func (w *appendInsertsPG) queue(b *pgx.Batch) {
 			SELECT pg_notify('`+eventsRecordedChannel+`', '')`, w.tenant, w.session, w.id, w.seq, int64(model.Now()))
 	}
 	if len(w.fileSeq) > 0 {
-		b.Queue(`INSERT INTO message_files (tenant_id, session_id, seq, file_id)
-			SELECT $1, $2, u.seq, u.file_id FROM unnest($3::bigint[], $4::text[]) AS u(seq, file_id)
+		// With the session's user, so that "does this user reference this
+		// file?" is one index probe (filesReadablePG).
+		b.Queue(`INSERT INTO message_files (tenant_id, session_id, seq, file_id, user_id)
+			SELECT $1, $2, u.seq, u.file_id, s.user_id FROM unnest($3::bigint[], $4::text[]) AS u(seq, file_id)
+			JOIN sessions s ON s.tenant_id = $1 AND s.id = $2
 			ON CONFLICT DO NOTHING`, w.tenant, w.session, w.fileSeq, w.fileID)
 	}
 	if len(w.callSeq) > 0 {

@@ -30,8 +30,17 @@ type appendViewPG struct {
 	byKey       map[string]appendStoredPG
 	rewoundReqs map[string]bool
 	rewoundMsgs map[string]bool
-	files       map[string]bool
+	files       map[string]bool // the group's files the tenant has
+	readable    map[string]bool // those that filesUser may read (repo.Files)
+	filesUser   string          // the user the group's bound keys act for
 	toolSeqs    map[string]appendToolSeqsPG
+}
+
+// mayName reports whether an append by a key bound to user ("" for none) may
+// name file id in a part: another tenant's file, or another user's, is as
+// missing as one never uploaded.
+func (v *appendViewPG) mayName(id, user string) bool {
+	return v.files[id] && (user == "" || (user == v.filesUser && v.readable[id]))
 }
 
 // appendRecordedPG is what a request key recorded.
@@ -62,7 +71,7 @@ const (
 func newAppendViewPG() *appendViewPG {
 	return &appendViewPG{requests: map[string]appendRecordedPG{}, reqMsgs: map[int64]model.Message{},
 		byKey: map[string]appendStoredPG{}, rewoundReqs: map[string]bool{}, rewoundMsgs: map[string]bool{},
-		files: map[string]bool{}, toolSeqs: map[string]appendToolSeqsPG{}}
+		files: map[string]bool{}, readable: map[string]bool{}, toolSeqs: map[string]appendToolSeqsPG{}}
 }
 
 // appendQueueLookupsPG queues, after the session row's lock, every read the
@@ -89,6 +98,9 @@ func appendQueueLookupsPG(b *pgx.Batch, ops []*appendOpPG, v *appendViewPG, lock
 				keys = append(keys, *k)
 			}
 			files = append(files, a.rows[i].files...)
+		}
+		if a.req.BoundUser != "" {
+			v.filesUser = a.req.BoundUser // the session's user: the same for every op
 		}
 		ids, results := appendToolIDsPG(a)
 		toolIDs, toolResults = append(toolIDs, ids...), toolResults || results
@@ -158,15 +170,22 @@ func appendQueueLookupsPG(b *pgx.Batch, ops []*appendOpPG, v *appendViewPG, lock
 		})
 	}
 	if len(files) > 0 {
-		// Another tenant's file is as missing as one never uploaded.
-		b.Queue(`SELECT f.id FROM unnest($2::text[]) AS k(id) CROSS JOIN LATERAL (
-				SELECT id FROM files WHERE tenant_id = $1 AND id = k.id LIMIT 1) f`, tenant, files).Query(func(rows pgx.Rows) error {
-			var id string
+		// Another tenant's file is as missing as one never uploaded; for a key
+		// bound to a user, so is a file that user may not read (filesReadablePG).
+		b.Queue(`SELECT f.id, f.readable FROM unnest($2::text[]) AS k(id) CROSS JOIN LATERAL (
+				SELECT id, ($3 <> '' AND (
+					EXISTS (SELECT 1 FROM file_owners WHERE tenant_id = $1 AND file_id = k.id AND user_id = $3)
+					OR EXISTS (SELECT 1 FROM message_files WHERE tenant_id = $1 AND file_id = k.id AND user_id = $3))) AS readable
+				FROM files WHERE tenant_id = $1 AND id = k.id LIMIT 1) f`, tenant, files, v.filesUser).Query(func(rows pgx.Rows) error {
+			var (
+				id       string
+				readable bool
+			)
 			for rows.Next() {
-				if err := rows.Scan(&id); err != nil {
+				if err := rows.Scan(&id, &readable); err != nil {
 					return err
 				}
-				v.files[id] = true
+				v.files[id], v.readable[id] = true, readable
 			}
 			return rows.Err()
 		})

@@ -203,7 +203,7 @@ func appendCheckPG(a *appendOpPG, v *appendViewPG, fresh []int) error {
 			return err
 		}
 		for j, p := range m.Content.Parts {
-			if p.FileID != "" && !v.files[p.FileID] {
+			if p.FileID != "" && !v.mayName(p.FileID, a.req.BoundUser) {
 				return model.Invalid(model.FieldError{Field: prefix + "content[" + strconv.Itoa(j) + "].file_id",
 					Message: "names no file of this tenant; upload it first with POST /v1/files"})
 			}

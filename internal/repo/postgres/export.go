@@ -183,7 +183,7 @@ func exportFilesPG(ctx context.Context, tx pgx.Tx, e *transfer.Writer, tenant st
 	}
 	slices.Sort(ids)
 	for _, id := range slices.Compact(ids) {
-		f, err := filesGetPG(ctx, tx, tenant, id)
+		f, err := filesGetPG(ctx, tx, tenant, "", id, "")
 		if err != nil {
 			return err
 		}

@@ -24,7 +24,7 @@ import (
 // xferStore is what the export tests ask of either backend.
 type xferStore interface {
 	CreateSession(ctx context.Context, tenant string, in model.CreateSession) (model.Session, error)
-	CreateFile(ctx context.Context, tenant, mediaType string, data []byte) (model.File, bool, error)
+	CreateFile(ctx context.Context, tenant, user, mediaType string, data []byte) (model.File, bool, error)
 	AppendMessages(ctx context.Context, tenant, sessionID string, req model.AppendRequest) (model.AppendResult, error)
 	PutCheckpoint(ctx context.Context, tenant, sessionID string, in model.PutCheckpoint, keep int) (model.Checkpoint, error)
 	PatchCheckpoint(ctx context.Context, tenant, sessionID string, in model.PatchCheckpoint, keep int) (model.Checkpoint, error)
@@ -80,9 +80,9 @@ func xferScript(t *testing.T, st xferStore) (parent, fork string) {
 	title := "export me"
 	ses := xferOK(st.CreateSession(ctx, "t", model.CreateSession{Title: &title, Metadata: model.Object(`{"k":[1,2,{"z":null}]}`)}))
 	big := bytes.Repeat([]byte("0123456789abcdef"), (600<<10)/16) // three chunks
-	fBig := xferOK3(st.CreateFile(ctx, "t", "text/plain", big))
-	fEmpty := xferOK3(st.CreateFile(ctx, "t", "application/octet-stream", []byte{}))
-	fPNG := xferOK3(st.CreateFile(ctx, "t", "image/png", []byte("\x89PNG not really")))
+	fBig := xferOK3(st.CreateFile(ctx, "t", "", "text/plain", big))
+	fEmpty := xferOK3(st.CreateFile(ctx, "t", "", "application/octet-stream", []byte{}))
+	fPNG := xferOK3(st.CreateFile(ctx, "t", "", "image/png", []byte("\x89PNG not really")))
 	msgs := []model.NewMessage{
 		{Role: model.RoleSystem, Content: model.TextContent("be brief"), Metadata: model.Object(`{"a":1}`)},
 		{Role: model.RoleUser, Content: model.Content{Parts: []model.Part{

@@ -14,7 +14,7 @@ func TestFilesReleasePG(t *testing.T) {
 	conn := keysFilesRaw(t, url)
 	ctx := t.Context()
 	mk := func(tenant, mediaType, data string) model.File {
-		f, _, err := st.CreateFile(ctx, tenant, mediaType, []byte(data))
+		f, _, err := st.CreateFile(ctx, tenant, "", mediaType, []byte(data))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,16 +67,16 @@ func TestFilesReleasePG(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, f := range s.kept {
-				if _, err := st.GetFile(ctx, "a", f.ID); err != nil {
+				if _, err := st.GetFile(ctx, "a", "", f.ID); err != nil {
 					t.Errorf("%s (%s) went: %v", f.ID, f.MediaType, err)
 				}
 			}
 			for _, f := range s.gone {
-				if _, err := st.GetFile(ctx, "a", f.ID); !model.IsNotFound(err, "file") {
+				if _, err := st.GetFile(ctx, "a", "", f.ID); !model.IsNotFound(err, "file") {
 					t.Errorf("%s (%s) stayed: %v", f.ID, f.MediaType, err)
 				}
 			}
-			if _, err := st.GetFile(ctx, "b", otherTenant.ID); err != nil {
+			if _, err := st.GetFile(ctx, "b", "", otherTenant.ID); err != nil {
 				t.Errorf("the other tenant's file went: %v", err)
 			}
 			if n := keysFilesCount(t, conn, `SELECT count(DISTINCT sha256) FROM file_chunks WHERE tenant_id = 'a'`); n != s.chunks {

@@ -33,7 +33,7 @@ func TestFilesCreatePG(t *testing.T) {
 	first := map[string]model.File{}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			f, created, err := st.CreateFile(t.Context(), c.tenant, c.mediaType, c.data)
+			f, created, err := st.CreateFile(t.Context(), c.tenant, "", c.mediaType, c.data)
 			if err != nil || created != c.created {
 				t.Fatalf("CreateFile: created %v, %v; want created %v", created, err, c.created)
 			}
@@ -47,7 +47,7 @@ func TestFilesCreatePG(t *testing.T) {
 				t.Fatalf("again: %+v, first %+v", f, old)
 			}
 			first[key] = f
-			if got, err := st.GetFile(t.Context(), c.tenant, f.ID); err != nil || got != f {
+			if got, err := st.GetFile(t.Context(), c.tenant, "", f.ID); err != nil || got != f {
 				t.Fatalf("GetFile: %+v, %v; want %+v", got, err, f)
 			}
 			if n := keysFilesCount(t, conn, `SELECT count(*) FROM file_chunks WHERE tenant_id = $1 AND sha256 = $2`,
@@ -55,7 +55,7 @@ func TestFilesCreatePG(t *testing.T) {
 				t.Fatalf("%d chunks stored, want %d", n, c.chunks)
 			}
 			var buf bytes.Buffer
-			if err := st.WriteFile(t.Context(), c.tenant, f.ID, func(model.File) error { return nil }, &buf); err != nil ||
+			if err := st.WriteFile(t.Context(), c.tenant, "", f.ID, func(model.File) error { return nil }, &buf); err != nil ||
 				!bytes.Equal(buf.Bytes(), c.data) {
 				t.Fatalf("WriteFile: %d bytes, %v; want %d", buf.Len(), err, len(c.data))
 			}
@@ -70,7 +70,7 @@ func TestFilesCreatePG(t *testing.T) {
 func TestFilesGetAndWritePG(t *testing.T) {
 	st, url := keysFilesOpen(t, nil)
 	data := bytes.Repeat([]byte("0123456789"), 60_000) // three chunks
-	f, _, err := st.CreateFile(t.Context(), "a", "image/png", data)
+	f, _, err := st.CreateFile(t.Context(), "a", "", "image/png", data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestFilesGetAndWritePG(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			var buf bytes.Buffer
 			headed := false
-			err := st.WriteFile(t.Context(), c.tenant, c.id, func(got model.File) error {
+			err := st.WriteFile(t.Context(), c.tenant, "", c.id, func(got model.File) error {
 				if buf.Len() != 0 {
 					t.Error("head called after bytes")
 				}
@@ -123,13 +123,13 @@ func TestFilesGetAndWritePG(t *testing.T) {
 			if c.wantErr != nil {
 				return
 			}
-			got, err := st.GetFile(t.Context(), c.tenant, c.id)
+			got, err := st.GetFile(t.Context(), c.tenant, "", c.id)
 			if err != nil || got != f {
 				t.Fatalf("GetFile: %+v, %v", got, err)
 			}
 		})
 	}
-	if _, err := st.GetFile(t.Context(), "a", missing); err == nil {
+	if _, err := st.GetFile(t.Context(), "a", "", missing); err == nil {
 		t.Fatal("GetFile of a missing file")
 	} else {
 		keysFilesSameError(t, err, model.NotFound("file", missing))
@@ -141,7 +141,7 @@ func TestFilesGetAndWritePG(t *testing.T) {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	err = st.WriteFile(t.Context(), "a", f.ID, func(model.File) error { return nil }, &buf)
+	err = st.WriteFile(t.Context(), "a", "", f.ID, func(model.File) error { return nil }, &buf)
 	keysFilesSameError(t, err, model.Corrupted("file", f.ID))
 	if buf.Len() != 2*256<<10 {
 		t.Fatalf("wrote %d bytes before the missing chunk", buf.Len())
@@ -152,13 +152,13 @@ func TestFilesGetAndWritePG(t *testing.T) {
 func TestFilesWriteFromOneSnapshotPG(t *testing.T) {
 	st, url := keysFilesOpen(t, nil)
 	data := bytes.Repeat([]byte("snapshot"), 100_000)
-	f, _, err := st.CreateFile(t.Context(), "a", "application/pdf", data)
+	f, _, err := st.CreateFile(t.Context(), "a", "", "application/pdf", data)
 	if err != nil {
 		t.Fatal(err)
 	}
 	conn := keysFilesRaw(t, url)
 	var buf bytes.Buffer
-	err = st.WriteFile(t.Context(), "a", f.ID, func(model.File) error {
+	err = st.WriteFile(t.Context(), "a", "", f.ID, func(model.File) error {
 		_, err := conn.Exec(t.Context(), `DELETE FROM file_chunks WHERE tenant_id = 'a' AND sha256 = $1`, f.SHA256)
 		return err
 	}, &buf)
@@ -173,7 +173,7 @@ func TestFilesFaultPG(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, url := keysFilesOpen(t, faults)
-	_, created, err := st.CreateFile(t.Context(), "a", "text/plain", []byte("hello"))
+	_, created, err := st.CreateFile(t.Context(), "a", "", "text/plain", []byte("hello"))
 	var me *model.Error
 	if !errors.As(err, &me) || me.Kind != model.KindUnavailable || !errors.Is(err, repo.ErrInjected) || created {
 		t.Fatalf("CreateFile with a fault: %v, created %v", err, created)
@@ -182,7 +182,7 @@ func TestFilesFaultPG(t *testing.T) {
 	if n := keysFilesCount(t, conn, `SELECT (SELECT count(*) FROM files) + (SELECT count(*) FROM file_chunks)`); n != 0 {
 		t.Fatalf("a failed upload left %d rows", n)
 	}
-	if _, created, err := st.CreateFile(t.Context(), "a", "text/plain", []byte("hello")); err != nil || !created {
+	if _, created, err := st.CreateFile(t.Context(), "a", "", "text/plain", []byte("hello")); err != nil || !created {
 		t.Fatalf("CreateFile once the fault is spent: created %v, %v", created, err)
 	}
 	if ev := faults.Events(); len(ev) != 1 || ev[0].Point != repo.PointFileWrite {

@@ -27,7 +27,8 @@ type forkTotalsPG struct {
 // ForkSession makes a new session whose history is the parent's first AtSeq
 // messages (default: all of them), shared rather than copied, with the
 // parent's counters at AtSeq. Errors as on SQLite: KindNotFound,
-// validation_failed (at_seq beyond the parent), conflict (id taken).
+// validation_failed (at_seq beyond the parent), conflict (id taken: the fork
+// takes in.ID as repo.PlaceSession says, for the parent's user).
 //
 // The parent's row is share-locked: a rewind or purge of it (which locks it
 // for update) either commits first, and the fork sees its outcome, or waits
@@ -69,18 +70,30 @@ func (s *Store) ForkSession(ctx context.Context, tenant, parentID string, in mod
 		if in.Metadata != nil {
 			fork.Metadata = in.Metadata
 		}
-		// ON CONFLICT rather than catching the unique violation, as
-		// CreateSession: the server would log every taken id as an error.
-		tag, err := tx.Exec(ctx, `INSERT INTO sessions (tenant_id, id, agent_id, title, status, metadata, message_count, last_seq,
-			total_tokens, total_cost, turn_count, parent_id, forked_at_seq, prefix_shared, created_at, updated_at, user_id)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $7, $8, $9, $10, $11, $7, 1, $12, $12, $13) ON CONFLICT DO NOTHING`,
-			tenant, fork.ID, fork.AgentID, fork.Title, string(fork.Status), fork.Metadata.String(), at,
-			t.tokens, t.cost, t.turns, parentID, int64(now), fork.UserID)
-		if err != nil {
-			return err
-		}
-		if tag.RowsAffected() == 0 {
-			return model.Errorf(model.KindConflict, "conflict", "a session with id %q already exists", fork.ID)
+		// Placed again when another process took the id meanwhile, as
+		// CreateSession does.
+		for try := 0; ; try++ {
+			if in.ID != "" {
+				if fork.ID, err = repo.PlaceSession(in.ID, parent.UserID, in.UserSpace, sessionHolderPG(ctx, tx, tenant)); err != nil {
+					return err
+				}
+			}
+			// ON CONFLICT rather than catching the unique violation, as
+			// CreateSession: the server would log every taken id as an error.
+			tag, err := tx.Exec(ctx, `INSERT INTO sessions (tenant_id, id, agent_id, title, status, metadata, message_count, last_seq,
+				total_tokens, total_cost, turn_count, parent_id, forked_at_seq, prefix_shared, created_at, updated_at, user_id)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $7, $8, $9, $10, $11, $7, 1, $12, $12, $13) ON CONFLICT DO NOTHING`,
+				tenant, fork.ID, fork.AgentID, fork.Title, string(fork.Status), fork.Metadata.String(), at,
+				t.tokens, t.cost, t.turns, parentID, int64(now), fork.UserID)
+			if err != nil {
+				return err
+			}
+			if tag.RowsAffected() == 1 {
+				break
+			}
+			if !in.UserSpace || try == 2 {
+				return repo.SessionTaken(fork.ID)
+			}
 		}
 		if err := forkCopyCompactionsPG(ctx, tx, tenant, parentID, fork.ID, at); err != nil {
 			return err
@@ -226,8 +239,8 @@ func forkCopySegmentPG(ctx context.Context, tx pgx.Tx, tenant, fork string, g li
 		after = seqs[len(seqs)-1]
 	}
 	b := &pgx.Batch{}
-	b.Queue(`INSERT INTO message_files (tenant_id, session_id, seq, file_id)
-		SELECT tenant_id, $2, seq, file_id FROM message_files WHERE tenant_id = $1 AND session_id = $3 AND seq > $4 AND seq <= $5
+	b.Queue(`INSERT INTO message_files (tenant_id, session_id, seq, file_id, user_id)
+		SELECT tenant_id, $2, seq, file_id, user_id FROM message_files WHERE tenant_id = $1 AND session_id = $3 AND seq > $4 AND seq <= $5
 		ON CONFLICT DO NOTHING`, tenant, fork, g.owner, g.lo, g.hi)
 	for _, table := range []string{"tool_calls", "tool_results"} {
 		b.Queue(`INSERT INTO `+table+` (tenant_id, session_id, call_id, seq)

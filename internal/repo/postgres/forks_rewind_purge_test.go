@@ -32,8 +32,8 @@ type frpStore interface {
 	ListCheckpoints(ctx context.Context, tenant, sessionID string, p repo.PageRequest) (model.Page[model.Checkpoint], error)
 	CreateCompaction(ctx context.Context, tenant, sessionID string, in model.CreateCompaction) (model.Compaction, error)
 	ListCompactions(ctx context.Context, tenant, sessionID string, p repo.PageRequest) (model.Page[model.Compaction], error)
-	CreateFile(ctx context.Context, tenant, mediaType string, data []byte) (model.File, bool, error)
-	GetFile(ctx context.Context, tenant, id string) (model.File, error)
+	CreateFile(ctx context.Context, tenant, user, mediaType string, data []byte) (model.File, bool, error)
+	GetFile(ctx context.Context, tenant, user, id string) (model.File, error)
 }
 
 var (
@@ -164,15 +164,15 @@ func TestRewindMatchSQLite(t *testing.T) {
 		_, err := st.CreateSession(ctx, "t", model.CreateSession{ID: "s"})
 		add("create", nil, err)
 		rewind("rewind an empty session to 0", "s", model.Rewind{ToSeq: to(0)})
-		head, _, err := st.CreateFile(ctx, "t", "text/plain", []byte("in the head"))
+		head, _, err := st.CreateFile(ctx, "t", "", "text/plain", []byte("in the head"))
 		add("file in the head", head, err)
-		tail, _, err := st.CreateFile(ctx, "t", "text/plain", []byte("in the tail"))
+		tail, _, err := st.CreateFile(ctx, "t", "", "text/plain", []byte("in the tail"))
 		add("file in the tail", tail, err)
 		withFile := func(text string, f model.File) model.NewMessage {
 			return model.NewMessage{Role: model.RoleUser, Content: model.Content{Parts: []model.Part{
 				{Type: "text", Text: sesMsgPtr(text)}, {Type: "file", FileID: f.ID, MediaType: "text/plain"}}}, Tokens: 2}
 		}
-		last, _, err := st.CreateFile(ctx, "t", "text/plain", []byte("only in the last message"))
+		last, _, err := st.CreateFile(ctx, "t", "", "text/plain", []byte("only in the last message"))
 		add("file in the last message", last, err)
 		checkpoint := func(it int64) {
 			state := fmt.Sprintf(`{"step":%d,"pause_until_ms":%d}`, it, 1000*it)
@@ -221,7 +221,7 @@ func TestRewindMatchSQLite(t *testing.T) {
 			add(fmt.Sprint("paused before ", before, ": pause_until is the newest remaining checkpoint's"), due, err)
 		}
 		for _, f := range []model.File{head, tail, last} {
-			got, err := st.GetFile(ctx, "t", f.ID)
+			got, err := st.GetFile(ctx, "t", "", f.ID)
 			add("file "+f.ID+" after the rewind", got, err)
 		}
 
@@ -258,7 +258,7 @@ func TestRewindMatchSQLite(t *testing.T) {
 			frpHistory(ctx, st, tr, "a fork after its parent cleared", id)
 		}
 		for _, f := range []model.File{head, tail} {
-			got, err := st.GetFile(ctx, "t", f.ID)
+			got, err := st.GetFile(ctx, "t", "", f.ID)
 			add("file "+f.ID+" after clearing", got, err)
 		}
 		_, err = st.CloseSession(ctx, "t", "fa")
@@ -284,7 +284,7 @@ func TestPurgeMatchSQLite(t *testing.T) {
 			f, err := st.ForkSession(ctx, "t", parent, model.ForkSession{ID: id, AtSeq: &at})
 			add("fork "+id, f, err)
 		}
-		file, _, err := st.CreateFile(ctx, "t", "text/plain", []byte("referenced by root"))
+		file, _, err := st.CreateFile(ctx, "t", "", "text/plain", []byte("referenced by root"))
 		add("file", file, err)
 		_, err = st.CreateSession(ctx, "t", model.CreateSession{ID: "root"})
 		add("create root", nil, err)
@@ -318,7 +318,7 @@ func TestPurgeMatchSQLite(t *testing.T) {
 			got, err := st.GetMessage(ctx, "t", "f1", m.ID)
 			add(fmt.Sprint("root's seq ", m.Seq, " by its old id through f1"), got, err)
 		}
-		got, err := st.GetFile(ctx, "t", file.ID)
+		got, err := st.GetFile(ctx, "t", "", file.ID)
 		add("the file, still referenced by the forks' copies", got, err)
 		app("answer an inherited call in f3", "f3", sesMsgOne(frpResult("f3 answer", "c1")))
 		app("f1's copy took no keys", "f1", sesMsgOne(frpKeyed("r4", "k4")))
@@ -327,7 +327,7 @@ func TestPurgeMatchSQLite(t *testing.T) {
 		for _, id := range []string{"f1", "f2", "f3"} {
 			add("purge "+id, nil, st.PurgeSession(ctx, "t", id))
 		}
-		got, err = st.GetFile(ctx, "t", file.ID)
+		got, err = st.GetFile(ctx, "t", "", file.ID)
 		add("the file, once nothing references it", got, err)
 	})
 }

@@ -161,6 +161,8 @@ func (im *importTxPG) finish(ctx context.Context) (model.Session, error) {
 func (im *importTxPG) session(ctx context.Context, line int, ses model.Session) error {
 	if im.asNew {
 		ses.ID = newID(model.PrefixSession)
+	} else if _, err := repo.PlaceSession(ses.ID, ses.UserID, false, sessionHolderPG(ctx, im.tx, im.tenant)); err != nil {
+		return transfer.InLine(line, err)
 	}
 	if im.agentID != nil {
 		ses.AgentID = im.agentID
@@ -247,15 +249,15 @@ func (im *importTxPG) message(ctx context.Context, line int, m *model.Message) e
 			continue
 		}
 		seen[p.FileID] = true
-		im.queue(`INSERT INTO message_files (tenant_id, session_id, seq, file_id)
-			SELECT $1::text, $2::text, $3::bigint, $4::text WHERE EXISTS (SELECT 1 FROM files WHERE tenant_id = $1 AND id = $4)`,
+		im.queue(`INSERT INTO message_files (tenant_id, session_id, seq, file_id, user_id)
+			SELECT $1::text, $2::text, $3::bigint, $4::text, $5::text WHERE EXISTS (SELECT 1 FROM files WHERE tenant_id = $1 AND id = $4)`,
 			func(tag pgconn.CommandTag) error {
 				if tag.RowsAffected() == 0 {
 					return transfer.MissingFile(line, j)
 				}
 				return nil
 			},
-			im.tenant, im.ses.ID, m.Seq, p.FileID)
+			im.tenant, im.ses.ID, m.Seq, p.FileID, im.ses.UserID)
 	}
 	before := im.batch.Len()
 	appendQueueToolRowsPG(&im.batch, im.tenant, im.ses.ID, m)

@@ -42,7 +42,7 @@ func TestFilesConcurrentUploadPG(t *testing.T) {
 		)
 		for i := range uploads {
 			wg.Go(func() {
-				files[i], created[i], errs[i] = stores[i%2].CreateFile(t.Context(), "a", mediaType, data)
+				files[i], created[i], errs[i] = stores[i%2].CreateFile(t.Context(), "a", "", mediaType, data)
 			})
 		}
 		wg.Wait()
@@ -63,7 +63,7 @@ func TestFilesConcurrentUploadPG(t *testing.T) {
 		}
 		for _, st := range stores {
 			var buf bytes.Buffer
-			if err := st.WriteFile(t.Context(), "a", files[0].ID, func(model.File) error { return nil }, &buf); err != nil ||
+			if err := st.WriteFile(t.Context(), "a", "", files[0].ID, func(model.File) error { return nil }, &buf); err != nil ||
 				!bytes.Equal(buf.Bytes(), data) {
 				t.Fatalf("round %d: WriteFile %d bytes, %v", round, buf.Len(), err)
 			}
@@ -87,7 +87,7 @@ func TestFilesUploadRacesReleasePG(t *testing.T) {
 		// Bytes of the round's own: no earlier round's twin keeps them.
 		data := append(bytes.Repeat([]byte("contended"), 50_000), byte(round))
 		session := fmt.Sprintf("s%d", round)
-		old, _, err := stores[0].CreateFile(ctx, "a", "image/png", data)
+		old, _, err := stores[0].CreateFile(ctx, "a", "", "image/png", data)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -102,15 +102,15 @@ func TestFilesUploadRacesReleasePG(t *testing.T) {
 			twinTyp = fmt.Sprintf("application/x-twin-%d", round)
 		)
 		wg.Go(func() { errs[0] = postgres.FilesReleaseForTest(ctx, stores[0], "a", session, 0) })
-		wg.Go(func() { twin, _, errs[1] = stores[1].CreateFile(ctx, "a", twinTyp, data) })
+		wg.Go(func() { twin, _, errs[1] = stores[1].CreateFile(ctx, "a", "", twinTyp, data) })
 		wg.Wait()
 		if errs[0] != nil || errs[1] != nil {
 			t.Fatalf("round %d: release %v, upload %v", round, errs[0], errs[1])
 		}
-		if err := stores[0].WriteFile(ctx, "a", twin.ID, func(model.File) error { return nil }, io.Discard); err != nil {
+		if err := stores[0].WriteFile(ctx, "a", "", twin.ID, func(model.File) error { return nil }, io.Discard); err != nil {
 			t.Fatalf("round %d: the twin uploaded during a release: %v", round, err)
 		}
-		if _, err := stores[0].GetFile(ctx, "a", old.ID); !model.IsNotFound(err, "file") {
+		if _, err := stores[0].GetFile(ctx, "a", "", old.ID); !model.IsNotFound(err, "file") {
 			t.Fatalf("round %d: the released file: %v", round, err)
 		}
 	}

@@ -59,8 +59,9 @@ func (s *Store) rewindTxPG(ctx context.Context, tx pgx.Tx, tenant, id string, in
 		return res, model.Invalid(model.FieldError{Field: "to_seq",
 			Message: "is past the session's last_seq " + strconv.FormatInt(ses.LastSeq, 10)})
 	}
+	var released []fileRefPG
 	if to < ses.LastSeq {
-		if err := rewindCutTailPG(ctx, tx, tenant, ses, to, &res); err != nil {
+		if released, err = rewindCutTailPG(ctx, tx, tenant, ses, to, &res); err != nil {
 			return res, err
 		}
 	}
@@ -68,27 +69,32 @@ func (s *Store) rewindTxPG(ctx context.Context, tx pgx.Tx, tenant, id string, in
 		return res, err
 	}
 	if len(rows) > 0 {
-		msgs, err := s.rewindAppendTailPG(ctx, tx, tenant, id, rows, now)
+		msgs, err := s.rewindAppendTailPG(ctx, tx, tenant, id, rows, now, in.BoundUser)
 		if err != nil {
 			return res, err
 		}
 		res.Messages = msgs
 	}
+	// After the new tail: it may name the files the cut one did.
+	if err := collectFilesPG(ctx, tx, tenant, released); err != nil {
+		return res, err
+	}
 	res.Session, err = getSessionTx(ctx, tx, tenant, id, "")
 	return res, err
 }
 
-// rewindCutTailPG removes everything of the session past seq to. The caller
-// holds the session's row lock.
-func rewindCutTailPG(ctx context.Context, tx pgx.Tx, tenant string, ses model.Session, to int64, res *model.RewindResult) error {
+// rewindCutTailPG removes everything of the session past seq to, and returns
+// the file references it removed, for collectFilesPG. The caller holds the
+// session's row lock.
+func rewindCutTailPG(ctx context.Context, tx pgx.Tx, tenant string, ses model.Session, to int64, res *model.RewindResult) (released []fileRefPG, err error) {
 	id := ses.ID
 	forks, err := forkLockSharingPG(ctx, tx, tenant, id, to)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, f := range forks {
 		if err := forkDetachPG(ctx, tx, tenant, f); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	b := &pgx.Batch{}
@@ -107,10 +113,10 @@ func rewindCutTailPG(ctx context.Context, tx pgx.Tx, tenant string, ses model.Se
 		ON CONFLICT DO NOTHING`, tenant, id, to)
 	b.Queue(`DELETE FROM request_keys WHERE tenant_id = $1 AND session_id = $2 AND `+rewindKeyPastPG, tenant, id, to)
 	if err := appendSendPG(ctx, tx, b); err != nil {
-		return err
+		return nil, err
 	}
-	if err := releaseFilesPG(ctx, tx, tenant, id, to+1); err != nil {
-		return err
+	if released, err = forgetFileRefsPG(ctx, tx, tenant, id, to+1); err != nil {
+		return nil, err
 	}
 	b = &pgx.Batch{}
 	queueUsagePG(b, tenant, id, to, allSeqsPG, -1) // before the rows go
@@ -119,35 +125,35 @@ func rewindCutTailPG(ctx context.Context, tx pgx.Tx, tenant string, ses model.Se
 	}
 	b.Queue(`DELETE FROM messages WHERE tenant_id = $1 AND session_id = $2 AND seq > $3`, tenant, id, to)
 	if err := appendSendPG(ctx, tx, b); err != nil {
-		return err
+		return nil, err
 	}
 	res.RemovedMessages = ses.LastSeq - to // inherited ones too: they left this session's history
 	if res.RemovedCheckpoints, err = dropCheckpointsPG(ctx, tx, tenant, id, `last_seq > $3`, to); err != nil {
-		return err
+		return nil, err
 	}
 	if res.RemovedCheckpoints == nil {
 		res.RemovedCheckpoints = []int64{}
 	}
 	tag, err := tx.Exec(ctx, `DELETE FROM compactions WHERE tenant_id = $1 AND session_id = $2 AND through_seq > $3`, tenant, id, to)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	res.RemovedCompactions = tag.RowsAffected()
 	// The counters are the row's at seq to, in what is left of the lineage.
 	var t forkTotalsPG
 	if to > 0 {
 		if t, err = forkTotalsAtPG(ctx, tx, tenant, id, to); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	pause, err := rewindLatestPausePG(ctx, tx, tenant, id)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	_, err = tx.Exec(ctx, `UPDATE sessions SET message_count = $1, last_seq = $1, total_tokens = $2, total_cost = $3,
 		turn_count = $4, pause_until = $5, updated_at = $6 WHERE tenant_id = $7 AND id = $8`,
 		to, t.tokens, t.cost, t.turns, pause, int64(model.Now()), tenant, id)
-	return err
+	return released, err
 }
 
 // rewindKeyPastPG selects the request keys that recorded a seq past $3: the
@@ -173,7 +179,7 @@ func rewindLatestPausePG(ctx context.Context, tx pgx.Tx, tenant, id string) (*in
 
 // rewindAppendTailPG appends a rewind's replacement messages in its
 // transaction, as one batch append.
-func (s *Store) rewindAppendTailPG(ctx context.Context, tx pgx.Tx, tenant, id string, rows []appendRowPG, now model.Time) ([]model.Message, error) {
+func (s *Store) rewindAppendTailPG(ctx context.Context, tx pgx.Tx, tenant, id string, rows []appendRowPG, now model.Time, boundUser string) ([]model.Message, error) {
 	// The replacement may reuse the keys of what it replaces.
 	var keys []string
 	for _, r := range rows {
@@ -188,7 +194,7 @@ func (s *Store) rewindAppendTailPG(ctx context.Context, tx pgx.Tx, tenant, id st
 		}
 	}
 	op := &appendOpPG{tenant: tenant, session: id, rows: rows, now: now,
-		req: model.AppendRequest{Messages: make([]model.NewMessage, len(rows)), Batch: true}}
+		req: model.AppendRequest{Messages: make([]model.NewMessage, len(rows)), Batch: true, BoundUser: boundUser}}
 	res, err := s.appendTxPG(ctx, tx, op)
 	if err != nil {
 		return nil, err

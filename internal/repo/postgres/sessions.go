@@ -19,8 +19,8 @@ type sessionQuerier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-// CreateSession stores a new session in status created. A client-chosen id that
-// the tenant already uses is a KindConflict.
+// CreateSession stores a new session in status created, under the id
+// repo.PlaceSession picks. A client-chosen id that is taken is a KindConflict.
 func (s *Store) CreateSession(ctx context.Context, tenant string, in model.CreateSession) (model.Session, error) {
 	now := model.Now()
 	ses := model.Session{
@@ -45,16 +45,31 @@ func (s *Store) CreateSession(ctx context.Context, tenant string, in model.Creat
 		if err := s.faults.Check(repo.PointSessionWrite); err != nil {
 			return err
 		}
-		// ON CONFLICT rather than catching the unique violation: the server
-		// would log every taken id as an error.
-		tag, err := tx.Exec(ctx, `INSERT INTO sessions (tenant_id, id, agent_id, user_id, title, status, metadata, created_at, updated_at, expires_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT DO NOTHING`,
-			tenant, ses.ID, ses.AgentID, ses.UserID, ses.Title, string(ses.Status), meta, int64(now), int64(now), timePtrPG(ses.ExpiresAt))
-		if err != nil {
-			return err
-		}
-		if tag.RowsAffected() == 0 {
-			return model.Errorf(model.KindConflict, "conflict", "a session with id %q already exists", ses.ID)
+		// A key bound to a user whose id another process took meanwhile (the
+		// insert below then does nothing) places it again: now it sees the
+		// holder, and moves into the user's space.
+		for try := 0; ; try++ {
+			if in.ID != "" {
+				id, err := repo.PlaceSession(in.ID, in.UserID, in.UserSpace, sessionHolderPG(ctx, tx, tenant))
+				if err != nil {
+					return err
+				}
+				ses.ID = id
+			}
+			// ON CONFLICT rather than catching the unique violation: the server
+			// would log every taken id as an error.
+			tag, err := tx.Exec(ctx, `INSERT INTO sessions (tenant_id, id, agent_id, user_id, title, status, metadata, created_at, updated_at, expires_at)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT DO NOTHING`,
+				tenant, ses.ID, ses.AgentID, ses.UserID, ses.Title, string(ses.Status), meta, int64(now), int64(now), timePtrPG(ses.ExpiresAt))
+			if err != nil {
+				return err
+			}
+			if tag.RowsAffected() == 1 {
+				break
+			}
+			if !in.UserSpace || try == 2 {
+				return repo.SessionTaken(ses.ID)
+			}
 		}
 		return recordEventPG(ctx, tx, tenant, ses.ID, model.EventSessionCreated, repo.SessionEventData(ses))
 	})
@@ -62,6 +77,18 @@ func (s *Store) CreateSession(ctx context.Context, tenant string, in model.Creat
 		return model.Session{}, err
 	}
 	return ses, nil
+}
+
+// sessionHolderPG is repo.SessionHolder in tx.
+func sessionHolderPG(ctx context.Context, tx pgx.Tx, tenant string) repo.SessionHolder {
+	return func(id string) (*string, bool, error) {
+		var user *string
+		err := tx.QueryRow(ctx, `SELECT user_id FROM sessions WHERE tenant_id = $1 AND id = $2`, tenant, id).Scan(&user)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, false, nil
+		}
+		return user, err == nil, err
+	}
 }
 
 // GetSession returns one session, or KindNotFound.

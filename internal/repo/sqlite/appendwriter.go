@@ -211,7 +211,7 @@ func (s *Store) stageAppend(ctx context.Context, tx *sql.Tx, g *group, a *append
 			if err := checkTotals(tokens, cost, prefix); err != nil {
 				return err
 			}
-			if err := s.checkFiles(ctx, tx, a.tenant, m.Content.Parts, prefix); err != nil {
+			if err := s.checkFiles(ctx, tx, a.tenant, a.req.BoundUser, m.Content.Parts, prefix); err != nil {
 				return err
 			}
 		}
@@ -381,16 +381,17 @@ func flushUsage(ctx context.Context, tx *sql.Tx, g *group) error {
 	return nil
 }
 
-// checkFiles refuses parts that name a file this tenant does not have: another
-// tenant's file is as missing as one never uploaded.
-func (s *Store) checkFiles(ctx context.Context, tx *sql.Tx, tenant string, parts []model.Part, prefix string) error {
+// checkFiles refuses parts that name a file this tenant does not have, or,
+// for a key bound to user, one that user may not read (repo.Files): another
+// tenant's file, or another user's, is as missing as one never uploaded.
+func (s *Store) checkFiles(ctx context.Context, tx *sql.Tx, tenant, user string, parts []model.Part, prefix string) error {
 	for j := range parts {
 		id := parts[j].FileID
 		if id == "" {
 			continue
 		}
 		var one int
-		err := tx.StmtContext(ctx, s.st.fileExists).QueryRowContext(ctx, tenant, id).Scan(&one)
+		err := tx.StmtContext(ctx, s.st.fileReadable).QueryRowContext(ctx, tenant, id, user).Scan(&one)
 		if err == sql.ErrNoRows {
 			return model.Invalid(model.FieldError{Field: prefix + "content[" + itoa(int64(j)) + "].file_id",
 				Message: "names no file of this tenant; upload it first with POST /v1/files"})

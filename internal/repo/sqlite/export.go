@@ -165,7 +165,7 @@ func exportFiles(ctx context.Context, tx *sql.Tx, e *transfer.Writer, tenant str
 	}
 	slices.Sort(ids)
 	for _, id := range slices.Compact(ids) {
-		f, err := getFile(ctx, tx, tenant, id)
+		f, err := getFile(ctx, tx, tenant, "", id) // the session's files: its reader may read them
 		if err != nil {
 			return err
 		}

@@ -22,10 +22,12 @@ func scanFile(sc scanner) (model.File, error) {
 	return f, err
 }
 
-// CreateFile stores data as a file of mediaType. The same bytes with the same
-// media type are the same file: created is false and nothing is written again.
-// Bytes shared by files of other media types are stored once.
-func (s *Store) CreateFile(ctx context.Context, tenant, mediaType string, data []byte) (f model.File, created bool, err error) {
+// CreateFile stores data as a file of mediaType, uploaded by user ("" for a
+// key bound to no user). The same bytes with the same media type are the same
+// file: nothing is written again, and created says whether the upload is the
+// first (repo.Files). Bytes shared by files of other media types are stored
+// once.
+func (s *Store) CreateFile(ctx context.Context, tenant, user, mediaType string, data []byte) (f model.File, created bool, err error) {
 	sum := sha256.Sum256(data)
 	f = model.File{SHA256: hex.EncodeToString(sum[:]), Size: int64(len(data)), MediaType: mediaType, CreatedAt: model.Now()}
 	f.ID = model.FileIDOf(f.SHA256, mediaType)
@@ -34,15 +36,41 @@ func (s *Store) CreateFile(ctx context.Context, tenant, mediaType string, data [
 			return err
 		}
 		old, err := scanFile(tx.QueryRowContext(ctx, `SELECT `+fileColumns+` FROM files WHERE tenant_id = ? AND id = ?`, tenant, f.ID))
-		if err == nil {
+		switch {
+		case err == sql.ErrNoRows:
+			created = true
+			if err := insertFile(ctx, tx, tenant, f, data); err != nil {
+				return err
+			}
+		case err != nil:
+			return err
+		case user == "":
 			f, created = old, false
+			return nil
+		default:
+			f = old
+		}
+		if user == "" {
+			return nil
+		}
+		// A user is told of its own first upload, never of another's: the
+		// file's time is when this user first uploaded it.
+		var at int64
+		err = tx.QueryRowContext(ctx, `SELECT created_at FROM file_owners WHERE tenant_id = ? AND file_id = ? AND user_id = ?`,
+			tenant, f.ID, user).Scan(&at)
+		if err == nil {
+			f.CreatedAt, created = model.Time(at), false
 			return nil
 		}
 		if err != sql.ErrNoRows {
 			return err
 		}
-		created = true
-		return insertFile(ctx, tx, tenant, f, data)
+		if !created {
+			f.CreatedAt, created = model.Now(), true
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO file_owners (tenant_id, file_id, user_id, created_at) VALUES (?, ?, ?, ?)`,
+			tenant, f.ID, user, int64(f.CreatedAt))
+		return err
 	})
 	return f, created, err
 }
@@ -71,13 +99,20 @@ func insertFile(ctx context.Context, tx *sql.Tx, tenant string, f model.File, da
 	return err
 }
 
-// GetFile returns a file's description. Errors: KindNotFound.
-func (s *Store) GetFile(ctx context.Context, tenant, id string) (model.File, error) {
-	return getFile(ctx, s.rdb, tenant, id)
+// GetFile returns a file's description, if user may read it (repo.Files).
+// Errors: KindNotFound.
+func (s *Store) GetFile(ctx context.Context, tenant, user, id string) (model.File, error) {
+	return getFile(ctx, s.rdb, tenant, user, id)
 }
 
-func getFile(ctx context.Context, q querier, tenant, id string) (model.File, error) {
-	f, err := scanFile(q.QueryRowContext(ctx, `SELECT `+fileColumns+` FROM files WHERE tenant_id = ? AND id = ?`, tenant, id))
+// fileReadable is repo.Files' rule of who may read a file, for a file ?2 of tenant ?1 and
+// user ?3 ("" for a key bound to no user): each side is one index probe.
+const fileReadable = `(?3 = '' OR EXISTS (SELECT 1 FROM file_owners WHERE tenant_id = ?1 AND file_id = ?2 AND user_id = ?3)
+	OR EXISTS (SELECT 1 FROM message_files WHERE tenant_id = ?1 AND file_id = ?2 AND user_id = ?3))`
+
+func getFile(ctx context.Context, q querier, tenant, user, id string) (model.File, error) {
+	f, err := scanFile(q.QueryRowContext(ctx, `SELECT `+fileColumns+` FROM files WHERE tenant_id = ?1 AND id = ?2 AND `+fileReadable,
+		tenant, id, user))
 	if err == sql.ErrNoRows {
 		return f, model.NotFound("file", id)
 	}
@@ -87,13 +122,13 @@ func getFile(ctx context.Context, q querier, tenant, id string) (model.File, err
 // WriteFile writes a file's bytes to w a chunk at a time, from one snapshot, so
 // that a purge meanwhile cannot cut it short. It returns the description first
 // through head, before any byte, so that a caller can set headers.
-func (s *Store) WriteFile(ctx context.Context, tenant, id string, head func(model.File) error, w io.Writer) error {
+func (s *Store) WriteFile(ctx context.Context, tenant, user, id string, head func(model.File) error, w io.Writer) error {
 	tx, err := s.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return mapErr(err)
 	}
 	defer tx.Rollback() //nolint:errcheck // read-only
-	f, err := getFile(ctx, tx, tenant, id)
+	f, err := getFile(ctx, tx, tenant, user, id)
 	if err != nil {
 		return err
 	}
@@ -126,34 +161,64 @@ func (s *Store) WriteFile(ctx context.Context, tenant, id string, head func(mode
 	return nil
 }
 
-// releaseFiles forgets the references that the messages of a session from seq
-// on hold, then removes each file that no message references any more, and
-// its bytes once no file of the tenant has them. Files nothing ever referenced
-// stay: they were uploaded for messages yet to come.
-func releaseFiles(ctx context.Context, tx *sql.Tx, tenant, sessionID string, fromSeq int64) error {
-	rows, err := tx.QueryContext(ctx, `SELECT DISTINCT file_id FROM message_files WHERE tenant_id = ? AND session_id = ? AND seq >= ?`,
+// fileRef is a reference that messages of a session held to a file, and the
+// session's user (nil: none).
+type fileRef struct {
+	file string
+	user *string
+}
+
+// forgetFileRefs forgets the references that the messages of a session from
+// seq on hold, and returns them for collectFiles. A rewind collects after its
+// new tail is stored, so that the tail may name the files the cut one did.
+func forgetFileRefs(ctx context.Context, tx *sql.Tx, tenant, sessionID string, fromSeq int64) ([]fileRef, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT DISTINCT file_id, user_id FROM message_files WHERE tenant_id = ? AND session_id = ? AND seq >= ?`,
 		tenant, sessionID, fromSeq)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	ids, err := collect(rows, func(sc scanner) (string, error) {
-		var id string
-		return id, sc.Scan(&id)
+	refs, err := collect(rows, func(sc scanner) (fileRef, error) {
+		var r fileRef
+		return r, sc.Scan(&r.file, &r.user)
 	})
-	if err != nil || len(ids) == 0 {
-		return err
+	if err != nil || len(refs) == 0 {
+		return nil, err
 	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM message_files WHERE tenant_id = ? AND session_id = ? AND seq >= ?`,
-		tenant, sessionID, fromSeq); err != nil {
-		return err
+	_, err = tx.ExecContext(ctx, `DELETE FROM message_files WHERE tenant_id = ? AND session_id = ? AND seq >= ?`,
+		tenant, sessionID, fromSeq)
+	return refs, err
+}
+
+// collectFiles applies repo.Files' rule of a file's lifetime to the files
+// that refs referenced: a user who references a file no more has used up its
+// upload of it; then each file that neither a message references nor a user
+// still holds an upload of goes, and its bytes once no file of the tenant has
+// them. Files nothing ever referenced stay: they were uploaded for messages
+// yet to come.
+func collectFiles(ctx context.Context, tx *sql.Tx, tenant string, refs []fileRef) error {
+	for _, r := range refs {
+		if r.user == nil {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM file_owners WHERE tenant_id = ?1 AND file_id = ?2 AND user_id = ?3
+			AND NOT EXISTS (SELECT 1 FROM message_files WHERE tenant_id = ?1 AND file_id = ?2 AND user_id = ?3)`,
+			tenant, r.file, *r.user); err != nil {
+			return err
+		}
 	}
-	for _, id := range ids {
+	done := map[string]bool{}
+	for _, r := range refs {
+		if done[r.file] {
+			continue
+		}
+		done[r.file] = true
 		var sum string
 		err := tx.QueryRowContext(ctx, `DELETE FROM files WHERE tenant_id = ?1 AND id = ?2
-			AND NOT EXISTS (SELECT 1 FROM message_files WHERE tenant_id = ?1 AND file_id = ?2) RETURNING sha256`,
-			tenant, id).Scan(&sum)
+			AND NOT EXISTS (SELECT 1 FROM message_files WHERE tenant_id = ?1 AND file_id = ?2)
+			AND NOT EXISTS (SELECT 1 FROM file_owners WHERE tenant_id = ?1 AND file_id = ?2) RETURNING sha256`,
+			tenant, r.file).Scan(&sum)
 		if err == sql.ErrNoRows {
-			continue // still referenced
+			continue // still referenced, or still held
 		}
 		if err != nil {
 			return err
@@ -164,4 +229,13 @@ func releaseFiles(ctx context.Context, tx *sql.Tx, tenant, sessionID string, fro
 		}
 	}
 	return nil
+}
+
+// releaseFiles is forgetFileRefs then collectFiles, for a purge.
+func releaseFiles(ctx context.Context, tx *sql.Tx, tenant, sessionID string, fromSeq int64) error {
+	refs, err := forgetFileRefs(ctx, tx, tenant, sessionID, fromSeq)
+	if err != nil {
+		return err
+	}
+	return collectFiles(ctx, tx, tenant, refs)
 }

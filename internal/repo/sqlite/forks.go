@@ -14,7 +14,8 @@ import (
 // messages (default: all of them), shared rather than copied: the fork costs the
 // same whatever the parent's length. The fork's counters are the parent's at
 // AtSeq, read from that message's running totals. Errors: KindNotFound,
-// validation_failed (at_seq beyond the parent), conflict (id taken).
+// validation_failed (at_seq beyond the parent), conflict (id taken: the fork
+// takes in.ID as repo.PlaceSession says, for the parent's user).
 func (s *Store) ForkSession(ctx context.Context, tenant, parentID string, in model.ForkSession) (model.Session, error) {
 	var fork model.Session
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
@@ -55,6 +56,8 @@ func (s *Store) ForkSession(ctx context.Context, tenant, parentID string, in mod
 			ParentID: &parent.ID, ForkedAtSeq: &at, CreatedAt: now, UpdatedAt: now}
 		if fork.ID == "" {
 			fork.ID = newID(model.PrefixSession)
+		} else if fork.ID, err = repo.PlaceSession(in.ID, parent.UserID, in.UserSpace, sessionHolder(ctx, tx, tenant)); err != nil {
+			return err
 		}
 		if in.Title != nil {
 			fork.Title = in.Title
@@ -69,7 +72,7 @@ func (s *Store) ForkSession(ctx context.Context, tenant, parentID string, in mod
 			tenant, fork.ID, fork.AgentID, fork.UserID, fork.Title, fork.Status, meta, at, at, tokens, cost, t.turns, parentID, at,
 			int64(now), int64(now))
 		if isConstraint(err) {
-			return model.Errorf(model.KindConflict, "conflict", "a session with id %q already exists", fork.ID)
+			return repo.SessionTaken(fork.ID)
 		}
 		if err != nil {
 			return err

@@ -126,15 +126,14 @@ func (im *sessionImport) take(ctx context.Context, line int, l model.ExportLine)
 		im.ses = ses
 		// The row is written last, with the newest checkpoint's pause; the
 		// id is taken here so that a conflict names this line.
-		var one int
-		err := tx.QueryRowContext(ctx, `SELECT 1 FROM sessions WHERE tenant_id = ? AND id = ?`, tenant, ses.ID).Scan(&one)
-		if err == nil {
+		if _, err := repo.PlaceSession(ses.ID, ses.UserID, false, sessionHolder(ctx, tx, tenant)); err != nil {
+			return transfer.InLine(line, err)
+		}
+		err := insertImportedSession(ctx, tx, tenant, ses)
+		if isConstraint(err) {
 			return transfer.Conflict(line, "a session with id %q already exists", ses.ID)
 		}
-		if err != sql.ErrNoRows {
-			return err
-		}
-		return insertImportedSession(ctx, tx, tenant, ses)
+		return err
 	case model.LineMessage:
 		m := l.Message
 		if opts.AsNew || (m.Seq <= im.newIDsThrough && im.seen[m.ID]) {

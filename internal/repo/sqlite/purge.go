@@ -364,8 +364,8 @@ func (s *Store) copySegment(ctx context.Context, tx *sql.Tx, tenant, fork string
 	}
 	// The copies reference the files their originals did, and answer the calls
 	// theirs did.
-	if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO message_files (tenant_id, session_id, seq, file_id)
-		SELECT tenant_id, ?, seq, file_id FROM message_files WHERE tenant_id = ? AND session_id = ? AND seq > ? AND seq <= ?`,
+	if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO message_files (tenant_id, session_id, seq, file_id, user_id)
+		SELECT tenant_id, ?, seq, file_id, user_id FROM message_files WHERE tenant_id = ? AND session_id = ? AND seq > ? AND seq <= ?`,
 		fork, tenant, g.owner, g.lo, g.hi); err != nil {
 		return err
 	}

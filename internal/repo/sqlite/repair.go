@@ -80,7 +80,7 @@ func (s *Store) repairTx(ctx context.Context, tx *sql.Tx, tenant, id string, in 
 				return res, err
 			}
 		}
-		if res.Messages, err = s.appendInTx(ctx, tx, tenant, id, rows, now); err != nil {
+		if res.Messages, err = s.appendInTx(ctx, tx, tenant, id, rows, now, ""); err != nil {
 			return res, err
 		}
 		for i, c := range h.Unanswered {

@@ -72,8 +72,9 @@ func (s *Store) rewindTx(ctx context.Context, tx *sql.Tx, tenant, id string, in 
 	case to > ses.LastSeq:
 		return res, model.Invalid(model.FieldError{Field: "to_seq", Message: "is past the session's last_seq " + itoa(ses.LastSeq)})
 	}
+	var released []fileRef
 	if to < ses.LastSeq {
-		if err := s.cutTail(ctx, tx, tenant, ses, to, &res); err != nil {
+		if released, err = s.cutTail(ctx, tx, tenant, ses, to, &res); err != nil {
 			return res, err
 		}
 	}
@@ -81,100 +82,105 @@ func (s *Store) rewindTx(ctx context.Context, tx *sql.Tx, tenant, id string, in 
 		return res, err
 	}
 	if len(rows) > 0 {
-		msgs, err := s.appendInTx(ctx, tx, tenant, id, rows, now)
+		msgs, err := s.appendInTx(ctx, tx, tenant, id, rows, now, in.BoundUser)
 		if err != nil {
 			return res, err
 		}
 		res.Messages = msgs
 	}
+	// After the new tail: it may name the files the cut one did.
+	if err := collectFiles(ctx, tx, tenant, released); err != nil {
+		return res, err
+	}
 	res.Session, err = getSession(ctx, tx, tenant, id)
 	return res, err
 }
 
-// cutTail removes everything of the session past seq to.
-func (s *Store) cutTail(ctx context.Context, tx *sql.Tx, tenant string, ses model.Session, to int64, res *model.RewindResult) error {
+// cutTail removes everything of the session past seq to, and returns the file
+// references it removed, for collectFiles.
+func (s *Store) cutTail(ctx context.Context, tx *sql.Tx, tenant string, ses model.Session, to int64, res *model.RewindResult) (released []fileRef, err error) {
 	id := ses.ID
 	s.lineageMoved = true // forks detach; this session may share less of its parent
 	forks, err := forksPast(ctx, tx, tenant, id, to)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, f := range forks {
 		if err := s.detachFork(ctx, tx, tenant, f); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if ses.ForkedAtSeq != nil && *ses.ForkedAtSeq > to {
 		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET forked_at_seq = ? WHERE tenant_id = ? AND id = ? AND prefix_shared = 1`,
 			to, tenant, id); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	// A retry of a removed append must not write it again (refuseRewound).
 	if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO rewound_keys (tenant_id, session_id, kind, key)
 		SELECT tenant_id, session_id, 'message', idempotency_key FROM messages
 		WHERE tenant_id = ? AND session_id = ? AND seq > ? AND idempotency_key IS NOT NULL`, tenant, id, to); err != nil {
-		return err
+		return nil, err
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO rewound_keys (tenant_id, session_id, kind, key)
 		SELECT tenant_id, session_id, 'request', key FROM request_keys
 		WHERE tenant_id = ?1 AND session_id = ?2 AND EXISTS (SELECT 1 FROM json_each(seqs) WHERE value > ?3)`, tenant, id, to); err != nil {
-		return err
+		return nil, err
 	}
 	if _, err := tx.ExecContext(ctx, `DELETE FROM request_keys
 		WHERE tenant_id = ?1 AND session_id = ?2 AND EXISTS (SELECT 1 FROM json_each(seqs) WHERE value > ?3)`, tenant, id, to); err != nil {
-		return err
+		return nil, err
 	}
 	if err := s.noteDeletedMessages(ctx, tx, tenant, id, to, ses.LastSeq); err != nil {
-		return err
+		return nil, err
 	}
-	if err := releaseFiles(ctx, tx, tenant, id, to+1); err != nil {
-		return err
+	if released, err = forgetFileRefs(ctx, tx, tenant, id, to+1); err != nil {
+		return nil, err
 	}
 	if err := dropToolRows(ctx, tx, tenant, id, to); err != nil {
-		return err
+		return nil, err
 	}
 	if err := applyUsage(ctx, tx, tenant, id, to, allSeqs, -1); err != nil {
-		return err
+		return nil, err
 	}
 	if _, err := tx.ExecContext(ctx, `DELETE FROM messages WHERE tenant_id = ? AND session_id = ? AND seq > ?`, tenant, id, to); err != nil {
-		return err
+		return nil, err
 	}
 	res.RemovedMessages = ses.LastSeq - to // inherited ones too: they left this session's history
 	if res.RemovedCheckpoints, err = deleteCheckpointsAfterSeq(ctx, tx, tenant, id, to); err != nil {
-		return err
+		return nil, err
 	}
 	if res.RemovedCheckpoints == nil {
 		res.RemovedCheckpoints = []int64{}
 	}
 	if res.RemovedCompactions, err = execCount(ctx, tx, `DELETE FROM compactions WHERE tenant_id = ? AND session_id = ? AND through_seq > ?`,
 		tenant, id, to); err != nil {
-		return err
+		return nil, err
 	}
 	// The counters are the row's at seq to, in what is left of the lineage.
 	var t runningTotals
 	if to > 0 {
 		segs, err := lineage(ctx, tx, tenant, id)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		_, totals, ok, err := messageAt(ctx, tx, tenant, segs, to)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if !ok {
-			return model.Internal(errMissingSeq(id, to))
+			return nil, model.Internal(errMissingSeq(id, to))
 		}
 		t = totals
 	}
 	pause, err := latestPause(ctx, tx, tenant, id)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	_, err = tx.ExecContext(ctx, `UPDATE sessions SET message_count = ?, last_seq = ?, total_tokens = ?, total_cost = ?,
 		turn_count = ?, pause_until = ?, updated_at = ? WHERE tenant_id = ? AND id = ?`,
 		to, to, t.tokens, t.cost, t.turns, pause, time.Now().UnixMilli(), tenant, id)
-	return err
+	return released, err
 }
 
 // forksPast lists the forks that share this session's messages past seq.
@@ -208,7 +214,7 @@ func latestPause(ctx context.Context, tx *sql.Tx, tenant, id string) (*int64, er
 
 // appendInTx stages and flushes rows as one batch append inside a write that
 // is already running (a rewind's replacement tail).
-func (s *Store) appendInTx(ctx context.Context, tx *sql.Tx, tenant, id string, rows []newRow, now model.Time) ([]model.Message, error) {
+func (s *Store) appendInTx(ctx context.Context, tx *sql.Tx, tenant, id string, rows []newRow, now model.Time, boundUser string) ([]model.Message, error) {
 	// The replacement may reuse the keys of what it replaces.
 	for _, r := range rows {
 		if r.key != nil {
@@ -220,7 +226,7 @@ func (s *Store) appendInTx(ctx context.Context, tx *sql.Tx, tenant, id string, r
 	}
 	s.sessions.forget(tenant, id)
 	msgs := make([]model.NewMessage, len(rows))
-	op := &appendOp{tenant: tenant, session: id, req: model.AppendRequest{Messages: msgs, Batch: true}, rows: rows, now: now}
+	op := &appendOp{tenant: tenant, session: id, req: model.AppendRequest{Messages: msgs, Batch: true, BoundUser: boundUser}, rows: rows, now: now}
 	g := newGroup()
 	if err := s.stageAppend(ctx, tx, g, op); err != nil {
 		return nil, err

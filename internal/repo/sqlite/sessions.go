@@ -12,8 +12,8 @@ import (
 const sessionColumns = `id, agent_id, title, status, metadata, message_count, last_seq,
 	total_tokens, total_cost, turn_count, parent_id, forked_at_seq, created_at, updated_at, closed_at, user_id, expires_at`
 
-// CreateSession stores a new session in status created. A client-chosen id that
-// the tenant already uses is a KindConflict.
+// CreateSession stores a new session in status created, under the id
+// repo.PlaceSession picks. A client-chosen id that is taken is a KindConflict.
 func (s *Store) CreateSession(ctx context.Context, tenant string, in model.CreateSession) (model.Session, error) {
 	now := model.Now()
 	ses := model.Session{
@@ -38,11 +38,18 @@ func (s *Store) CreateSession(ctx context.Context, tenant string, in model.Creat
 		if err := s.faults.Check(repo.PointSessionWrite); err != nil {
 			return err
 		}
+		if in.ID != "" {
+			id, err := repo.PlaceSession(in.ID, in.UserID, in.UserSpace, sessionHolder(ctx, tx, tenant))
+			if err != nil {
+				return err
+			}
+			ses.ID = id
+		}
 		_, err := tx.Exec(`INSERT INTO sessions (tenant_id, id, agent_id, user_id, title, status, metadata, created_at, updated_at, expires_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			tenant, ses.ID, ses.AgentID, ses.UserID, ses.Title, ses.Status, meta, int64(now), int64(now), ses.ExpiresAt)
 		if isConstraint(err) {
-			return model.Errorf(model.KindConflict, "conflict", "a session with id %q already exists", ses.ID)
+			return repo.SessionTaken(ses.ID)
 		}
 		if err != nil {
 			return err
@@ -53,6 +60,18 @@ func (s *Store) CreateSession(ctx context.Context, tenant string, in model.Creat
 		return model.Session{}, err
 	}
 	return ses, nil
+}
+
+// sessionHolder is repo.SessionHolder in tx.
+func sessionHolder(ctx context.Context, tx *sql.Tx, tenant string) repo.SessionHolder {
+	return func(id string) (*string, bool, error) {
+		var user *string
+		err := tx.QueryRowContext(ctx, `SELECT user_id FROM sessions WHERE tenant_id = ? AND id = ?`, tenant, id).Scan(&user)
+		if err == sql.ErrNoRows {
+			return nil, false, nil
+		}
+		return user, err == nil, err
+	}
 }
 
 // GetSession returns one session, or KindNotFound.

@@ -21,6 +21,7 @@ type writerStatements struct {
 	insertMessage                 *sql.Stmt
 	insertMessageFile             *sql.Stmt // a message's reference to a file
 	fileExists                    *sql.Stmt
+	fileReadable                  *sql.Stmt // fileExists for a key bound to a user
 	updateSessionCounters         *sql.Stmt
 	updateSessionCountersActivate *sql.Stmt
 	insertRequestKey              *sql.Stmt
@@ -50,8 +51,12 @@ func prepareWriterStatements(ctx context.Context, db *sql.DB) (writerStatements,
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
 		{&st.insertEvent, `INSERT INTO events (tenant_id, session_id, type, message_id, seq, data, created_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?)`},
-		{&st.insertMessageFile, `INSERT OR IGNORE INTO message_files (tenant_id, session_id, seq, file_id) VALUES (?, ?, ?, ?)`},
+		// With the session's user, so that "does this user reference this file?"
+		// is one index probe (fileReadable).
+		{&st.insertMessageFile, `INSERT OR IGNORE INTO message_files (tenant_id, session_id, seq, file_id, user_id)
+			SELECT ?1, ?2, ?3, ?4, user_id FROM sessions WHERE tenant_id = ?1 AND id = ?2`},
 		{&st.fileExists, `SELECT 1 FROM files WHERE tenant_id = ? AND id = ?`},
+		{&st.fileReadable, `SELECT 1 FROM files WHERE tenant_id = ?1 AND id = ?2 AND ` + fileReadable},
 		// Two forms: status only in the one that changes it, since an UPDATE that
 		// names a column rewrites the index entries that hold it.
 		{&st.updateSessionCounters, `UPDATE sessions SET message_count = ?, last_seq = ?, total_tokens = ?, total_cost = ?,

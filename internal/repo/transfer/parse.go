@@ -431,6 +431,15 @@ func Conflict(line int, format string, args ...any) *model.Error {
 		Fields: []model.FieldError{{Field: field, Message: msg}}}
 }
 
+// InLine names line in a conflict (as Conflict) and passes any other error as
+// it is.
+func InLine(line int, err error) error {
+	if e := model.AsError(err); e.Kind == model.KindConflict {
+		return Conflict(line, "%s", e.Msg)
+	}
+	return err
+}
+
 // MissingFile refuses a message whose part names a file found neither in the
 // tenant nor in the export. Parse lets no such export through; a store that
 // checks anyway says it in these words.
