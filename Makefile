@@ -4,7 +4,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: run build test test-go test-postgres test-python test-typescript test-ui vecbench pgvecbench chromium check check-generated fmt vet lint lint-openapi deps tools bench profile gobench crash fuzz sim pg-failover clean
+.PHONY: run build test test-go test-postgres test-python test-typescript test-ui vecbench pgvecbench chromium soak check check-generated fmt vet lint lint-openapi deps tools bench profile gobench crash fuzz sim pg-failover clean
 
 run:
 	$(GO) run ./cmd/server
@@ -27,10 +27,12 @@ test: deps fmt vet tools chromium lint-openapi check-generated
 # The Go packages with the race detector, then without it the tests the
 # detector slows too much to run whole (the largest message and the bounded
 # block history, which move megabytes; the fault simulations and the 500-deep
-# fork chain, which the race pass runs shorter).
+# fork chain, which the race pass runs shorter; the WAL's 20 s soak, whose
+# appends the detector slows ~50×).
 test-go:
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
 	$(GO) test -count=1 -run 'TestLargestMessageRoundTrips|TestBlockHistoryIsBounded|TestSimulation|TestForkChainsReadTheirWholeHistory' ./internal/api/
+	$(GO) test -count=1 -run '^TestWALStaysBounded$$' ./internal/repo/sqlite/
 
 # The whole API suite again on PostgreSQL, a throwaway cluster of its own.
 test-postgres:
@@ -165,6 +167,14 @@ vecbench:
 # skips, saying so, without one.
 pgvecbench:
 	$(GO) test -run '^$$' -bench PGVectorSearch -benchtime 1x -timeout 60m ./internal/repo/postgres/
+
+# The WAL's soak test, long form: 32 goroutines appending through the store
+# for SOAK (10 minutes) under the default --wal-max-bytes, the -wal file's size
+# sampled every 2 ms; it logs the high-water mark, the appends' p50/p99/max and
+# the checkpoints (docs/operations.md, "The WAL"). make test runs 20 s of it.
+SOAK ?= 10m
+soak:
+	LOGBOOK_SOAK=$(SOAK) $(GO) test -count=1 -v -timeout 0 -run '^TestWALStaysBounded$$' ./internal/repo/sqlite/
 
 # The long form of the crash test: many kill -9 cycles under load.
 crash:

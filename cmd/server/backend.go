@@ -30,7 +30,11 @@ func openStore(ctx context.Context, cfg config, serving bool) (repo.Store, error
 		}
 		return st, nil
 	}
-	c := sqlite.Config{Path: cfg.DB, Sync: cfg.Sync, Migrate: cfg.Migrate, VectorCacheBytes: cfg.VectorCacheBytes}
+	c := sqlite.Config{Path: cfg.DB, Sync: cfg.Sync, Migrate: cfg.Migrate, VectorCacheBytes: cfg.VectorCacheBytes,
+		WALMaxBytes: cfg.WALMaxBytes}
+	if c.WALMaxBytes == 0 { // the flag's "no bound"; the store's 0 is its default
+		c.WALMaxBytes = -1
+	}
 	if serving {
 		c.NoMessageIndex = !cfg.SearchIndex
 	} else {

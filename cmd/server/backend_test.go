@@ -1,0 +1,40 @@
+package main
+
+import (
+	"context"
+	"io"
+	"path/filepath"
+	"testing"
+
+	"github.com/logbook/logbook/internal/repo/sqlite"
+)
+
+// --wal-max-bytes reaches the SQLite store: its default, a size, and 0 for
+// no bound (which the store spells negatively, its own 0 being the default).
+func TestWALMaxBytesReachesTheStore(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  []string
+		want int64
+	}{
+		{"default", nil, sqlite.DefaultWALMaxBytes},
+		{"size", []string{"LOGBOOK_WAL_MAX_BYTES", "1048576"}, 1 << 20},
+		{"zero_is_no_bound", []string{"LOGBOOK_WAL_MAX_BYTES", "0"}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, _, err := parseConfig("server", []string{"--db", filepath.Join(t.TempDir(), "l.db")}, envOf(tc.env...), io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Migrate = true
+			st, err := openStore(context.Background(), cfg, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			if got := st.(*sqlite.Store).WALMaxBytes(); got != tc.want {
+				t.Errorf("the store's WAL bound = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
