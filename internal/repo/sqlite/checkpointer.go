@@ -30,9 +30,10 @@ import (
 // happens only past the bound and why the wait for readers is short.
 const checkpointEvery = 250 * time.Millisecond
 
-// DefaultWALMaxBytes is the WAL's bound when Config.WALMaxBytes is 0: ~1 s of
-// sustained appends on the benchmark machine, small beside any disk, large
-// enough that the hand-over comes a few times a minute at most.
+// DefaultWALMaxBytes is the WAL's bound when Config.WALMaxBytes is 0: small
+// beside any disk, and several seconds of appends at ordinary rates, though
+// under one at the heaviest measured (~100 MB of WAL a second), where an
+// operator should raise it (docs/operations.md, "The WAL").
 const DefaultWALMaxBytes = 64 << 20
 
 // restartWait bounds how long a RESTART waits for readers (it is the
