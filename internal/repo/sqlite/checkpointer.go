@@ -137,16 +137,18 @@ func (s *Store) boundWAL(now time.Time) {
 }
 
 // restartBackoff is how long the writer waits before it tries a RESTART
-// again after n failed in a row. The first retry comes at the next group: a
-// reader that was merely slow has finished by then. Past that, a reader holds
-// a long transaction, and retrying at every group would stop the writer for
-// restartWait each time; backing off to restartBackoffMax keeps that under a
-// few percent of its time while the WAL grows.
+// again after n failed in a row. The first two retries come at the next
+// groups: a reader that was merely slow (on a busy machine a page read can
+// take longer than restartWait) has finished by then, and the WAL has grown
+// by a group or two. Past that, a reader holds a long transaction, and
+// retrying at every group would stop the writer for restartWait each time;
+// backing off to restartBackoffMax keeps that under a few percent of its
+// time while the WAL grows.
 func restartBackoff(n int) time.Duration {
-	if n <= 1 {
+	if n <= 2 {
 		return 0
 	}
-	return min(checkpointEvery<<min(n-2, 8), restartBackoffMax)
+	return min(checkpointEvery<<min(n-3, 8), restartBackoffMax)
 }
 
 // runCheckpointer runs a PASSIVE checkpoint every tick until stop is closed;
