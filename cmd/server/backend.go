@@ -30,11 +30,18 @@ func openStore(ctx context.Context, cfg config, serving bool) (repo.Store, error
 		}
 		return st, nil
 	}
-	c := sqlite.Config{Path: cfg.DB, Sync: cfg.Sync, Migrate: cfg.Migrate, VectorCacheBytes: cfg.VectorCacheBytes}
+	c := sqlite.Config{Path: cfg.DB, Sync: cfg.Sync, Migrate: cfg.Migrate, VectorCacheBytes: cfg.VectorCacheBytes,
+		WALMaxBytes: cfg.WALMaxBytes}
 	if serving {
 		c.NoMessageIndex = !cfg.SearchIndex
 	} else {
-		c.ReadConns, c.NoSearch = 1, true
+		// The server beside a one-shot command bounds the WAL; the command's
+		// own RESTART or TRUNCATE would take the write lock from under the
+		// server's writer. Its Close truncates the WAL as it always did.
+		c.ReadConns, c.NoSearch, c.WALMaxBytes = 1, true, 0
+	}
+	if c.WALMaxBytes == 0 { // the flag's "no bound"; the store's 0 is its default
+		c.WALMaxBytes = -1
 	}
 	st, err := sqlite.Open(ctx, c)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/logbook/logbook/internal/model"
 	"github.com/logbook/logbook/internal/repo/postgres"
+	"github.com/logbook/logbook/internal/repo/sqlite"
 )
 
 // config is everything the server reads from flags and LOGBOOK_* variables.
@@ -53,6 +54,7 @@ type config struct {
 	EmbeddingCallsPerEndpoint int
 
 	VectorCacheBytes int64               // embeddings kept in memory for searches by meaning
+	WALMaxBytes      int64               // SQLite's write-ahead log bound; 0: none
 	PGVector         postgres.PGVector   // search passages through pgvector (PostgreSQL only)
 	Getenv           func(string) string // run's, for the endpoints' keys
 }
@@ -72,6 +74,8 @@ func globalFlags(getenv func(string) string) []cli.Flag {
 			Usage: "`DB`: a SQLite file (serving creates it and its directory, other commands need it to exist), or a PostgreSQL URL (postgres://user@host:5432/db)"},
 		&cli.StringFlag{Name: "sync", Value: "full", Sources: env("LOGBOOK_SYNC"),
 			Usage: "full survives power loss; normal is faster and survives a process crash"},
+		&cli.Int64Flag{Name: "wal-max-bytes", Value: sqlite.DefaultWALMaxBytes, Sources: env("LOGBOOK_WAL_MAX_BYTES"),
+			Usage: "SQLite: past this size the write-ahead log is checkpointed and started over between two groups of writes (appends wait for it, ~0.1 s); 0: no bound"},
 		&cli.StringFlag{Name: "log-level", Value: "info", Sources: env("LOGBOOK_LOG_LEVEL"),
 			Usage: "debug, info, warn or error"},
 		&cli.Int64Flag{Name: "max-body-bytes", Value: 1 << 20, Sources: env("LOGBOOK_MAX_BODY_BYTES"),
@@ -184,6 +188,9 @@ func configFrom(cmd *cli.Command) (config, error) {
 	c.GCPercent = gc
 	if c.CORSOrigins, err = parseCORSOrigins(cmd.String("cors-origins")); err != nil {
 		return c, err
+	}
+	if c.WALMaxBytes = cmd.Int64("wal-max-bytes"); c.WALMaxBytes < 0 {
+		return c, fmt.Errorf("wal-max-bytes must not be negative, not %d", c.WALMaxBytes)
 	}
 	if c.VectorCacheBytes = cmd.Int64("vector-cache-bytes"); c.VectorCacheBytes < 0 {
 		return c, fmt.Errorf("vector-cache-bytes must not be negative, not %d", c.VectorCacheBytes)

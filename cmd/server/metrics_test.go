@@ -80,6 +80,7 @@ func TestMetricsAndPprofFlags(t *testing.T) {
 					"logbook_sqlite_writer_commits_total ",
 					`logbook_http_requests_total{code="201",method="POST",route="/v1/sessions"} 1`,
 					"logbook_feed_subscribers 0",
+					"logbook_sqlite_wal_max_bytes 6.7108864e+07", // --wal-max-bytes' default reaches the store
 					"go_goroutines ",
 				} {
 					if !strings.Contains(body, want) {

@@ -119,6 +119,7 @@ func TestRunRefusesBadConfig(t *testing.T) {
 	}{
 		{"bad_sync", []string{"--sync", "sometimes"}, nil, "sync"},
 		{"bad_env_body_limit", nil, []string{"LOGBOOK_MAX_BODY_BYTES", "lots"}, "max-body-bytes"},
+		{"negative_wal_bound", []string{"--wal-max-bytes", "-1"}, nil, "wal-max-bytes"},
 		{"port_taken_or_bad", []string{"--addr", "256.0.0.1:99999"}, nil, "listen"},
 		{"unknown_command", []string{"frobnicate"}, nil, "unknown command"},
 	} {

@@ -143,6 +143,7 @@ func (r *Registry) WatchStore(store any) {
 		c := newSQLiteCollector(st)
 		r.reg.MustRegister(c)
 		st.ObserveGroups(c)
+		st.ObserveCheckpoints(c)
 	case *postgres.Store:
 		r.reg.MustRegister(newPoolCollector(st))
 	}

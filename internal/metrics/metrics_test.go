@@ -99,6 +99,7 @@ func TestRegistryLintAndWriter(t *testing.T) {
 		{"logbook_sqlite_writer_writes_total", sessions, false},
 		{"logbook_sqlite_writer_queue_depth", 0, false},
 		{"logbook_sqlite_writer_queue_capacity", 4096, false},
+		{"logbook_sqlite_wal_max_bytes", sqlite.DefaultWALMaxBytes, false},
 		{"logbook_feed_subscribers", 2, false},
 		{"logbook_feed_events_delivered_total", 7, false},
 	}
@@ -120,6 +121,84 @@ func TestRegistryLintAndWriter(t *testing.T) {
 	if n, err := testutil.GatherAndCount(r.Gatherer(), "logbook_pg_pool_total_conns"); err != nil || n != 0 {
 		t.Errorf("a SQLite store exposes %d pool series (%v), want none", n, err)
 	}
+}
+
+// The WAL's checkpoints are counted by mode and outcome and timed: the
+// checkpointer's PASSIVE ones, and the writer's RESTART once the WAL passes
+// the bound (here 64 KiB, which the migrations alone pass).
+func TestWALCheckpointSeries(t *testing.T) {
+	st, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(t.TempDir(), "logbook.db"),
+		Migrate: true, WALMaxBytes: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	r := New("test", zerolog.Nop())
+	r.WatchStore(st)
+	if got, _ := gathered(t, r, "logbook_sqlite_wal_max_bytes"); got != 64<<10 {
+		t.Errorf("wal_max_bytes = %v, want %d", got, 64<<10)
+	}
+	counter := func(mode, outcome string) float64 {
+		return labeled(t, r, "logbook_sqlite_wal_checkpoints_total", map[string]string{"mode": mode, "outcome": outcome})
+	}
+	if got := counter(sqlite.CheckpointRestart, sqlite.CheckpointBusy); got != 0 {
+		t.Errorf("restart busy = %v before anything ran, want a series at 0", got)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if _, err := st.CreateSession(context.Background(), "t1", model.CreateSession{}); err != nil {
+			t.Fatal(err)
+		}
+		if counter(sqlite.CheckpointRestart, sqlite.CheckpointDone) > 0 && counter(sqlite.CheckpointPassive, sqlite.CheckpointDone) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no restart and passive checkpoint within 10 s: restart %v, passive %v",
+				counter(sqlite.CheckpointRestart, sqlite.CheckpointDone), counter(sqlite.CheckpointPassive, sqlite.CheckpointDone))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	n, err := testutil.GatherAndCount(r.Gatherer(), "logbook_sqlite_wal_checkpoint_duration_seconds")
+	if err != nil || n != 3 {
+		t.Errorf("%d checkpoint duration series (%v), want one per mode", n, err)
+	}
+	problems, err := testutil.GatherAndLint(r.Gatherer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+}
+
+// labeled is the value of the counter or gauge name with exactly labels.
+func labeled(t *testing.T, r *Registry, name string, labels map[string]string) float64 {
+	t.Helper()
+	fams, err := r.Gatherer().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() != name {
+			continue
+		}
+	metrics:
+		for _, m := range f.GetMetric() {
+			if len(m.GetLabel()) != len(labels) {
+				continue
+			}
+			for _, l := range m.GetLabel() {
+				if labels[l.GetName()] != l.GetValue() {
+					continue metrics
+				}
+			}
+			if m.Counter != nil {
+				return m.Counter.GetValue()
+			}
+			return m.Gauge.GetValue()
+		}
+	}
+	t.Fatalf("%s%v not gathered", name, labels)
+	return 0
 }
 
 // gathered is the value of a gauge or counter without labels.

@@ -9,7 +9,8 @@ import (
 )
 
 // sqliteCollector reads the writer's counters, queue and files at scrape time
-// and observes each group the writer runs (it is the store's GroupObserver).
+// and observes each group the writer runs and each WAL checkpoint (it is the
+// store's GroupObserver and CheckpointObserver).
 type sqliteCollector struct {
 	st *sqlite.Store
 
@@ -23,11 +24,16 @@ type sqliteCollector struct {
 	indexed   *prometheus.Desc
 	indexLag  *prometheus.Desc
 	fileBytes *prometheus.Desc
+
+	checkpoints   *prometheus.CounterVec
+	checkpointDur *prometheus.HistogramVec
+	walUncopied   prometheus.Gauge
+	walMax        *prometheus.Desc
 }
 
 func newSQLiteCollector(st *sqlite.Store) *sqliteCollector {
 	name := func(n string) string { return prometheus.BuildFQName(namespace, "sqlite", n) }
-	return &sqliteCollector{
+	c := &sqliteCollector{
 		st: st,
 		groupSize: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: name("writer_group_size"),
@@ -52,13 +58,49 @@ func newSQLiteCollector(st *sqlite.Store) *sqliteCollector {
 		writes: prometheus.NewDesc(name("writer_writes_total"),
 			"Writes the committed transactions carried; ÷ commits is the mean group size.", nil, nil),
 		fsyncs: prometheus.NewDesc(name("commit_fsyncs_total"),
-			"WAL fsyncs made by commits: one per commit under --sync=full, none under normal. WAL checkpoints (every 250 ms) sync too and are not counted.", nil, nil),
+			"WAL fsyncs made by commits: one per commit under --sync=full, none under normal. WAL checkpoints sync too and are not counted (logbook_sqlite_wal_checkpoints_total).", nil, nil),
 		indexed: prometheus.NewDesc(name("search_indexed_total"),
 			"Messages the indexer added to the search index.", nil, nil),
 		indexLag: prometheus.NewDesc(name("search_index_lag"),
 			"Messages, of every tenant, stored but not yet searchable (the API's index_lag, summed). Absent when this process runs no indexer.", nil, nil),
 		fileBytes: prometheus.NewDesc(name("file_bytes"),
 			"Size on disk of the database (db), its write-ahead log (wal), the search index (search) and its log (search_wal).", []string{"file"}, nil),
+		checkpoints: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: name("wal_checkpoints_total"),
+			Help: "WAL checkpoints by mode (passive: every 250 ms; restart: the writer's hand-over past --wal-max-bytes; truncate: the WAL over the bound while the writer is idle) and outcome (done; partial: frames left uncopied; busy: a reader or another process kept the WAL from restarting; error).",
+		}, []string{"mode", "outcome"}),
+		checkpointDur: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: name("wal_checkpoint_duration_seconds"),
+			Help: "Time one WAL checkpoint took, by mode; a restart's is how long the writer, and every append queued behind it, waited.",
+			// A restart waits up to 0.1 s for readers on top of copying and
+			// an fsync of the database file; tens of ms on the benchmark
+			// machine. Seconds mean a slow disk.
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"mode"}),
+		walUncopied: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: name("wal_uncopied_frames"),
+			Help: "WAL frames (a page each) not yet copied into the database when the last checkpoint ended; it keeps growing while a long reader (an export, a backup) holds an old snapshot.",
+		}),
+		walMax: prometheus.NewDesc(name("wal_max_bytes"),
+			"The bound on the WAL file (--wal-max-bytes; 0: none): it stays under it plus one group of writes unless a reader holds a snapshot for long.", nil, nil),
+	}
+	// Every mode and outcome exists from the start, at 0, so that a rate()
+	// or increase() has a base.
+	for _, mode := range []string{sqlite.CheckpointPassive, sqlite.CheckpointRestart, sqlite.CheckpointTruncate} {
+		for _, outcome := range []string{sqlite.CheckpointDone, sqlite.CheckpointPartial, sqlite.CheckpointBusy, sqlite.CheckpointError} {
+			c.checkpoints.WithLabelValues(mode, outcome)
+		}
+		c.checkpointDur.WithLabelValues(mode)
+	}
+	return c
+}
+
+// ObserveCheckpoint is called by the store after each WAL checkpoint.
+func (c *sqliteCollector) ObserveCheckpoint(ck sqlite.Checkpoint) {
+	c.checkpoints.WithLabelValues(ck.Mode, ck.Outcome).Inc()
+	c.checkpointDur.WithLabelValues(ck.Mode).Observe(ck.Took.Seconds())
+	if ck.Frames >= 0 && ck.Copied >= 0 {
+		c.walUncopied.Set(float64(ck.Frames - ck.Copied))
 	}
 }
 
@@ -71,7 +113,10 @@ func (c *sqliteCollector) ObserveGroup(writes int, took time.Duration) {
 func (c *sqliteCollector) Describe(ch chan<- *prometheus.Desc) {
 	c.groupSize.Describe(ch)
 	c.groupTime.Describe(ch)
-	for _, d := range []*prometheus.Desc{c.queue, c.queueCap, c.commits, c.writes, c.fsyncs, c.indexed, c.indexLag, c.fileBytes} {
+	c.checkpoints.Describe(ch)
+	c.checkpointDur.Describe(ch)
+	c.walUncopied.Describe(ch)
+	for _, d := range []*prometheus.Desc{c.queue, c.queueCap, c.commits, c.writes, c.fsyncs, c.indexed, c.indexLag, c.fileBytes, c.walMax} {
 		ch <- d
 	}
 }
@@ -79,6 +124,10 @@ func (c *sqliteCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *sqliteCollector) Collect(ch chan<- prometheus.Metric) {
 	c.groupSize.Collect(ch)
 	c.groupTime.Collect(ch)
+	c.checkpoints.Collect(ch)
+	c.checkpointDur.Collect(ch)
+	c.walUncopied.Collect(ch)
+	ch <- prometheus.MustNewConstMetric(c.walMax, prometheus.GaugeValue, float64(c.st.WALMaxBytes()))
 	st := c.st.Stats()
 	ch <- prometheus.MustNewConstMetric(c.queue, prometheus.GaugeValue, float64(c.st.QueueDepth()))
 	ch <- prometheus.MustNewConstMetric(c.queueCap, prometheus.GaugeValue, float64(c.st.QueueCapacity()))

@@ -31,6 +31,30 @@ func (s *Store) ObserveGroups(o GroupObserver) {
 	s.observer.Store(&observerBox{o: o})
 }
 
+// CheckpointObserver is told of every WAL checkpoint: the checkpointer's
+// PASSIVE ones every 250 ms and the RESTARTs the writer hands over for (see
+// checkpointer.go). It runs on the checkpointer's goroutine or the writer's,
+// so, like a GroupObserver, it must be cheap and never block.
+type CheckpointObserver interface {
+	ObserveCheckpoint(Checkpoint)
+}
+
+type checkpointObserverBox struct{ o CheckpointObserver }
+
+// ObserveCheckpoints has the store tell o of every checkpoint from now on;
+// nil stops it.
+func (s *Store) ObserveCheckpoints(o CheckpointObserver) {
+	if o == nil {
+		s.ckptObserver.Store(nil)
+		return
+	}
+	s.ckptObserver.Store(&checkpointObserverBox{o: o})
+}
+
+// WALMaxBytes is the bound the writer holds the WAL file to (plus one group's
+// writes); 0 when there is none.
+func (s *Store) WALMaxBytes() int64 { return s.wal.max }
+
 // QueueDepth is how many writes wait for the writer now.
 func (s *Store) QueueDepth() int { return len(s.queue) }
 

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/logbook/logbook/internal/repo"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver (pure Go, no cgo)
@@ -39,6 +40,10 @@ type Config struct {
 	// VectorCacheBytes bounds the passages' embeddings kept in memory for
 	// searches by meaning; 0 means no bound.
 	VectorCacheBytes int64
+	// WALMaxBytes bounds the write-ahead log on disk (checkpointer.go): past
+	// it the writer hands over for a RESTART checkpoint between two groups.
+	// 0 means DefaultWALMaxBytes; negative, no bound (PASSIVE checkpoints only).
+	WALMaxBytes int64
 }
 
 // Store is the storage handle. Its methods are safe for concurrent use.
@@ -58,6 +63,7 @@ type Store struct {
 	indexerDone    chan struct{}
 	deletesApplied atomic.Int64 // index_deletes rows the indexer has applied
 	lastCommit     atomic.Int64 // when the writer last committed (Unix ns), for the indexer
+	inGroup        atomic.Bool  // the writer is running a group, for the checkpointer
 	lastParts      struct {     // the indexer's alone (partsOf)
 		gid   int64
 		parts []string
@@ -85,8 +91,10 @@ type Store struct {
 
 	pendingCrash repo.FaultKind // a crash injected inside a write, applied at the group's commit
 
-	observer atomic.Pointer[observerBox] // told of each group (metrics.go); nil: no one
-	syncFull bool                        // synchronous=FULL: every commit fsyncs the WAL
+	observer     atomic.Pointer[observerBox]           // told of each group (metrics.go); nil: no one
+	ckptObserver atomic.Pointer[checkpointObserverBox] // told of each checkpoint (metrics.go)
+	wal          walBound                              // the writer's bound on the WAL (checkpointer.go)
+	syncFull     bool                                  // synchronous=FULL: every commit fsyncs the WAL
 }
 
 // nextGID numbers a new message. Only the writer calls it, inside the transaction
@@ -136,9 +144,22 @@ func Open(ctx context.Context, cfg Config) (s *Store, err error) {
 		return db, err
 	}
 
-	// The writer's own pragmas: checkpoints run beside it (checkpointer.go), and
-	// statement journals stay in memory instead of spilling to a temp file.
-	wdb, err := open(sql.Open("sqlite", dsn(cfg.Path, false, sync)+"&_pragma=wal_autocheckpoint(0)&_pragma=temp_store(MEMORY)"))
+	walMax := cfg.WALMaxBytes
+	switch {
+	case walMax == 0:
+		walMax = DefaultWALMaxBytes
+	case walMax < 0:
+		walMax = 0
+	}
+	// The writer's own pragmas: checkpoints run beside it (checkpointer.go),
+	// the first commit after the log starts over cuts the file back to the
+	// bound, and statement journals stay in memory instead of spilling to a
+	// temp file.
+	writerDSN := dsn(cfg.Path, false, sync) + "&_pragma=wal_autocheckpoint(0)&_pragma=temp_store(MEMORY)"
+	if walMax > 0 {
+		writerDSN += fmt.Sprintf("&_pragma=journal_size_limit(%d)", walMax)
+	}
+	wdb, err := open(sql.Open("sqlite", writerDSN))
 	if err != nil {
 		return nil, fmt.Errorf("repo: open writer: %w", err)
 	}
@@ -171,7 +192,9 @@ func Open(ctx context.Context, cfg Config) (s *Store, err error) {
 		opened = append(opened, idb)
 	}
 
-	cdb, err := open(sql.Open("sqlite", dsn(cfg.Path, false, sync)))
+	// The checkpoint connection's busy timeout is how long a RESTART waits
+	// for readers while the writer waits for it.
+	cdb, err := open(sql.Open("sqlite", dsnWait(cfg.Path, false, sync, restartWait)))
 	if err != nil {
 		return nil, fmt.Errorf("repo: open checkpointer: %w", err)
 	}
@@ -224,6 +247,7 @@ func Open(ctx context.Context, cfg Config) (s *Store, err error) {
 		gid:             lastGID,
 		sessions:        sessionCache{m: map[sessionKey]*sessionState{}},
 		syncFull:        sync == "FULL",
+		wal:             walBound{path: cfg.Path + "-wal", max: walMax},
 	}
 	if s.maxBatch <= 0 {
 		s.maxBatch = 1000
@@ -231,7 +255,7 @@ func Open(ctx context.Context, cfg Config) (s *Store, err error) {
 	s.vectors = repo.NewVectorCache(s.loadVectors, cfg.VectorCacheBytes)
 	s.deletesApplied.Store(index.deletesUpto)
 	go s.runWriter()
-	go runCheckpointer(s.cdb, s.stopCheckpoints, s.checkpointsDone)
+	go s.runCheckpointer(s.stopCheckpoints, s.checkpointsDone)
 	if idb != nil && !cfg.NoMessageIndex {
 		s.stopIndexer, s.indexerDone = make(chan struct{}), make(chan struct{})
 		go s.runIndexer(index)
@@ -239,11 +263,21 @@ func Open(ctx context.Context, cfg Config) (s *Store, err error) {
 	return s, nil
 }
 
+// busyTimeout is how long a statement waits for a lock another connection
+// holds (another process's writer, a checkpoint) before it fails.
+const busyTimeout = 5 * time.Second
+
 // dsn puts every pragma in the connection string so that each pooled connection
 // gets them, not only the first one.
 func dsn(path string, readOnly bool, sync string) string {
+	return dsnWait(path, readOnly, sync, busyTimeout)
+}
+
+// dsnWait is dsn with another busy timeout. (The driver sorts the DSN's
+// pragmas, so a second busy_timeout appended to a dsn would not reliably win.)
+func dsnWait(path string, readOnly bool, sync string, busy time.Duration) string {
 	q := url.Values{}
-	q.Add("_pragma", "busy_timeout(5000)")
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous("+sync+")")

@@ -101,7 +101,9 @@ func (s *Store) runWriter() {
 			}
 		}
 		start := time.Now()
+		s.inGroup.Store(true)
 		s.commit(batch)
+		s.inGroup.Store(false)
 		now := time.Now()
 		s.lastCommit.Store(now.UnixNano())
 		if o := s.observer.Load(); o != nil {
@@ -115,6 +117,7 @@ func (s *Store) runWriter() {
 		case s.indexWake <- struct{}{}:
 		default:
 		}
+		s.boundWAL(now)
 	}
 }
 
