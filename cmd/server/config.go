@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/logbook/logbook/internal/api"
 	"github.com/logbook/logbook/internal/model"
 	"github.com/logbook/logbook/internal/repo/postgres"
 )
@@ -19,6 +20,7 @@ type config struct {
 	DB             string
 	Sync           string
 	MaxBodyBytes   int64
+	BodyMemory     int64 // what large request bodies may hold at once (api.Config.BodyMemoryBytes)
 	ImportMaxBytes int64 // largest body of POST /v1/sessions/import
 	MaxFileBytes   int64 // largest upload to POST /v1/files
 	LogLevel       string
@@ -69,7 +71,9 @@ func globalFlags(getenv func(string) string) []cli.Flag {
 		&cli.StringFlag{Name: "log-level", Value: "info", Sources: env("LOGBOOK_LOG_LEVEL"),
 			Usage: "debug, info, warn or error"},
 		&cli.Int64Flag{Name: "max-body-bytes", Value: 1 << 20, Sources: env("LOGBOOK_MAX_BODY_BYTES"),
-			Usage: "largest request body in bytes; larger answers 413"},
+			Usage: "largest body of the routes that carry no message, state or long text (sessions, keys, searches …), and a floor under every route's own limit, which admits its largest legal object however escaped (docs/operations.md); larger answers 413"},
+		&cli.Int64Flag{Name: "body-memory-bytes", Value: api.DefaultBodyMemoryBytes, Sources: env("LOGBOOK_BODY_MEMORY_BYTES"),
+			Usage: "most bytes that request bodies may hold beyond --max-body-bytes at once, all tenants together (each tenant half of it); past it a request is refused with 429 and Retry-After"},
 		&cli.Int64Flag{Name: "import-max-bytes", Value: 256 << 20, Sources: env("LOGBOOK_IMPORT_MAX_BYTES"),
 			Usage: "largest session import in bytes; larger answers 413"},
 		&cli.Int64Flag{Name: "max-file-bytes", Value: 20 << 20, Sources: env("LOGBOOK_MAX_FILE_BYTES"),
@@ -130,6 +134,7 @@ func configFrom(cmd *cli.Command) (config, error) {
 		Sync:           strings.ToLower(cmd.String("sync")),
 		LogLevel:       cmd.String("log-level"),
 		MaxBodyBytes:   cmd.Int64("max-body-bytes"),
+		BodyMemory:     cmd.Int64("body-memory-bytes"),
 		ImportMaxBytes: cmd.Int64("import-max-bytes"),
 		MaxFileBytes:   cmd.Int64("max-file-bytes"),
 		Migrate:        cmd.Bool("migrate"),
@@ -148,6 +153,9 @@ func configFrom(cmd *cli.Command) (config, error) {
 	}
 	if c.MaxBodyBytes < 1 {
 		return c, fmt.Errorf("max-body-bytes must be a positive integer, not %d", c.MaxBodyBytes)
+	}
+	if c.BodyMemory < 1 {
+		return c, fmt.Errorf("body-memory-bytes must be a positive integer, not %d", c.BodyMemory)
 	}
 	if c.ImportMaxBytes < 1 {
 		return c, fmt.Errorf("import-max-bytes must be a positive integer, not %d", c.ImportMaxBytes)

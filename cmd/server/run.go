@@ -90,7 +90,7 @@ func serve(ctx context.Context, cfg config, stdout io.Writer) error {
 	// The sweep starts here and is stopped (its batch under way finished)
 	// before the metrics and the store close.
 	defer startExpirySweep(ctx, cfg.ExpirySweep, store, ms.expired(), log)()
-	handler := api.New(api.Config{Store: store, Log: log, MaxBodyBytes: cfg.MaxBodyBytes, Spec: logbook.OpenAPI,
+	handler := api.New(api.Config{Store: store, Log: log, MaxBodyBytes: cfg.MaxBodyBytes, BodyMemoryBytes: cfg.BodyMemory, Spec: logbook.OpenAPI,
 		AllowOpen: allowOpen, RateLimit: cfg.RateLimit, CheckpointKeep: cfg.CheckpointKeep,
 		ImportMaxBytes: cfg.ImportMaxBytes, MaxFileBytes: cfg.MaxFileBytes, BackupDir: cfg.BackupDir, Version: v,
 		CORSOrigins: cfg.CORSOrigins, Requests: ms.requests(), Pprof: cfg.Pprof, Embeddings: embeddings})

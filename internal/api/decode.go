@@ -3,7 +3,6 @@ package api
 import (
 	"bytes"
 	"errors"
-	"io"
 	"mime"
 	"net/http"
 	"strings"
@@ -15,34 +14,53 @@ import (
 // media type (415), syntax (400), unknown fields and bad values (422, naming the field).
 func decode[T any](s *Server, w http.ResponseWriter, r *http.Request) (T, error) {
 	var v T
-	body, err := s.readBody(w, r)
+	body, release, err := s.readBody(w, r)
 	if err != nil {
 		return v, err
 	}
-	if err := unmarshalStrict(body, &v); err != nil {
+	err = unmarshalStrict(body, &v)
+	release() // what v holds was copied out of body
+	if err != nil {
 		return v, err
 	}
 	return v, s.check(&v)
 }
 
-// readBody enforces the media type and the size limit and returns the body.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+// readBody enforces the media type and the route's size limit (bodylimits.go)
+// and returns the body, with release to call once it is no longer used: what
+// it holds past --max-body-bytes counts against the tenant's body memory
+// until then. A Content-Length past the limit is refused before a byte is
+// read.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, func(), error) {
 	if err := requireJSON(r); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
+	limit := s.bodyLimit(r)
+	if r.ContentLength > limit {
+		// Unread, a body under 256 KiB would be read to its end before the
+		// answer goes out (net/http drains it to keep the connection): a
+		// client that announced more than it sends would wait for nothing.
+		w.Header().Set("Connection", "close")
+		return nil, nil, tooLarge(limit, r.ContentLength)
+	}
+	hold := &bodyHold{m: s.bodies, tenant: tenantOf(r), free: s.maxBody}
+	body, err := readAllHeld(w, r.Body, hold, r.ContentLength, limit)
 	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return nil, model.Errorf(model.KindTooLarge, "payload_too_large",
-				"request body exceeds the limit of %d bytes", tooBig.Limit)
+		hold.release()
+		if e, ok := asTooLarge(err); ok {
+			return nil, nil, e
 		}
-		return nil, model.Errorf(model.KindBadRequest, "malformed_json", "could not read the request body")
+		var me *model.Error
+		if errors.As(err, &me) {
+			return nil, nil, me
+		}
+		return nil, nil, model.Errorf(model.KindBadRequest, "malformed_json", "could not read the request body")
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
-		return nil, model.Errorf(model.KindBadRequest, "malformed_json", "request body is empty; send a JSON object")
+		hold.release()
+		return nil, nil, model.Errorf(model.KindBadRequest, "malformed_json", "request body is empty; send a JSON object")
 	}
-	return body, nil
+	return body, hold.release, nil
 }
 
 func requireJSON(r *http.Request) error {

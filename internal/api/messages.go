@@ -60,12 +60,14 @@ func (s *Server) decodeAppend(w http.ResponseWriter, r *http.Request, batchOnly 
 	if len(req.RequestKey) > 255 {
 		return req, model.Invalid(model.FieldError{Field: "Idempotency-Key", Message: "must be at most 255 characters long"})
 	}
-	body, err := s.readBody(w, r)
+	body, release, err := s.readBody(w, r)
 	if err != nil {
 		return req, err
 	}
 	var in appendBody
-	if err := unmarshalStrict(body, &in); err != nil {
+	err = unmarshalStrict(body, &in)
+	release()
+	if err != nil {
 		return req, err
 	}
 	if e := in.ExpectedLastSeq; e != nil {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -18,7 +19,12 @@ import (
 // streamInFlight bounds how many lines of a stream are queued and not yet
 // answered: enough to keep the writer's groups full, few enough that a client
 // that stops reading answers stops its own stream, not the server.
-const streamInFlight = 64
+// streamInFlightBytes bounds the same lines by their size, since a line may
+// hold a message of several megabytes: a line larger than that goes alone.
+const (
+	streamInFlight      = 64
+	streamInFlightBytes = 32 << 20
+)
 
 // appendStream appends the messages of an NDJSON body (Content-Type
 // application/x-ndjson), one message per line, in the order of the lines, and
@@ -56,27 +62,37 @@ func (s *Server) appendStream(w http.ResponseWriter, r *http.Request) {
 		line int
 		wait func() (model.AppendResult, error)
 		err  error // a line refused before it was queued
+		size int64 // of a line queued: what it holds of queued
 	}
 	answers := make(chan answer, streamInFlight)
 	stream := &repo.AppendStream{}
+	queued := newStreamBytes(streamInFlightBytes)
+	lineLimit := s.messageLineLimit()
 	go func() {
 		defer close(answers)
 		br := bufio.NewReaderSize(body, 64<<10)
 		for line := 1; ; line++ {
-			raw, err := readStreamLine(br, s.maxBody)
+			hold := &bodyHold{m: s.bodies, tenant: tenant, free: s.maxBody}
+			raw, err := readStreamLine(br, lineLimit, hold)
 			if len(bytes.TrimSpace(raw)) == 0 && err == nil {
+				hold.release()
 				line--
 				continue // blank lines between messages are allowed
 			}
 			if err == io.EOF && len(bytes.TrimSpace(raw)) == 0 {
+				hold.release()
 				return
 			}
 			if err != nil && err != io.EOF {
-				answers <- answer{line: line, err: streamReadError(err, s.maxBody)}
+				hold.release()
+				answers <- answer{line: line, err: streamReadError(err, lineLimit)}
 				return
 			}
+			size := int64(len(raw))
 			var m model.NewMessage
-			if derr := unmarshalStrict(raw, &m); derr != nil {
+			derr := unmarshalStrict(raw, &m)
+			hold.release() // m holds copies
+			if derr != nil {
 				answers <- answer{line: line, err: derr}
 				return
 			}
@@ -84,12 +100,13 @@ func (s *Server) appendStream(w http.ResponseWriter, r *http.Request) {
 				answers <- answer{line: line, err: verr}
 				return
 			}
+			queued.acquire(size)
 			wait, qerr := s.store.QueueAppend(r.Context(), tenant, session, model.AppendRequest{Messages: []model.NewMessage{m}}, stream)
 			if qerr != nil {
-				answers <- answer{line: line, err: qerr}
+				answers <- answer{line: line, err: qerr, size: size}
 				return
 			}
-			answers <- answer{line: line, wait: wait}
+			answers <- answer{line: line, wait: wait, size: size}
 			if err == io.EOF {
 				return
 			}
@@ -102,9 +119,10 @@ func (s *Server) appendStream(w http.ResponseWriter, r *http.Request) {
 	for a := range answers {
 		err := a.err
 		var res model.AppendResult
-		if err == nil {
+		if a.wait != nil {
 			res, err = a.wait()
 		}
+		queued.release(a.size)
 		buf = buf[:0]
 		switch {
 		case failed:
@@ -128,13 +146,22 @@ func (s *Server) appendStream(w http.ResponseWriter, r *http.Request) {
 	_ = out.Flush()
 }
 
-// readStreamLine reads one line of at most limit bytes.
-func readStreamLine(br *bufio.Reader, limit int64) ([]byte, error) {
+// readStreamLine reads one line of at most limit bytes, taking what it holds
+// from hold.
+func readStreamLine(br *bufio.Reader, limit int64, hold *bodyHold) ([]byte, error) {
 	var line []byte
 	for {
 		chunk, err := br.ReadSlice('\n')
-		if int64(len(line)+len(chunk)) > limit {
+		n := int64(len(line) + len(chunk))
+		if n > limit {
 			return nil, errLineTooLong
+		}
+		if n > int64(cap(line)) {
+			size := min(max(n, 2*int64(cap(line))), limit)
+			if herr := hold.grow(size); herr != nil {
+				return nil, herr
+			}
+			line = append(make([]byte, 0, size), line...)
 		}
 		line = append(line, chunk...)
 		if err == bufio.ErrBufferFull {
@@ -146,9 +173,46 @@ func readStreamLine(br *bufio.Reader, limit int64) ([]byte, error) {
 
 var errLineTooLong = errors.New("line too long")
 
+// streamBytes counts the bytes of a stream's lines queued and not yet
+// answered. One goroutine acquires (the reader) and one releases (the
+// answers, each line once, failed or not), so a wait always ends; a line
+// larger than the bound goes when nothing else is queued.
+type streamBytes struct {
+	mu        sync.Mutex
+	freed     *sync.Cond
+	used, max int64
+}
+
+func newStreamBytes(max int64) *streamBytes {
+	b := &streamBytes{max: max}
+	b.freed = sync.NewCond(&b.mu)
+	return b
+}
+
+func (b *streamBytes) acquire(n int64) {
+	n = min(n, b.max)
+	b.mu.Lock()
+	for b.used > 0 && b.used+n > b.max {
+		b.freed.Wait()
+	}
+	b.used += n
+	b.mu.Unlock()
+}
+
+func (b *streamBytes) release(n int64) {
+	n = min(n, b.max)
+	b.mu.Lock()
+	b.used -= n
+	b.mu.Unlock()
+	b.freed.Signal()
+}
+
 func streamReadError(err error, limit int64) error {
 	var tooBig *http.MaxBytesError
+	var me *model.Error
 	switch {
+	case errors.As(err, &me):
+		return me
 	case errors.Is(err, errLineTooLong):
 		return model.Errorf(model.KindTooLarge, "payload_too_large", "a line is longer than the limit of %d bytes", limit)
 	case errors.As(err, &tooBig):

@@ -109,10 +109,11 @@ func TestStreamStopsAtTheFirstFailure(t *testing.T) {
 	if s := mustGetSession(t, c, "s"); s.LastSeq != 2 {
 		t.Errorf("last_seq %d, want 2: nothing after the failed line", s.LastSeq)
 	}
-	// A malformed line, a line too long, and a closed session stop a stream too.
+	// A malformed line, a message too long, and a closed session stop a stream
+	// too (a line past the line limit: TestStreamLineLimit).
 	for _, tc := range []struct{ name, body, code string }{
 		{"malformed", "{\"role\":\"user\"}\n{not json\n", "malformed_json"},
-		{"too_long", `{"role":"user","content":"` + strings.Repeat("x", 2<<20) + `"}` + "\n", "payload_too_large"},
+		{"too_long", `{"role":"user","content":"` + strings.Repeat("x", 2<<20) + `"}` + "\n", "validation_failed"},
 	} {
 		lines := streamLines(t, c, "s", strings.NewReader(tc.body))
 		if !bytes.Contains(lines[len(lines)-1], []byte(`"code":"`+tc.code+`"`)) {

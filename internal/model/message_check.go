@@ -99,7 +99,7 @@ func (m *NewMessage) fieldErrors(prefix string, out []FieldError) []FieldError {
 		bad("tool_call_id", "must be at most 256 characters long")
 	}
 	if raw, largest := m.rawSize(); mightNotFit(raw) {
-		if n := m.jsonSize(); n > MaxRecordJSON {
+		if n := m.RecordSize(); n > MaxRecordJSON {
 			out = append(out, recordTooLarge(prefix+largest, n))
 		}
 	}
