@@ -14,12 +14,12 @@ import (
 // media type (415), syntax (400), unknown fields and bad values (422, naming the field).
 func decode[T any](s *Server, w http.ResponseWriter, r *http.Request) (T, error) {
 	var v T
-	body, release, err := s.readBody(w, r)
+	body, held, err := s.readBody(w, r)
 	if err != nil {
 		return v, err
 	}
 	err = unmarshalStrict(body, &v)
-	release() // what v holds was copied out of body
+	s.releaseBody(r, held) // what v holds was copied out of body
 	if err != nil {
 		return v, err
 	}
@@ -27,40 +27,49 @@ func decode[T any](s *Server, w http.ResponseWriter, r *http.Request) (T, error)
 }
 
 // readBody enforces the media type and the route's size limit (bodylimits.go)
-// and returns the body, with release to call once it is no longer used: what
-// it holds past --max-body-bytes counts against the tenant's body memory
-// until then. A Content-Length past the limit is refused before a byte is
-// read.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, func(), error) {
+// and returns the body. held is what the body holds past --max-body-bytes,
+// counted against the tenant's body memory until releaseBody gives it back.
+// A Content-Length past the limit is refused before a byte is read.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (body []byte, held int64, err error) {
 	if err := requireJSON(r); err != nil {
-		return nil, nil, err
+		return nil, 0, err
 	}
-	limit := s.bodyLimit(r)
+	limit := s.maxBody
+	if r.ContentLength < 0 || r.ContentLength > limit { // most bodies are announced and small: no look-up
+		limit = s.bodyLimit(r)
+	}
 	if r.ContentLength > limit {
 		// Unread, a body under 256 KiB would be read to its end before the
 		// answer goes out (net/http drains it to keep the connection): a
 		// client that announced more than it sends would wait for nothing.
 		w.Header().Set("Connection", "close")
-		return nil, nil, tooLarge(limit, r.ContentLength)
+		return nil, 0, tooLarge(limit, r.ContentLength)
 	}
-	hold := &bodyHold{m: s.bodies, tenant: tenantOf(r), free: s.maxBody}
-	body, err := readAllHeld(w, r.Body, hold, r.ContentLength, limit)
+	hold := bodyHold{m: s.bodies, tenant: tenantOf(r), free: s.maxBody}
+	body, err = readAllHeld(w, r.Body, &hold, r.ContentLength, limit)
 	if err != nil {
 		hold.release()
 		if e, ok := asTooLarge(err); ok {
-			return nil, nil, e
+			return nil, 0, e
 		}
 		var me *model.Error
 		if errors.As(err, &me) {
-			return nil, nil, me
+			return nil, 0, me
 		}
-		return nil, nil, model.Errorf(model.KindBadRequest, "malformed_json", "could not read the request body")
+		return nil, 0, model.Errorf(model.KindBadRequest, "malformed_json", "could not read the request body")
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		hold.release()
-		return nil, nil, model.Errorf(model.KindBadRequest, "malformed_json", "request body is empty; send a JSON object")
+		return nil, 0, model.Errorf(model.KindBadRequest, "malformed_json", "request body is empty; send a JSON object")
 	}
-	return body, hold.release, nil
+	return body, hold.held, nil
+}
+
+// releaseBody gives back what readBody held for r's body.
+func (s *Server) releaseBody(r *http.Request, held int64) {
+	if held > 0 {
+		s.bodies.give(tenantOf(r), held)
+	}
 }
 
 func requireJSON(r *http.Request) error {

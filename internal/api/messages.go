@@ -60,13 +60,13 @@ func (s *Server) decodeAppend(w http.ResponseWriter, r *http.Request, batchOnly 
 	if len(req.RequestKey) > 255 {
 		return req, model.Invalid(model.FieldError{Field: "Idempotency-Key", Message: "must be at most 255 characters long"})
 	}
-	body, release, err := s.readBody(w, r)
+	body, held, err := s.readBody(w, r)
 	if err != nil {
 		return req, err
 	}
 	var in appendBody
 	err = unmarshalStrict(body, &in)
-	release()
+	s.releaseBody(r, held)
 	if err != nil {
 		return req, err
 	}
