@@ -36,6 +36,8 @@ type config struct {
 	// ExpirySweep is how often the server erases what has passed its
 	// expires_at; 0: never (POST /v1/admin/purge with expired still does).
 	ExpirySweep time.Duration
+	// IdempotencyTTL is how long an Idempotency-Key is remembered.
+	IdempotencyTTL time.Duration
 
 	// CORSOrigins are the origins whose pages may call the API; none: no CORS.
 	CORSOrigins []string
@@ -94,6 +96,8 @@ func globalFlags(getenv func(string) string) []cli.Flag {
 			Usage: "index messages for conversation search, beside the writer, into DB-search"},
 		&cli.DurationFlag{Name: "expiry-sweep", Value: time.Minute, Sources: env("LOGBOOK_EXPIRY_SWEEP"),
 			Usage: "how often to erase every tenant's sessions and archival passages past their expires_at (a `DURATION` such as 30s or 1h); 0 turns the sweep off"},
+		&cli.DurationFlag{Name: "idempotency-ttl", Value: 24 * time.Hour, Sources: env("LOGBOOK_IDEMPOTENCY_TTL"),
+			Usage: "how long an Idempotency-Key of a write other than an append is remembered (a `DURATION`, at least 1m): a retry within it gets the first answer; the expiry sweep deletes older keys"},
 		&cli.StringFlag{Name: "cors-origins", Sources: env("LOGBOOK_CORS_ORIGINS"), DefaultText: "none: no CORS headers",
 			Usage: "comma-separated `ORIGINS` (https://dash.example.com) whose pages may call the API from a browser; * allows every origin and is refused in open mode"},
 		&cli.StringFlag{Name: "metrics-addr", Sources: env("LOGBOOK_METRICS_ADDR"), DefaultText: "none: no metrics",
@@ -147,6 +151,7 @@ func configFrom(cmd *cli.Command) (config, error) {
 		MetricsAddr:    cmd.String("metrics-addr"),
 		Pprof:          cmd.Bool("pprof"),
 		ExpirySweep:    cmd.Duration("expiry-sweep"),
+		IdempotencyTTL: cmd.Duration("idempotency-ttl"),
 	}
 	if c.DB == "" {
 		return c, fmt.Errorf("db must name a file")
@@ -165,6 +170,9 @@ func configFrom(cmd *cli.Command) (config, error) {
 	}
 	if c.RateLimit < 0 {
 		return c, fmt.Errorf("rate-limit must be a non-negative integer, not %d", c.RateLimit)
+	}
+	if c.IdempotencyTTL < time.Minute {
+		return c, fmt.Errorf("idempotency-ttl must be a duration of at least 1m, not %s", c.IdempotencyTTL)
 	}
 	if c.ExpirySweep < 0 {
 		return c, fmt.Errorf("expiry-sweep must be a duration of 0 or more, not %s", c.ExpirySweep)

@@ -57,8 +57,8 @@ type appendBody struct {
 // decodeAppend reads either shape, or with batchOnly only {"messages": [...]}.
 func (s *Server) decodeAppend(w http.ResponseWriter, r *http.Request, batchOnly bool) (model.AppendRequest, error) {
 	req := model.AppendRequest{RequestKey: r.Header.Get("Idempotency-Key")}
-	if len(req.RequestKey) > 255 {
-		return req, model.Invalid(model.FieldError{Field: "Idempotency-Key", Message: "must be at most 255 characters long"})
+	if err := model.CheckIdempotencyKey(req.RequestKey); err != nil {
+		return req, err
 	}
 	body, held, err := s.readBody(w, r)
 	if err != nil {

@@ -3,11 +3,14 @@ package api
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -33,14 +36,16 @@ const (
 // problem naming the line; once a line fails, every later line is refused
 // (stream_stopped) and the answer ends, so a stream never leaves a hole in the
 // session's history, only a tail to send again. Per-message idempotency_key
-// makes that resend safe.
+// makes that resend safe; so does an Idempotency-Key header, which names each
+// line that names itself no key (lineKeys).
 func (s *Server) appendStream(w http.ResponseWriter, r *http.Request) {
 	tenant, session := tenantOf(r), chi.URLParam(r, "id")
-	if r.Header.Get("Idempotency-Key") != "" {
-		s.writeError(w, r, model.Invalid(model.FieldError{Field: "Idempotency-Key",
-			Message: "names one request; in a stream, give each line its own idempotency_key"}))
+	header := r.Header.Get("Idempotency-Key")
+	if err := model.CheckIdempotencyKey(header); err != nil {
+		s.writeError(w, r, err)
 		return
 	}
+	keyOf := lineKeys(header)
 	// The status goes out before any line is read, so a stream to no session at
 	// all gets its 404 as a status, not as a 200 whose every line fails. Later
 	// failures (the session closed or purged meanwhile) come as lines.
@@ -96,6 +101,9 @@ func (s *Server) appendStream(w http.ResponseWriter, r *http.Request) {
 				answers <- answer{line: line, err: derr}
 				return
 			}
+			if m.IdempotencyKey == "" {
+				m.IdempotencyKey = keyOf(line)
+			}
 			if verr := m.Validate(); verr != nil {
 				answers <- answer{line: line, err: verr}
 				return
@@ -144,6 +152,21 @@ func (s *Server) appendStream(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	_ = out.Flush()
+}
+
+// lineKeys gives a stream's lines keys from its Idempotency-Key header: line
+// n (blank lines not counted) of a stream sent under key K is the message
+// with idempotency_key "stream:<hash of K>:n", so that the same stream sent
+// again under the same key appends only the lines the first did not, and a
+// line that differs from the first time is idempotency_conflict. Without a
+// header, a line has the key it names, if any.
+func lineKeys(header string) func(line int) string {
+	if header == "" {
+		return func(int) string { return "" }
+	}
+	sum := sha256.Sum256([]byte(header))
+	prefix := "stream:" + hex.EncodeToString(sum[:12]) + ":"
+	return func(line int) string { return prefix + strconv.Itoa(line) }
 }
 
 // readStreamLine reads one line of at most limit bytes, taking what it holds

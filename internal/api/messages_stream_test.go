@@ -125,7 +125,7 @@ func TestStreamStopsAtTheFirstFailure(t *testing.T) {
 	if len(lines) != 1 || !bytes.Contains(lines[0], []byte(`"code":"session_closed"`)) {
 		t.Errorf("stream to a closed session: %s", lines)
 	}
-	c.do("POST", "/v1/sessions/s/messages", `{"role":"user"}`+"\n", "Content-Type", "application/x-ndjson", "Idempotency-Key", "k").
+	c.do("POST", "/v1/sessions/s/messages", `{"role":"user"}`+"\n", "Content-Type", "application/x-ndjson", "Idempotency-Key", strings.Repeat("k", 256)).
 		wantProblem(t, http.StatusUnprocessableEntity, "validation_failed")
 	// No such session: a 404 status, not a 200 whose lines all fail.
 	c.do("POST", "/v1/sessions/nope/messages", `{"role":"user","content":"x"}`+"\n", "Content-Type", "application/x-ndjson").

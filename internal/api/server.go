@@ -61,6 +61,9 @@ type Config struct {
 	// Embeddings is the server-computed embeddings' configuration; its zero
 	// value computes none.
 	Embeddings Embeddings
+	// IdempotencyTTL is how long an Idempotency-Key is remembered; 0 means
+	// 24h (the expiry sweep deletes older keys: expiry.Sweeper).
+	IdempotencyTTL time.Duration
 }
 
 // Embeddings is how the server computes embeddings.
@@ -109,6 +112,8 @@ type Server struct {
 	requests       RequestObserver
 	pprof          bool
 	embeddings     Embeddings
+	idempotencyTTL time.Duration
+	keysInFlight   keysInFlight
 }
 
 // New builds the server and its router.
@@ -133,6 +138,10 @@ func New(cfg Config) *Server {
 		cors:           newCORSPolicy(cfg.CORSOrigins),
 		requests:       cfg.Requests,
 		pprof:          cfg.Pprof,
+		idempotencyTTL: cfg.IdempotencyTTL,
+	}
+	if s.idempotencyTTL <= 0 {
+		s.idempotencyTTL = defaultIdempotencyTTL
 	}
 	if s.streamGrace <= 0 {
 		s.streamGrace = defaultStreamGrace
