@@ -18,9 +18,9 @@ const MaxEmbeddingDims = 8192
 func CheckVector(field string, v []float32) error {
 	switch {
 	case len(v) == 0:
-		return Invalid(FieldError{Field: field, Message: "must have at least 1 number"})
+		return Invalid(FieldError{Field: field, Message: "must have at least 1 items"})
 	case len(v) > MaxEmbeddingDims:
-		return Invalid(FieldError{Field: field, Message: "must have at most " + strconv.Itoa(MaxEmbeddingDims) + " numbers"})
+		return Invalid(FieldError{Field: field, Message: "must have at most " + strconv.Itoa(MaxEmbeddingDims) + " items"})
 	}
 	for _, f := range v {
 		if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
