@@ -22,12 +22,13 @@ test: deps fmt vet tools chromium pgvector lint-openapi check-generated
 	LOGBOOK_TEST_PGVECTOR=1 $(MAKE) --no-print-directory -j4 --output-sync=target test-go test-postgres test-python test-typescript
 
 # The Go packages with the race detector, then without it the tests the
-# detector slows too much to run whole (the largest message and the bounded
-# block history, which move megabytes; the fault simulations and the 500-deep
-# fork chain, which the race pass runs shorter).
+# detector slows too much to run whole (the largest message, legal objects
+# escaped six times over, a stream's longest line and the bounded block
+# history, which move megabytes; the fault simulations and the 500-deep fork
+# chain, which the race pass runs shorter).
 test-go:
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
-	$(GO) test -count=1 -run 'TestLargestMessageRoundTrips|TestBlockHistoryIsBounded|TestSimulation|TestForkChainsReadTheirWholeHistory' ./internal/api/
+	$(GO) test -count=1 -run 'TestLargestMessageRoundTrips|TestLegalObjectsFitAtDefaults|TestStreamLineLimit|TestBlockHistoryIsBounded|TestSimulation|TestForkChainsReadTheirWholeHistory' ./internal/api/
 
 # The whole API suite again on PostgreSQL, a throwaway cluster of its own.
 test-postgres:
