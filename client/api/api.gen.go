@@ -19656,6 +19656,11 @@ type SearchPassagesByBodyResponse409Headers struct {
 	XRequestID string
 }
 
+// SearchPassagesByBodyResponse413Headers the declared response headers of an HTTP 413 response for SearchPassagesByBody
+type SearchPassagesByBodyResponse413Headers struct {
+	XRequestID string
+}
+
 // SearchPassagesByBodyResponse422Headers the declared response headers of an HTTP 422 response for SearchPassagesByBody
 type SearchPassagesByBodyResponse422Headers struct {
 	XRequestID string
@@ -19698,6 +19703,8 @@ type SearchPassagesByBodyResponse struct {
 	ApplicationProblemJSON404 *NotFound
 	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationProblemJSON409 *Conflict
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *PayloadTooLarge
 	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationProblemJSON422 *ValidationFailed
 	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -19720,6 +19727,8 @@ type SearchPassagesByBodyResponse struct {
 	Headers404 *SearchPassagesByBodyResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *SearchPassagesByBodyResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *SearchPassagesByBodyResponse413Headers
 	// Headers422 the parsed response headers for an HTTP 422 response
 	Headers422 *SearchPassagesByBodyResponse422Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -19760,6 +19769,11 @@ func (r SearchPassagesByBodyResponse) GetApplicationProblemJSON404() *NotFound {
 // GetApplicationProblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
 func (r SearchPassagesByBodyResponse) GetApplicationProblemJSON409() *Conflict {
 	return r.ApplicationProblemJSON409
+}
+
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r SearchPassagesByBodyResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
+	return r.ApplicationProblemJSON413
 }
 
 // GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -34640,6 +34654,13 @@ func ParseSearchPassagesByBodyResponse(rsp *http.Response) (*SearchPassagesByBod
 		}
 		response.ApplicationProblemJSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON413 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest ValidationFailed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -34752,6 +34773,16 @@ func ParseSearchPassagesByBodyResponse(rsp *http.Response) (*SearchPassagesByBod
 			headers.XRequestID = value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers SearchPassagesByBodyResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers413 = &headers
 	case rsp.StatusCode == 422:
 		var headers SearchPassagesByBodyResponse422Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
