@@ -3822,10 +3822,12 @@ type ListMessagesParamsOrder string
 type AppendMessageParams struct {
 	// IdempotencyKey Names this whole request (one message or one batch) within the session, so
 	// that a retry is answered with what the first attempt stored (`200`,
-	// `Idempotent-Replayed: true`) instead of appending again. At most 255
-	// characters (longer is `422`); an empty value means no key. The same key with a
-	// different body (or a different shape: single vs batch) is
-	// `409 idempotency_conflict`.
+	// `Idempotent-Replayed: true`) instead of appending again. On an NDJSON
+	// stream it names each line that names itself no `idempotency_key` (line
+	// *n* gets a key made from it and *n*), so a resent stream appends only
+	// what the first did not. 1–255 printable ASCII characters (else `422`);
+	// an empty value means no key. The same key with a different body (or a
+	// different shape: single vs batch) is `409 idempotency_conflict`.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -3833,10 +3835,12 @@ type AppendMessageParams struct {
 type AppendMessageBatchParams struct {
 	// IdempotencyKey Names this whole request (one message or one batch) within the session, so
 	// that a retry is answered with what the first attempt stored (`200`,
-	// `Idempotent-Replayed: true`) instead of appending again. At most 255
-	// characters (longer is `422`); an empty value means no key. The same key with a
-	// different body (or a different shape: single vs batch) is
-	// `409 idempotency_conflict`.
+	// `Idempotent-Replayed: true`) instead of appending again. On an NDJSON
+	// stream it names each line that names itself no `idempotency_key` (line
+	// *n* gets a key made from it and *n*), so a resent stream appends only
+	// what the first did not. 1–255 printable ASCII characters (else `422`);
+	// an empty value means no key. The same key with a different body (or a
+	// different shape: single vs batch) is `409 idempotency_conflict`.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 

@@ -4453,10 +4453,12 @@ export interface components {
         /**
          * @description Names this whole request (one message or one batch) within the session, so
          *     that a retry is answered with what the first attempt stored (`200`,
-         *     `Idempotent-Replayed: true`) instead of appending again. At most 255
-         *     characters (longer is `422`); an empty value means no key. The same key with a
-         *     different body (or a different shape: single vs batch) is
-         *     `409 idempotency_conflict`.
+         *     `Idempotent-Replayed: true`) instead of appending again. On an NDJSON
+         *     stream it names each line that names itself no `idempotency_key` (line
+         *     *n* gets a key made from it and *n*), so a resent stream appends only
+         *     what the first did not. 1–255 printable ASCII characters (else `422`);
+         *     an empty value means no key. The same key with a different body (or a
+         *     different shape: single vs batch) is `409 idempotency_conflict`.
          * @example 5f0c2a8e-turn-7
          */
         IdempotencyKey: string;
@@ -5192,10 +5194,12 @@ export interface operations {
                 /**
                  * @description Names this whole request (one message or one batch) within the session, so
                  *     that a retry is answered with what the first attempt stored (`200`,
-                 *     `Idempotent-Replayed: true`) instead of appending again. At most 255
-                 *     characters (longer is `422`); an empty value means no key. The same key with a
-                 *     different body (or a different shape: single vs batch) is
-                 *     `409 idempotency_conflict`.
+                 *     `Idempotent-Replayed: true`) instead of appending again. On an NDJSON
+                 *     stream it names each line that names itself no `idempotency_key` (line
+                 *     *n* gets a key made from it and *n*), so a resent stream appends only
+                 *     what the first did not. 1–255 printable ASCII characters (else `422`);
+                 *     an empty value means no key. The same key with a different body (or a
+                 *     different shape: single vs batch) is `409 idempotency_conflict`.
                  * @example 5f0c2a8e-turn-7
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -5269,10 +5273,12 @@ export interface operations {
                 /**
                  * @description Names this whole request (one message or one batch) within the session, so
                  *     that a retry is answered with what the first attempt stored (`200`,
-                 *     `Idempotent-Replayed: true`) instead of appending again. At most 255
-                 *     characters (longer is `422`); an empty value means no key. The same key with a
-                 *     different body (or a different shape: single vs batch) is
-                 *     `409 idempotency_conflict`.
+                 *     `Idempotent-Replayed: true`) instead of appending again. On an NDJSON
+                 *     stream it names each line that names itself no `idempotency_key` (line
+                 *     *n* gets a key made from it and *n*), so a resent stream appends only
+                 *     what the first did not. 1–255 printable ASCII characters (else `422`);
+                 *     an empty value means no key. The same key with a different body (or a
+                 *     different shape: single vs batch) is `409 idempotency_conflict`.
                  * @example 5f0c2a8e-turn-7
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
