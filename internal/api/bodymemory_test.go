@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-chi/chi/v5"
 	"github.com/logbook/logbook/internal/model"
 	"github.com/logbook/logbook/internal/repo/sqlite"
 	"github.com/rs/zerolog"
@@ -110,5 +111,23 @@ func TestBodyMemoryIsBoundedPerTenant(t *testing.T) {
 	}
 	if code, body := status(send("a", strings.NewReader(checkpointBody(6, size)), size)); code != http.StatusCreated {
 		t.Errorf("the tenant's large body once its upload was read: %d %s, want 201", code, body)
+	}
+}
+
+// Every route the body-limit table names is a route the router serves: a
+// pattern spelt wrong would leave its route at --max-body-bytes unnoticed.
+func TestBodyLimitsNameRoutes(t *testing.T) {
+	served := map[routeKey]bool{}
+	err := chi.Walk(New(Config{}).router, func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		served[routeKey{method, route}] = true
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range bodyLimits {
+		if !served[k] {
+			t.Errorf("bodyLimits names %s %s, which no route serves", k.method, k.pattern)
+		}
 	}
 }
