@@ -25,13 +25,14 @@ test: deps fmt vet tools chromium lint-openapi check-generated
 	$(MAKE) --no-print-directory -j4 --output-sync=target test-go test-postgres test-python test-typescript
 
 # The Go packages with the race detector, then without it the tests the
-# detector slows too much to run whole (the largest message and the bounded
-# block history, which move megabytes; the fault simulations and the 500-deep
-# fork chain, which the race pass runs shorter; the WAL's 20 s soak, whose
-# appends the detector slows ~50×).
+# detector slows too much to run whole (the largest message, legal objects
+# escaped six times over, a stream's longest line and the bounded block
+# history, which move megabytes; the fault simulations and the 500-deep fork
+# chain, which the race pass runs shorter; the WAL's 20 s soak, whose appends
+# the detector slows ~50×).
 test-go:
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
-	$(GO) test -count=1 -run 'TestLargestMessageRoundTrips|TestBlockHistoryIsBounded|TestSimulation|TestForkChainsReadTheirWholeHistory' ./internal/api/
+	$(GO) test -count=1 -run 'TestLargestMessageRoundTrips|TestLegalObjectsFitAtDefaults|TestStreamLineLimit|TestBlockHistoryIsBounded|TestSimulation|TestForkChainsReadTheirWholeHistory' ./internal/api/
 	$(GO) test -count=1 -run '^TestWALStaysBounded$$' ./internal/repo/sqlite/
 
 # The whole API suite again on PostgreSQL, a throwaway cluster of its own.

@@ -4,8 +4,10 @@
 // Two layers: [github.com/logbook/logbook/client/api] is generated from
 // openapi.yaml (every route, request and answer type), and this package adds
 // what generation does clumsily: one error type for every non-2xx answer
-// ([Problem]), pagination as iterators, retries that are safe (every append
-// carries an Idempotency-Key, reused by its retries), the live feed as an
+// ([Problem]), pagination as iterators, retries that are safe (every POST,
+// and a checkpoint's PUT and PATCH, carries an Idempotency-Key, reused by its
+// retries: a retry whose first try was applied gets that try's answer, and
+// [Replayed] tells so), the live feed as an
 // iterator that reconnects where it left off, and short methods for the calls
 // an agent runtime makes on every turn. Everything else is on [Client.API].
 //

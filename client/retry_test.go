@@ -143,16 +143,43 @@ func TestRetriesAreSafe(t *testing.T) {
 		}
 	})
 
-	t.Run("lost_answer_of_a_plain_create_is_not_retried", func(t *testing.T) {
+	t.Run("lost_answer_of_a_create_is_replayed", func(t *testing.T) {
 		px.fail(fault{method: "POST", pathSuffix: "/v1/sessions", kind: dropAnswer})
 		before := len(px.requests("POST", "/v1/sessions"))
-		_, err := c.CreateSession(ctx, api.SessionCreate{})
-		var p *client.Problem
-		if err == nil || errors.As(err, &p) {
-			t.Fatalf("err = %v, want the connection error", err)
+		s, err := c.CreateSession(ctx, api.SessionCreate{Title: client.Ptr("once")})
+		if err != nil {
+			t.Fatalf("a retried create: %v", err)
 		}
-		if n := len(px.requests("POST", "/v1/sessions")) - before; n != 1 {
-			t.Errorf("a create without a key was sent %d times, want once", n)
+		sent := px.requests("POST", "/v1/sessions")[before:]
+		if len(sent) != 2 || sent[0].idempotencyKey == "" || sent[0].idempotencyKey != sent[1].idempotencyKey {
+			t.Errorf("requests = %+v, want two with the same Idempotency-Key the client made", sent)
+		}
+		if got, err := direct.GetSession(ctx, s.ID); err != nil || got.Title == nil || *got.Title != "once" {
+			t.Errorf("the answer names %s: %+v, %v", s.ID, got, err)
+		}
+	})
+
+	t.Run("lost_answer_of_a_fenced_rewind_is_replayed", func(t *testing.T) {
+		s := newSession(t, direct)
+		for _, text := range []string{"a", "b"} {
+			if _, err := direct.Append(ctx, s.ID, api.MessageAppend{Role: api.MessageRoleUser, Content: client.Text(text)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		px.fail(fault{method: "POST", pathSuffix: "/" + s.ID + "/rewind", kind: dropAnswer})
+		res, err := c.Rewind(ctx, s.ID, api.Rewind{ToSeq: 1, ExpectedLastSeq: client.Ptr[int64](2),
+			Messages: []api.MessageInput{{Role: api.MessageRoleUser, Content: client.Text("c")}, {Role: api.MessageRoleUser, Content: client.Text("d")}}})
+		if err != nil {
+			t.Fatalf("a retried fenced rewind: %v (its first try's answer must come back, not stale_seq)", err)
+		}
+		if res.Session.LastSeq != 3 {
+			t.Errorf("answer = %+v, want last_seq 3", res.Session)
+		}
+		if n := len(px.requests("POST", "/"+s.ID+"/rewind")); n != 2 {
+			t.Errorf("sent %d times, want 2", n)
+		}
+		if got := lastSeq(t, s.ID); got != 3 {
+			t.Errorf("the session holds %d messages, want 3: the rewind applied once", got)
 		}
 	})
 }

@@ -16,7 +16,7 @@ import (
 // CreateSession creates a session; every field of in is optional ({} makes
 // one with a server-made id).
 func (c *Client) CreateSession(ctx context.Context, in api.SessionCreate) (*api.Session, error) {
-	return decode[api.Session](c.raw.CreateSession(ctx, in))
+	return decode[api.Session](c.raw.CreateSession(ctx, nil, in))
 }
 
 // GetSession reads a session with its counters (last_seq, message_count, …).
@@ -59,14 +59,16 @@ func (c *Client) AppendBatch(ctx context.Context, sessionID string, b api.Messag
 // iteration not above the latest, or an ExpectedIteration that is not the
 // latest, is a *Problem with code stale_iteration and LatestIteration.
 //
-// Retrying is safe: when the iteration is already stored with the same state
-// (a retry whose first try was applied, its answer lost), the stored
-// checkpoint is the answer.
+// Retrying is safe: the request carries an Idempotency-Key, so a retry
+// whose first try was applied is answered with that try's answer; when the
+// server lost it (idempotency_applied), or the iteration is already stored
+// with the same state (a write of another client of the same state), the
+// stored checkpoint is the answer.
 func (c *Client) PutCheckpoint(ctx context.Context, sessionID string, in api.CheckpointPut) (*api.Checkpoint, error) {
-	ck, err := decode[api.Checkpoint](c.raw.PutCheckpoint(repeatable(ctx), sessionID, in))
+	ck, err := decode[api.Checkpoint](c.raw.PutCheckpoint(ctx, sessionID, nil, in))
 	var p *Problem
-	if err == nil || !errors.As(err, &p) || p.Code != api.ErrorCodeStaleIteration ||
-		p.LatestIteration == nil || *p.LatestIteration != in.Iteration {
+	if err == nil || !errors.As(err, &p) || !(p.Code == api.ErrorCodeIdempotencyApplied ||
+		p.Code == api.ErrorCodeStaleIteration && p.LatestIteration != nil && *p.LatestIteration == in.Iteration) {
 		return ck, err
 	}
 	stored, gerr := decode[api.Checkpoint](c.raw.GetCheckpoint(ctx, sessionID, in.Iteration, nil))
@@ -78,8 +80,10 @@ func (c *Client) PutCheckpoint(ctx context.Context, sessionID string, in api.Che
 
 // PatchCheckpoint writes an iteration as an RFC 7396 merge patch of the
 // latest state (409 no_checkpoint before the first PutCheckpoint).
+//
+// Its Idempotency-Key makes a retry after a lost answer safe.
 func (c *Client) PatchCheckpoint(ctx context.Context, sessionID string, in api.PatchCheckpoint) (*api.Checkpoint, error) {
-	return decode[api.Checkpoint](c.raw.PatchCheckpoint(ctx, sessionID, in))
+	return decode[api.Checkpoint](c.raw.PatchCheckpoint(ctx, sessionID, nil, in))
 }
 
 // Resume reads what a new worker needs to take a session over: the session,
@@ -91,21 +95,19 @@ func (c *Client) Resume(ctx context.Context, sessionID string) (*api.Resume, err
 
 // Repair applies the automatic repairs Resume reports: an error result for
 // each tool call that has no result and is not pending in the latest
-// checkpoint, and a recounted turn_count. It is idempotent.
+// checkpoint, and a recounted turn_count. It is idempotent, and its
+// Idempotency-Key answers a fenced retry with its first try's answer.
 func (c *Client) Repair(ctx context.Context, sessionID string, in api.RepairRequest) (*api.RepairResult, error) {
-	if in.ExpectedLastSeq == nil { // a fenced retry would trip on its own first try
-		ctx = repeatable(ctx)
-	}
-	return decode[api.RepairResult](c.raw.RepairSession(ctx, sessionID, in))
+	return decode[api.RepairResult](c.raw.RepairSession(ctx, sessionID, nil, in))
 }
 
 // Rewind drops the messages after in.ToSeq and appends in.Messages in the
-// same transaction.
+// same transaction. Retrying is safe, fenced or not: its Idempotency-Key
+// answers a retry whose first try was applied with that try's answer (or,
+// should the server have lost it, a *Problem with code
+// idempotency_applied: read the session to see the outcome).
 func (c *Client) Rewind(ctx context.Context, sessionID string, in api.Rewind) (*api.RewindResult, error) {
-	if in.ExpectedLastSeq == nil { // the same rewind ends in the same history
-		ctx = repeatable(ctx)
-	}
-	return decode[api.RewindResult](c.raw.RewindSession(ctx, sessionID, in))
+	return decode[api.RewindResult](c.raw.RewindSession(ctx, sessionID, nil, in))
 }
 
 // newKey is a fresh Idempotency-Key: 26 random base32 characters.

@@ -67,42 +67,44 @@ func (e EmbeddingState) Valid() bool {
 
 // Defines values for ErrorCode.
 const (
-	ErrorCodeAlreadyAttached      ErrorCode = "already_attached"
-	ErrorCodeBlockAttached        ErrorCode = "block_attached"
-	ErrorCodeBlockExists          ErrorCode = "block_exists"
-	ErrorCodeConflict             ErrorCode = "conflict"
-	ErrorCodeCorrupted            ErrorCode = "corrupted"
-	ErrorCodeDuplicateToolResult  ErrorCode = "duplicate_tool_result"
-	ErrorCodeEmbeddingUnavailable ErrorCode = "embedding_unavailable"
-	ErrorCodeEventNotFound        ErrorCode = "event_not_found"
-	ErrorCodeForbidden            ErrorCode = "forbidden"
-	ErrorCodeIdempotencyConflict  ErrorCode = "idempotency_conflict"
-	ErrorCodeInternal             ErrorCode = "internal"
-	ErrorCodeInvalidCursor        ErrorCode = "invalid_cursor"
-	ErrorCodeInvalidImport        ErrorCode = "invalid_import"
-	ErrorCodeInvalidQuery         ErrorCode = "invalid_query"
-	ErrorCodeInvalidTransition    ErrorCode = "invalid_transition"
-	ErrorCodeLimitExceeded        ErrorCode = "limit_exceeded"
-	ErrorCodeMalformedJSON        ErrorCode = "malformed_json"
-	ErrorCodeMethodNotAllowed     ErrorCode = "method_not_allowed"
-	ErrorCodeNoCheckpoint         ErrorCode = "no_checkpoint"
-	ErrorCodeNotAttached          ErrorCode = "not_attached"
-	ErrorCodeNotFound             ErrorCode = "not_found"
-	ErrorCodeOldNotFound          ErrorCode = "old_not_found"
-	ErrorCodePayloadTooLarge      ErrorCode = "payload_too_large"
-	ErrorCodePreconditionFailed   ErrorCode = "precondition_failed"
-	ErrorCodeRateLimited          ErrorCode = "rate_limited"
-	ErrorCodeReadOnly             ErrorCode = "read_only"
-	ErrorCodeRewound              ErrorCode = "rewound"
-	ErrorCodeSessionClosed        ErrorCode = "session_closed"
-	ErrorCodeStaleIteration       ErrorCode = "stale_iteration"
-	ErrorCodeStaleSeq             ErrorCode = "stale_seq"
-	ErrorCodeStorageUnavailable   ErrorCode = "storage_unavailable"
-	ErrorCodeStreamStopped        ErrorCode = "stream_stopped"
-	ErrorCodeUnauthorized         ErrorCode = "unauthorized"
-	ErrorCodeUnknownToolCall      ErrorCode = "unknown_tool_call"
-	ErrorCodeUnsupportedMediaType ErrorCode = "unsupported_media_type"
-	ErrorCodeValidationFailed     ErrorCode = "validation_failed"
+	ErrorCodeAlreadyAttached       ErrorCode = "already_attached"
+	ErrorCodeBlockAttached         ErrorCode = "block_attached"
+	ErrorCodeBlockExists           ErrorCode = "block_exists"
+	ErrorCodeConflict              ErrorCode = "conflict"
+	ErrorCodeCorrupted             ErrorCode = "corrupted"
+	ErrorCodeDuplicateToolResult   ErrorCode = "duplicate_tool_result"
+	ErrorCodeEmbeddingUnavailable  ErrorCode = "embedding_unavailable"
+	ErrorCodeEventNotFound         ErrorCode = "event_not_found"
+	ErrorCodeForbidden             ErrorCode = "forbidden"
+	ErrorCodeIdempotencyApplied    ErrorCode = "idempotency_applied"
+	ErrorCodeIdempotencyConflict   ErrorCode = "idempotency_conflict"
+	ErrorCodeIdempotencyInProgress ErrorCode = "idempotency_in_progress"
+	ErrorCodeInternal              ErrorCode = "internal"
+	ErrorCodeInvalidCursor         ErrorCode = "invalid_cursor"
+	ErrorCodeInvalidImport         ErrorCode = "invalid_import"
+	ErrorCodeInvalidQuery          ErrorCode = "invalid_query"
+	ErrorCodeInvalidTransition     ErrorCode = "invalid_transition"
+	ErrorCodeLimitExceeded         ErrorCode = "limit_exceeded"
+	ErrorCodeMalformedJSON         ErrorCode = "malformed_json"
+	ErrorCodeMethodNotAllowed      ErrorCode = "method_not_allowed"
+	ErrorCodeNoCheckpoint          ErrorCode = "no_checkpoint"
+	ErrorCodeNotAttached           ErrorCode = "not_attached"
+	ErrorCodeNotFound              ErrorCode = "not_found"
+	ErrorCodeOldNotFound           ErrorCode = "old_not_found"
+	ErrorCodePayloadTooLarge       ErrorCode = "payload_too_large"
+	ErrorCodePreconditionFailed    ErrorCode = "precondition_failed"
+	ErrorCodeRateLimited           ErrorCode = "rate_limited"
+	ErrorCodeReadOnly              ErrorCode = "read_only"
+	ErrorCodeRewound               ErrorCode = "rewound"
+	ErrorCodeSessionClosed         ErrorCode = "session_closed"
+	ErrorCodeStaleIteration        ErrorCode = "stale_iteration"
+	ErrorCodeStaleSeq              ErrorCode = "stale_seq"
+	ErrorCodeStorageUnavailable    ErrorCode = "storage_unavailable"
+	ErrorCodeStreamStopped         ErrorCode = "stream_stopped"
+	ErrorCodeUnauthorized          ErrorCode = "unauthorized"
+	ErrorCodeUnknownToolCall       ErrorCode = "unknown_tool_call"
+	ErrorCodeUnsupportedMediaType  ErrorCode = "unsupported_media_type"
+	ErrorCodeValidationFailed      ErrorCode = "validation_failed"
 )
 
 // Valid indicates whether the value is a known member of the ErrorCode enum.
@@ -126,7 +128,11 @@ func (e ErrorCode) Valid() bool {
 		return true
 	case ErrorCodeForbidden:
 		return true
+	case ErrorCodeIdempotencyApplied:
+		return true
 	case ErrorCodeIdempotencyConflict:
+		return true
+	case ErrorCodeIdempotencyInProgress:
 		return true
 	case ErrorCodeInternal:
 		return true
@@ -1374,6 +1380,8 @@ type EmbeddingState string
 // | `session_closed` | 409 | the session is completed or archived |
 // | `conflict` | 409 | duplicate id, or a concurrent change |
 // | `idempotency_conflict` | 409 | idempotency key reused with another body |
+// | `idempotency_in_progress` | 409 | a request with this `Idempotency-Key` is still being served |
+// | `idempotency_applied` | 409 | the request with this `Idempotency-Key` was applied; its answer was not kept |
 // | `precondition_failed` | 412 | `If-Match` did not match |
 // | `limit_exceeded` | 422 | a block would hold more characters than its `limit` |
 // | `old_not_found` | 422 | the text to replace does not occur in the block |
@@ -1716,6 +1724,20 @@ type MessageAppend struct {
 	// `422 limit_exceeded` naming the message's `cost`.
 	Cost *float64 `json:"cost,omitempty"`
 
+	// Embedding The client's embedding of this message (with `embedding_model`: both
+	// or neither), stored in the append's own write and ready for search by
+	// meaning at once (`embedding_state: ready`), as `PUT …/embedding`
+	// would store it: finite numbers, under the session's agent, whose
+	// model and dimensions it must match; an agent's first embedding (of a
+	// message or a passage) pins them. A session without an agent, or whose
+	// agent is not stored, is `422` naming the field. The server's own
+	// endpoint, if the agent names one, leaves such a message as it is.
+	// Only an append that carries an embedding pays for it.
+	Embedding []float32 `json:"embedding,omitempty"`
+
+	// EmbeddingModel The model that made `embedding`.
+	EmbeddingModel *string `json:"embedding_model,omitempty"`
+
 	// ExpectedLastSeq The session's `last_seq` as the caller last saw it: if another write
 	// moved it, nothing is written (`409 stale_seq`, with the session's
 	// `last_seq`). A replay of an idempotent request is answered whatever it
@@ -1875,6 +1897,20 @@ type MessageInput struct {
 	// running total may not pass 10¹²: an append that would is
 	// `422 limit_exceeded` naming the message's `cost`.
 	Cost *float64 `json:"cost,omitempty"`
+
+	// Embedding The client's embedding of this message (with `embedding_model`: both
+	// or neither), stored in the append's own write and ready for search by
+	// meaning at once (`embedding_state: ready`), as `PUT …/embedding`
+	// would store it: finite numbers, under the session's agent, whose
+	// model and dimensions it must match; an agent's first embedding (of a
+	// message or a passage) pins them. A session without an agent, or whose
+	// agent is not stored, is `422` naming the field. The server's own
+	// endpoint, if the agent names one, leaves such a message as it is.
+	// Only an append that carries an embedding pays for it.
+	Embedding []float32 `json:"embedding,omitempty"`
+
+	// EmbeddingModel The model that made `embedding`.
+	EmbeddingModel *string `json:"embedding_model,omitempty"`
 
 	// IdempotencyKey Names this message within the session: if a message with this key was
 	// stored before, it is returned instead of appending again (a different
@@ -2883,6 +2919,9 @@ type EventsAfter = int64
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
 
+// IdempotencyKeyWrite defines model for IdempotencyKeyWrite.
+type IdempotencyKeyWrite = string
+
 // IfMatch defines model for IfMatch.
 type IfMatch = string
 
@@ -3051,6 +3090,28 @@ type UnsupportedMediaType = Problem
 // and the refused one). Branch on `code`.
 type ValidationFailed = Problem
 
+// BackupDatabaseParams defines parameters for BackupDatabase.
+type BackupDatabaseParams struct {
+	// IdempotencyKey Makes the request safe to retry: the same key with the same request
+	// (method, path, query, `Content-Type` and body) is answered as the first
+	// was (its status, body, `Content-Type`, `Location`, `ETag`) with
+	// `Idempotent-Replayed: true`, and applies nothing; with another request
+	// it is `409 idempotency_conflict`; while the first is still being
+	// served, `409 idempotency_in_progress` (retry in a moment). Keys are
+	// scoped to the tenant, and to the user for a key bound to one; they are
+	// remembered for the server's `--idempotency-ttl` (default 24 h). The
+	// key is recorded in the same transaction as the request's write, so a
+	// retry can never apply it twice: when the server stopped between that
+	// write and its answer, the retry is `409 idempotency_applied` (read the
+	// resource to see the outcome). That is also the retry's answer on
+	// `POST /v1/admin/keys`, whose answer (a key's secret) is kept nowhere,
+	// and when the answer was larger than 8 MiB. A request that writes
+	// nothing (a search, a backup) is not recorded: its retry runs again.
+	// 1–255 printable ASCII characters (else `422`); an empty value means no
+	// key.
+	IdempotencyKey *IdempotencyKeyWrite `json:"Idempotency-Key,omitempty"`
+}
+
 // CheckIntegrityParams defines parameters for CheckIntegrity.
 type CheckIntegrityParams struct {
 	// Repair `counters`: fix drifting session counters before checking.
@@ -3071,6 +3132,50 @@ type ListAPIKeysParams struct {
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
+// CreateAPIKeyParams defines parameters for CreateAPIKey.
+type CreateAPIKeyParams struct {
+	// IdempotencyKey Makes the request safe to retry: the same key with the same request
+	// (method, path, query, `Content-Type` and body) is answered as the first
+	// was (its status, body, `Content-Type`, `Location`, `ETag`) with
+	// `Idempotent-Replayed: true`, and applies nothing; with another request
+	// it is `409 idempotency_conflict`; while the first is still being
+	// served, `409 idempotency_in_progress` (retry in a moment). Keys are
+	// scoped to the tenant, and to the user for a key bound to one; they are
+	// remembered for the server's `--idempotency-ttl` (default 24 h). The
+	// key is recorded in the same transaction as the request's write, so a
+	// retry can never apply it twice: when the server stopped between that
+	// write and its answer, the retry is `409 idempotency_applied` (read the
+	// resource to see the outcome). That is also the retry's answer on
+	// `POST /v1/admin/keys`, whose answer (a key's secret) is kept nowhere,
+	// and when the answer was larger than 8 MiB. A request that writes
+	// nothing (a search, a backup) is not recorded: its retry runs again.
+	// 1–255 printable ASCII characters (else `422`); an empty value means no
+	// key.
+	IdempotencyKey *IdempotencyKeyWrite `json:"Idempotency-Key,omitempty"`
+}
+
+// PurgeSessionsParams defines parameters for PurgeSessions.
+type PurgeSessionsParams struct {
+	// IdempotencyKey Makes the request safe to retry: the same key with the same request
+	// (method, path, query, `Content-Type` and body) is answered as the first
+	// was (its status, body, `Content-Type`, `Location`, `ETag`) with
+	// `Idempotent-Replayed: true`, and applies nothing; with another request
+	// it is `409 idempotency_conflict`; while the first is still being
+	// served, `409 idempotency_in_progress` (retry in a moment). Keys are
+	// scoped to the tenant, and to the user for a key bound to one; they are
+	// remembered for the server's `--idempotency-ttl` (default 24 h). The
+	// key is recorded in the same transaction as the request's write, so a
+	// retry can never apply it twice: when the server stopped between that
+	// write and its answer, the retry is `409 idempotency_applied` (read the
+	// resource to see the outcome). That is also the retry's answer on
+	// `POST /v1/admin/keys`, whose answer (a key's secret) is kept nowhere,
+	// and when the answer was larger than 8 MiB. A request that writes
+	// nothing (a search, a backup) is not recorded: its retry runs again.
+	// 1–255 printable ASCII characters (else `422`); an empty value means no
+	// key.
+	IdempotencyKey *IdempotencyKeyWrite `json:"Idempotency-Key,omitempty"`
+}
+
 // ListAgentsParams defines parameters for ListAgents.
 type ListAgentsParams struct {
 	// Name Only agents with exactly this `name` (names need not be unique).
@@ -3088,10 +3193,51 @@ type ListAgentsParams struct {
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
+// CreateAgentParams defines parameters for CreateAgent.
+type CreateAgentParams struct {
+	// IdempotencyKey Makes the request safe to retry: the same key with the same request
+	// (method, path, query, `Content-Type` and body) is answered as the first
+	// was (its status, body, `Content-Type`, `Location`, `ETag`) with
+	// `Idempotent-Replayed: true`, and applies nothing; with another request
+	// it is `409 idempotency_conflict`; while the first is still being
+	// served, `409 idempotency_in_progress` (retry in a moment). Keys are
+	// scoped to the tenant, and to the user for a key bound to one; they are
+	// remembered for the server's `--idempotency-ttl` (default 24 h). The
+	// key is recorded in the same transaction as the request's write, so a
+	// retry can never apply it twice: when the server stopped between that
+	// write and its answer, the retry is `409 idempotency_applied` (read the
+	// resource to see the outcome). That is also the retry's answer on
+	// `POST /v1/admin/keys`, whose answer (a key's secret) is kept nowhere,
+	// and when the answer was larger than 8 MiB. A request that writes
+	// nothing (a search, a backup) is not recorded: its retry runs again.
+	// 1–255 printable ASCII characters (else `422`); an empty value means no
+	// key.
+	IdempotencyKey *IdempotencyKeyWrite `json:"Idempotency-Key,omitempty"`
+}
+
 // ImportAgentParams defines parameters for ImportAgent.
 type ImportAgentParams struct {
 	// AsNew Give the agent and its sessions (and their messages, checkpoints and compactions) new ids.
 	AsNew *bool `form:"as_new,omitempty" json:"as_new,omitempty"`
+
+	// IdempotencyKey Makes the request safe to retry: the same key with the same request
+	// (method, path, query, `Content-Type` and body) is answered as the first
+	// was (its status, body, `Content-Type`, `Location`, `ETag`) with
+	// `Idempotent-Replayed: true`, and applies nothing; with another request
+	// it is `409 idempotency_conflict`; while the first is still being
+	// served, `409 idempotency_in_progress` (retry in a moment). Keys are
+	// scoped to the tenant, and to the user for a key bound to one; they are
+	// remembered for the server's `--idempotency-ttl` (default 24 h). The
+	// key is recorded in the same transaction as the request's write, so a
+	// retry can never apply it twice: when the server stopped between that
+	// write and its answer, the retry is `409 idempotency_applied` (read the
+	// resource to see the outcome). That is also the retry's answer on
+	// `POST /v1/admin/keys`, whose answer (a key's secret) is kept nowhere,
+	// and when the answer was larger than 8 MiB. A request that writes
+	// nothing (a search, a backup) is not recorded: its retry runs again.
+	// 1–255 printable ASCII characters (else `422`); an empty value means no
+	// key.
+	IdempotencyKey *IdempotencyKeyWrite `json:"Idempotency-Key,omitempty"`
 }
 
 // ListPassagesParams defines parameters for ListPassages.
@@ -3103,6 +3249,28 @@ type ListPassagesParams struct {
 	// and order that produced it, else `400 invalid_cursor`. Leave it out for the
 	// first page.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// CreatePassageParams defines parameters for CreatePassage.
+type CreatePassageParams struct {
+	// IdempotencyKey Makes the request safe to retry: the same key with the same request
+	// (method, path, query, `Content-Type` and body) is answered as the first
+	// was (its status, body, `Content-Type`, `Location`, `ETag`) with
+	// `Idempotent-Replayed: true`, and applies nothing; with another request
+	// it is `409 idempotency_conflict`; while the first is still being
+	// served, `409 idempotency_in_progress` (retry in a moment). Keys are
+	// scoped to the tenant, and to the user for a key bound to one; they are
+	// remembered for the server's `--idempotency-ttl` (default 24 h). The
+	// key is recorded in the same transaction as the request's write, so a
+	// retry can never apply it twice: when the server stopped between that
+	// write and its answer, the retry is `409 idempotency_applied` (read the
+	// resource to see the outcome). That is also the retry's answer on
+	// `POST /v1/admin/keys`, whose answer (a key's secret) is kept nowhere,
+	// and when the answer was larger than 8 MiB. A request that writes
+	// nothing (a search, a backup) is not recorded: its retry runs again.
+	// 1–255 printable ASCII characters (else `422`); an empty value means no
+	// key.
+	IdempotencyKey *IdempotencyKeyWrite `json:"Idempotency-Key,omitempty"`
 }
 
 // SearchPassagesParams defines parameters for SearchPassages.
@@ -3136,6 +3304,50 @@ type SearchPassagesParams struct {
 	Limit *SearchLimit `form:"limit,omitempty" json:"limit,omitempty"`
 }
 
+// SearchPassagesByBodyParams defines parameters for SearchPassagesByBody.
+type SearchPassagesByBodyParams struct {
+	// IdempotencyKey Makes the request safe to retry: the same key with the same request
+	// (method, path, query, `Content-Type` and body) is answered as the first
+	// was (its status, body, `Content-Type`, `Location`, `ETag`) with
+	// `Idempotent-Replayed: true`, and applies nothing; with another request
+	// it is `409 idempotency_conflict`; while the first is still being
+	// served, `409 idempotency_in_progress` (retry in a moment). Keys are
+	// scoped to the tenant, and to the user for a key bound to one; they are
+	// remembered for the server's `--idempotency-ttl` (default 24 h). The
+	// key is recorded in the same transaction as the request's write, so a
+	// retry can never apply it twice: when the server stopped between that
+	// write and its answer, the retry is `409 idempotency_applied` (read the
+	// resource to see the outcome). That is also the retry's answer on
+	// `POST /v1/admin/keys`, whose answer (a key's secret) is kept nowhere,
+	// and when the answer was larger than 8 MiB. A request that writes
+	// nothing (a search, a backup) is not recorded: its retry runs again.
+	// 1–255 printable ASCII characters (else `422`); an empty value means no
+	// key.
+	IdempotencyKey *IdempotencyKeyWrite `json:"Idempotency-Key,omitempty"`
+}
+
+// AttachBlockParams defines parameters for AttachBlock.
+type AttachBlockParams struct {
+	// IdempotencyKey Makes the request safe to retry: the same key with the same request
+	// (method, path, query, `Content-Type` and body) is answered as the first
+	// was (its status, body, `Content-Type`, `Location`, `ETag`) with
+	// `Idempotent-Replayed: true`, and applies nothing; with another request
+	// it is `409 idempotency_conflict`; while the first is still being
+	// served, `409 idempotency_in_progress` (retry in a moment). Keys are
+	// scoped to the tenant, and to the user for a key bound to one; they are
+	// remembered for the server's `--idempotency-ttl` (default 24 h). The
+	// key is recorded in the same transaction as the request's write, so a
+	// retry can never apply it twice: when the server stopped between that
+	// write and its answer, the retry is `409 idempotency_applied` (read the
+	// resource to see the outcome). That is also the retry's answer on
+	// `POST /v1/admin/keys`, whose answer (a key's secret) is kept nowhere,
+	// and when the answer was larger than 8 MiB. A request that writes
+	// nothing (a search, a backup) is not recorded: its retry runs again.
+	// 1–255 printable ASCII characters (else `422`); an empty value means no
+	// key.
+	IdempotencyKey *IdempotencyKeyWrite `json:"Idempotency-Key,omitempty"`
+}
+
 // PutBlockParams defines parameters for PutBlock.
 type PutBlockParams struct {
 	// IfMatch The block's `ETag` as last read, `"<version>"` (a `W/` prefix is tolerated).
@@ -3143,6 +3355,50 @@ type PutBlockParams struct {
 	// `412 precondition_failed`. A value that names no version (including `*`)
 	// never matches. Leave it out for an unconditional write.
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
+
+// AppendBlockParams defines parameters for AppendBlock.
+type AppendBlockParams struct {
+	// IdempotencyKey Makes the request safe to retry: the same key with the same request
+	// (method, path, query, `Content-Type` and body) is answered as the first
+	// was (its status, body, `Content-Type`, `Location`, `ETag`) with
+	// `Idempotent-Replayed: true`, and applies nothing; with another request
+	// it is `409 idempotency_conflict`; while the first is still being
+	// served, `409 idempotency_in_progress` (retry in a moment). Keys are
+	// scoped to the tenant, and to the user for a key bound to one; they are
+	// remembered for the server's `--idempotency-ttl` (default 24 h). The
+	// key is recorded in the same transaction as the request's write, so a
+	// retry can never apply it twice: when the server stopped between that
+	// write and its answer, the retry is `409 idempotency_applied` (read the
+	// resource to see the outcome). That is also the retry's answer on
+	// `POST /v1/admin/keys`, whose answer (a key's secret) is kept nowhere,
+	// and when the answer was larger than 8 MiB. A request that writes
+	// nothing (a search, a backup) is not recorded: its retry runs again.
+	// 1–255 printable ASCII characters (else `422`); an empty value means no
+	// key.
+	IdempotencyKey *IdempotencyKeyWrite `json:"Idempotency-Key,omitempty"`
+}
+
+// DetachBlockParams defines parameters for DetachBlock.
+type DetachBlockParams struct {
+	// IdempotencyKey Makes the request safe to retry: the same key with the same request
+	// (method, path, query, `Content-Type` and body) is answered as the first
+	// was (its status, body, `Content-Type`, `Location`, `ETag`) with
+	// `Idempotent-Replayed: true`, and applies nothing; with another request
+	// it is `409 idempotency_conflict`; while the first is still being
+	// served, `409 idempotency_in_progress` (retry in a moment). Keys are
+	// scoped to the tenant, and to the user for a key bound to one; they are
+	// remembered for the server's `--idempotency-ttl` (default 24 h). The
+	// key is recorded in the same transaction as the request's write, so a
+	// retry can never apply it twice: when the server stopped between that
+	// write and its answer, the retry is `409 idempotency_applied` (read the
+	// resource to see the outcome). That is also the retry's answer on
+	// `POST /v1/admin/keys`, whose answer (a key's secret) is kept nowhere,
+	// and when the answer was larger than 8 MiB. A request that writes
+	// nothing (a search, a backup) is not recorded: its retry runs again.
+	// 1–255 printable ASCII characters (else `422`); an empty value means no
+	// key.
+	IdempotencyKey *IdempotencyKeyWrite `json:"Idempotency-Key,omitempty"`
 }
 
 // GetBlockHistoryParams defines parameters for GetBlockHistory.
@@ -3154,6 +3410,28 @@ type GetBlockHistoryParams struct {
 	// and order that produced it, else `400 invalid_cursor`. Leave it out for the
 	// first page.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// ReplaceBlockParams defines parameters for ReplaceBlock.
+type ReplaceBlockParams struct {
+	// IdempotencyKey Makes the request safe to retry: the same key with the same request
+	// (method, path, query, `Content-Type` and body) is answered as the first
+	// was (its status, body, `Content-Type`, `Location`, `ETag`) with
+	// `Idempotent-Replayed: true`, and applies nothing; with another request
+	// it is `409 idempotency_conflict`; while the first is still being
+	// served, `409 idempotency_in_progress` (retry in a moment). Keys are
+	// scoped to the tenant, and to the user for a key bound to one; they are
+	// remembered for the server's `--idempotency-ttl` (default 24 h). The
+	// key is recorded in the same transaction as the request's write, so a
+	// retry can never apply it twice: when the server stopped between that
+	// write and its answer, the retry is `409 idempotency_applied` (read the
+	// resource to see the outcome). That is also the retry's answer on
+	// `POST /v1/admin/keys`, whose answer (a key's secret) is kept nowhere,
+	// and when the answer was larger than 8 MiB. A request that writes
+	// nothing (a search, a backup) is not recorded: its retry runs again.
+	// 1–255 printable ASCII characters (else `422`); an empty value means no
+	// key.
+	IdempotencyKey *IdempotencyKeyWrite `json:"Idempotency-Key,omitempty"`
 }
 
 // SearchAgentMessagesParams defines parameters for SearchAgentMessages.
@@ -3194,6 +3472,28 @@ type SearchAgentMessagesParams struct {
 	Limit *SearchLimit `form:"limit,omitempty" json:"limit,omitempty"`
 }
 
+// RunToolParams defines parameters for RunTool.
+type RunToolParams struct {
+	// IdempotencyKey Makes the request safe to retry: the same key with the same request
+	// (method, path, query, `Content-Type` and body) is answered as the first
+	// was (its status, body, `Content-Type`, `Location`, `ETag`) with
+	// `Idempotent-Replayed: true`, and applies nothing; with another request
+	// it is `409 idempotency_conflict`; while the first is still being
+	// served, `409 idempotency_in_progress` (retry in a moment). Keys are
+	// scoped to the tenant, and to the user for a key bound to one; they are
+	// remembered for the server's `--idempotency-ttl` (default 24 h). The
+	// key is recorded in the same transaction as the request's write, so a
+	// retry can never apply it twice: when the server stopped between that
+	// write and its answer, the retry is `409 idempotency_applied` (read the
+	// resource to see the outcome). That is also the retry's answer on
+	// `POST /v1/admin/keys`, whose answer (a key's secret) is kept nowhere,
+	// and when the answer was larger than 8 MiB. A request that writes
+	// nothing (a search, a backup) is not recorded: its retry runs again.
+	// 1–255 printable ASCII characters (else `422`); an empty value means no
+	// key.
+	IdempotencyKey *IdempotencyKeyWrite `json:"Idempotency-Key,omitempty"`
+}
+
 // StreamEventsParams defines parameters for StreamEvents.
 type StreamEventsParams struct {
 	// After Start after the event with this id (as `Last-Event-ID`, which wins when both are given).
@@ -3207,6 +3507,28 @@ type StreamEventsParams struct {
 
 	// LastEventID The id of the last event received; the feed resumes right after it.
 	LastEventID *LastEventID `json:"Last-Event-ID,omitempty"`
+}
+
+// UploadFileParams defines parameters for UploadFile.
+type UploadFileParams struct {
+	// IdempotencyKey Makes the request safe to retry: the same key with the same request
+	// (method, path, query, `Content-Type` and body) is answered as the first
+	// was (its status, body, `Content-Type`, `Location`, `ETag`) with
+	// `Idempotent-Replayed: true`, and applies nothing; with another request
+	// it is `409 idempotency_conflict`; while the first is still being
+	// served, `409 idempotency_in_progress` (retry in a moment). Keys are
+	// scoped to the tenant, and to the user for a key bound to one; they are
+	// remembered for the server's `--idempotency-ttl` (default 24 h). The
+	// key is recorded in the same transaction as the request's write, so a
+	// retry can never apply it twice: when the server stopped between that
+	// write and its answer, the retry is `409 idempotency_applied` (read the
+	// resource to see the outcome). That is also the retry's answer on
+	// `POST /v1/admin/keys`, whose answer (a key's secret) is kept nowhere,
+	// and when the answer was larger than 8 MiB. A request that writes
+	// nothing (a search, a backup) is not recorded: its retry runs again.
+	// 1–255 printable ASCII characters (else `422`); an empty value means no
+	// key.
+	IdempotencyKey *IdempotencyKeyWrite `json:"Idempotency-Key,omitempty"`
 }
 
 // DownloadFileParams defines parameters for DownloadFile.
@@ -3292,10 +3614,51 @@ type ListSessionsParams struct {
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
+// CreateSessionParams defines parameters for CreateSession.
+type CreateSessionParams struct {
+	// IdempotencyKey Makes the request safe to retry: the same key with the same request
+	// (method, path, query, `Content-Type` and body) is answered as the first
+	// was (its status, body, `Content-Type`, `Location`, `ETag`) with
+	// `Idempotent-Replayed: true`, and applies nothing; with another request
+	// it is `409 idempotency_conflict`; while the first is still being
+	// served, `409 idempotency_in_progress` (retry in a moment). Keys are
+	// scoped to the tenant, and to the user for a key bound to one; they are
+	// remembered for the server's `--idempotency-ttl` (default 24 h). The
+	// key is recorded in the same transaction as the request's write, so a
+	// retry can never apply it twice: when the server stopped between that
+	// write and its answer, the retry is `409 idempotency_applied` (read the
+	// resource to see the outcome). That is also the retry's answer on
+	// `POST /v1/admin/keys`, whose answer (a key's secret) is kept nowhere,
+	// and when the answer was larger than 8 MiB. A request that writes
+	// nothing (a search, a backup) is not recorded: its retry runs again.
+	// 1–255 printable ASCII characters (else `422`); an empty value means no
+	// key.
+	IdempotencyKey *IdempotencyKeyWrite `json:"Idempotency-Key,omitempty"`
+}
+
 // ImportSessionParams defines parameters for ImportSession.
 type ImportSessionParams struct {
 	// AsNew Give the session, its messages and its checkpoints new ids.
 	AsNew *bool `form:"as_new,omitempty" json:"as_new,omitempty"`
+
+	// IdempotencyKey Makes the request safe to retry: the same key with the same request
+	// (method, path, query, `Content-Type` and body) is answered as the first
+	// was (its status, body, `Content-Type`, `Location`, `ETag`) with
+	// `Idempotent-Replayed: true`, and applies nothing; with another request
+	// it is `409 idempotency_conflict`; while the first is still being
+	// served, `409 idempotency_in_progress` (retry in a moment). Keys are
+	// scoped to the tenant, and to the user for a key bound to one; they are
+	// remembered for the server's `--idempotency-ttl` (default 24 h). The
+	// key is recorded in the same transaction as the request's write, so a
+	// retry can never apply it twice: when the server stopped between that
+	// write and its answer, the retry is `409 idempotency_applied` (read the
+	// resource to see the outcome). That is also the retry's answer on
+	// `POST /v1/admin/keys`, whose answer (a key's secret) is kept nowhere,
+	// and when the answer was larger than 8 MiB. A request that writes
+	// nothing (a search, a backup) is not recorded: its retry runs again.
+	// 1–255 printable ASCII characters (else `422`); an empty value means no
+	// key.
+	IdempotencyKey *IdempotencyKeyWrite `json:"Idempotency-Key,omitempty"`
 }
 
 // CloseSessionParams defines parameters for CloseSession.
@@ -3320,6 +3683,50 @@ type GetLatestCheckpointParams struct {
 	// instead of the same bytes again; tags compare weakly, so `W/"…"` matches
 	// too. A missing resource is still `404`, whatever this says.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// PatchCheckpointParams defines parameters for PatchCheckpoint.
+type PatchCheckpointParams struct {
+	// IdempotencyKey Makes the request safe to retry: the same key with the same request
+	// (method, path, query, `Content-Type` and body) is answered as the first
+	// was (its status, body, `Content-Type`, `Location`, `ETag`) with
+	// `Idempotent-Replayed: true`, and applies nothing; with another request
+	// it is `409 idempotency_conflict`; while the first is still being
+	// served, `409 idempotency_in_progress` (retry in a moment). Keys are
+	// scoped to the tenant, and to the user for a key bound to one; they are
+	// remembered for the server's `--idempotency-ttl` (default 24 h). The
+	// key is recorded in the same transaction as the request's write, so a
+	// retry can never apply it twice: when the server stopped between that
+	// write and its answer, the retry is `409 idempotency_applied` (read the
+	// resource to see the outcome). That is also the retry's answer on
+	// `POST /v1/admin/keys`, whose answer (a key's secret) is kept nowhere,
+	// and when the answer was larger than 8 MiB. A request that writes
+	// nothing (a search, a backup) is not recorded: its retry runs again.
+	// 1–255 printable ASCII characters (else `422`); an empty value means no
+	// key.
+	IdempotencyKey *IdempotencyKeyWrite `json:"Idempotency-Key,omitempty"`
+}
+
+// PutCheckpointParams defines parameters for PutCheckpoint.
+type PutCheckpointParams struct {
+	// IdempotencyKey Makes the request safe to retry: the same key with the same request
+	// (method, path, query, `Content-Type` and body) is answered as the first
+	// was (its status, body, `Content-Type`, `Location`, `ETag`) with
+	// `Idempotent-Replayed: true`, and applies nothing; with another request
+	// it is `409 idempotency_conflict`; while the first is still being
+	// served, `409 idempotency_in_progress` (retry in a moment). Keys are
+	// scoped to the tenant, and to the user for a key bound to one; they are
+	// remembered for the server's `--idempotency-ttl` (default 24 h). The
+	// key is recorded in the same transaction as the request's write, so a
+	// retry can never apply it twice: when the server stopped between that
+	// write and its answer, the retry is `409 idempotency_applied` (read the
+	// resource to see the outcome). That is also the retry's answer on
+	// `POST /v1/admin/keys`, whose answer (a key's secret) is kept nowhere,
+	// and when the answer was larger than 8 MiB. A request that writes
+	// nothing (a search, a backup) is not recorded: its retry runs again.
+	// 1–255 printable ASCII characters (else `422`); an empty value means no
+	// key.
+	IdempotencyKey *IdempotencyKeyWrite `json:"Idempotency-Key,omitempty"`
 }
 
 // ListCheckpointsParams defines parameters for ListCheckpoints.
@@ -3359,6 +3766,28 @@ type ListCompactionsParams struct {
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
+// CreateCompactionParams defines parameters for CreateCompaction.
+type CreateCompactionParams struct {
+	// IdempotencyKey Makes the request safe to retry: the same key with the same request
+	// (method, path, query, `Content-Type` and body) is answered as the first
+	// was (its status, body, `Content-Type`, `Location`, `ETag`) with
+	// `Idempotent-Replayed: true`, and applies nothing; with another request
+	// it is `409 idempotency_conflict`; while the first is still being
+	// served, `409 idempotency_in_progress` (retry in a moment). Keys are
+	// scoped to the tenant, and to the user for a key bound to one; they are
+	// remembered for the server's `--idempotency-ttl` (default 24 h). The
+	// key is recorded in the same transaction as the request's write, so a
+	// retry can never apply it twice: when the server stopped between that
+	// write and its answer, the retry is `409 idempotency_applied` (read the
+	// resource to see the outcome). That is also the retry's answer on
+	// `POST /v1/admin/keys`, whose answer (a key's secret) is kept nowhere,
+	// and when the answer was larger than 8 MiB. A request that writes
+	// nothing (a search, a backup) is not recorded: its retry runs again.
+	// 1–255 printable ASCII characters (else `422`); an empty value means no
+	// key.
+	IdempotencyKey *IdempotencyKeyWrite `json:"Idempotency-Key,omitempty"`
+}
+
 // GetSessionContextParams defines parameters for GetSessionContext.
 type GetSessionContextParams struct {
 	// MaxTokens The context window's budget in tokens (counted by the messages'
@@ -3387,6 +3816,28 @@ type StreamSessionEventsParams struct {
 
 	// LastEventID The id of the last event received; the feed resumes right after it.
 	LastEventID *LastEventID `json:"Last-Event-ID,omitempty"`
+}
+
+// ForkSessionParams defines parameters for ForkSession.
+type ForkSessionParams struct {
+	// IdempotencyKey Makes the request safe to retry: the same key with the same request
+	// (method, path, query, `Content-Type` and body) is answered as the first
+	// was (its status, body, `Content-Type`, `Location`, `ETag`) with
+	// `Idempotent-Replayed: true`, and applies nothing; with another request
+	// it is `409 idempotency_conflict`; while the first is still being
+	// served, `409 idempotency_in_progress` (retry in a moment). Keys are
+	// scoped to the tenant, and to the user for a key bound to one; they are
+	// remembered for the server's `--idempotency-ttl` (default 24 h). The
+	// key is recorded in the same transaction as the request's write, so a
+	// retry can never apply it twice: when the server stopped between that
+	// write and its answer, the retry is `409 idempotency_applied` (read the
+	// resource to see the outcome). That is also the retry's answer on
+	// `POST /v1/admin/keys`, whose answer (a key's secret) is kept nowhere,
+	// and when the answer was larger than 8 MiB. A request that writes
+	// nothing (a search, a backup) is not recorded: its retry runs again.
+	// 1–255 printable ASCII characters (else `422`); an empty value means no
+	// key.
+	IdempotencyKey *IdempotencyKeyWrite `json:"Idempotency-Key,omitempty"`
 }
 
 // ListMessagesParams defines parameters for ListMessages.
@@ -3419,10 +3870,12 @@ type ListMessagesParamsOrder string
 type AppendMessageParams struct {
 	// IdempotencyKey Names this whole request (one message or one batch) within the session, so
 	// that a retry is answered with what the first attempt stored (`200`,
-	// `Idempotent-Replayed: true`) instead of appending again. At most 255
-	// characters (longer is `422`); an empty value means no key. The same key with a
-	// different body (or a different shape: single vs batch) is
-	// `409 idempotency_conflict`.
+	// `Idempotent-Replayed: true`) instead of appending again. On an NDJSON
+	// stream it names each line that names itself no `idempotency_key` (line
+	// *n* gets a key made from it and *n*), so a resent stream appends only
+	// what the first did not. 1–255 printable ASCII characters (else `422`);
+	// an empty value means no key. The same key with a different body (or a
+	// different shape: single vs batch) is `409 idempotency_conflict`.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -3430,11 +3883,57 @@ type AppendMessageParams struct {
 type AppendMessageBatchParams struct {
 	// IdempotencyKey Names this whole request (one message or one batch) within the session, so
 	// that a retry is answered with what the first attempt stored (`200`,
-	// `Idempotent-Replayed: true`) instead of appending again. At most 255
-	// characters (longer is `422`); an empty value means no key. The same key with a
-	// different body (or a different shape: single vs batch) is
-	// `409 idempotency_conflict`.
+	// `Idempotent-Replayed: true`) instead of appending again. On an NDJSON
+	// stream it names each line that names itself no `idempotency_key` (line
+	// *n* gets a key made from it and *n*), so a resent stream appends only
+	// what the first did not. 1–255 printable ASCII characters (else `422`);
+	// an empty value means no key. The same key with a different body (or a
+	// different shape: single vs batch) is `409 idempotency_conflict`.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// RepairSessionParams defines parameters for RepairSession.
+type RepairSessionParams struct {
+	// IdempotencyKey Makes the request safe to retry: the same key with the same request
+	// (method, path, query, `Content-Type` and body) is answered as the first
+	// was (its status, body, `Content-Type`, `Location`, `ETag`) with
+	// `Idempotent-Replayed: true`, and applies nothing; with another request
+	// it is `409 idempotency_conflict`; while the first is still being
+	// served, `409 idempotency_in_progress` (retry in a moment). Keys are
+	// scoped to the tenant, and to the user for a key bound to one; they are
+	// remembered for the server's `--idempotency-ttl` (default 24 h). The
+	// key is recorded in the same transaction as the request's write, so a
+	// retry can never apply it twice: when the server stopped between that
+	// write and its answer, the retry is `409 idempotency_applied` (read the
+	// resource to see the outcome). That is also the retry's answer on
+	// `POST /v1/admin/keys`, whose answer (a key's secret) is kept nowhere,
+	// and when the answer was larger than 8 MiB. A request that writes
+	// nothing (a search, a backup) is not recorded: its retry runs again.
+	// 1–255 printable ASCII characters (else `422`); an empty value means no
+	// key.
+	IdempotencyKey *IdempotencyKeyWrite `json:"Idempotency-Key,omitempty"`
+}
+
+// RewindSessionParams defines parameters for RewindSession.
+type RewindSessionParams struct {
+	// IdempotencyKey Makes the request safe to retry: the same key with the same request
+	// (method, path, query, `Content-Type` and body) is answered as the first
+	// was (its status, body, `Content-Type`, `Location`, `ETag`) with
+	// `Idempotent-Replayed: true`, and applies nothing; with another request
+	// it is `409 idempotency_conflict`; while the first is still being
+	// served, `409 idempotency_in_progress` (retry in a moment). Keys are
+	// scoped to the tenant, and to the user for a key bound to one; they are
+	// remembered for the server's `--idempotency-ttl` (default 24 h). The
+	// key is recorded in the same transaction as the request's write, so a
+	// retry can never apply it twice: when the server stopped between that
+	// write and its answer, the retry is `409 idempotency_applied` (read the
+	// resource to see the outcome). That is also the retry's answer on
+	// `POST /v1/admin/keys`, whose answer (a key's secret) is kept nowhere,
+	// and when the answer was larger than 8 MiB. A request that writes
+	// nothing (a search, a backup) is not recorded: its retry runs again.
+	// 1–255 printable ASCII characters (else `422`); an empty value means no
+	// key.
+	IdempotencyKey *IdempotencyKeyWrite `json:"Idempotency-Key,omitempty"`
 }
 
 // GetUsageParams defines parameters for GetUsage.
@@ -4502,7 +5001,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/admin/backup (the `BackupDatabase` operationId).
-	BackupDatabaseWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	BackupDatabaseWithBody(ctx context.Context, params *BackupDatabaseParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// BackupDatabase Back the database up
 	//
@@ -4519,7 +5018,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /v1/admin/backup (the `BackupDatabase` operationId).
-	BackupDatabase(ctx context.Context, body BackupDatabaseJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	BackupDatabase(ctx context.Context, params *BackupDatabaseParams, body BackupDatabaseJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeleteTenantEmbedding Remove the tenant's embedding endpoint
 	//
@@ -4600,7 +5099,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/admin/keys (the `CreateAPIKey` operationId).
-	CreateAPIKeyWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateAPIKeyWithBody(ctx context.Context, params *CreateAPIKeyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateAPIKey Create an API key for this tenant
 	//
@@ -4613,7 +5112,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /v1/admin/keys (the `CreateAPIKey` operationId).
-	CreateAPIKey(ctx context.Context, body CreateAPIKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateAPIKey(ctx context.Context, params *CreateAPIKeyParams, body CreateAPIKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RevokeAPIKey Revoke an API key
 	//
@@ -4638,7 +5137,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/admin/purge (the `PurgeSessions` operationId).
-	PurgeSessionsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	PurgeSessionsWithBody(ctx context.Context, params *PurgeSessionsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PurgeSessions Erase this tenant's old sessions (retention)
 	//
@@ -4656,7 +5155,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /v1/admin/purge (the `PurgeSessions` operationId).
-	PurgeSessions(ctx context.Context, body PurgeSessionsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	PurgeSessions(ctx context.Context, params *PurgeSessionsParams, body PurgeSessionsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListAgents List agents
 	//
@@ -4700,7 +5199,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/agents (the `CreateAgent` operationId).
-	CreateAgentWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateAgentWithBody(ctx context.Context, params *CreateAgentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateAgent Create an agent
 	//
@@ -4728,7 +5227,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /v1/agents (the `CreateAgent` operationId).
-	CreateAgent(ctx context.Context, body CreateAgentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateAgent(ctx context.Context, params *CreateAgentParams, body CreateAgentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ImportAgentWithBody Import an agent from an agent export
 	//
@@ -4895,7 +5394,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/agents/{id}/archival (the `CreatePassage` operationId).
-	CreatePassageWithBody(ctx context.Context, id AgentID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreatePassageWithBody(ctx context.Context, id AgentID, params *CreatePassageParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreatePassage Add a passage to archival memory
 	//
@@ -4912,7 +5411,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /v1/agents/{id}/archival (the `CreatePassage` operationId).
-	CreatePassage(ctx context.Context, id AgentID, body CreatePassageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreatePassage(ctx context.Context, id AgentID, params *CreatePassageParams, body CreatePassageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// SearchPassages Search an agent's archival memory
 	//
@@ -4955,7 +5454,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/agents/{id}/archival/search (the `SearchPassagesByBody` operationId).
-	SearchPassagesByBodyWithBody(ctx context.Context, id AgentID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	SearchPassagesByBodyWithBody(ctx context.Context, id AgentID, params *SearchPassagesByBodyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// SearchPassagesByBody Search an agent's archival memory (JSON body)
 	//
@@ -4968,7 +5467,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /v1/agents/{id}/archival/search (the `SearchPassagesByBody` operationId).
-	SearchPassagesByBody(ctx context.Context, id AgentID, body SearchPassagesByBodyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	SearchPassagesByBody(ctx context.Context, id AgentID, params *SearchPassagesByBodyParams, body SearchPassagesByBodyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeletePassage Delete a passage
 	//
@@ -5032,7 +5531,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/agents/{id}/blocks/attach (the `AttachBlock` operationId).
-	AttachBlockWithBody(ctx context.Context, id AgentID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	AttachBlockWithBody(ctx context.Context, id AgentID, params *AttachBlockParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// AttachBlock Share another agent's core memory block with this one
 	//
@@ -5069,7 +5568,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /v1/agents/{id}/blocks/attach (the `AttachBlock` operationId).
-	AttachBlock(ctx context.Context, id AgentID, body AttachBlockJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	AttachBlock(ctx context.Context, id AgentID, params *AttachBlockParams, body AttachBlockJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeleteBlock Delete a core memory block
 	//
@@ -5186,7 +5685,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/agents/{id}/blocks/{label}/append (the `AppendBlock` operationId).
-	AppendBlockWithBody(ctx context.Context, id AgentID, label BlockLabel, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	AppendBlockWithBody(ctx context.Context, id AgentID, label BlockLabel, params *AppendBlockParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// AppendBlock Append to a core memory block (append-or-create)
 	//
@@ -5207,7 +5706,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /v1/agents/{id}/blocks/{label}/append (the `AppendBlock` operationId).
-	AppendBlock(ctx context.Context, id AgentID, label BlockLabel, body AppendBlockJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	AppendBlock(ctx context.Context, id AgentID, label BlockLabel, params *AppendBlockParams, body AppendBlockJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DetachBlock Detach a shared block from this agent
 	//
@@ -5219,7 +5718,7 @@ type ClientInterface interface {
 	// not_attached` (delete it with `DELETE /v1/agents/{id}/blocks/{label}`).
 	//
 	// Corresponds with POST /v1/agents/{id}/blocks/{label}/detach (the `DetachBlock` operationId).
-	DetachBlock(ctx context.Context, id AgentID, label BlockLabel, reqEditors ...RequestEditorFn) (*http.Response, error)
+	DetachBlock(ctx context.Context, id AgentID, label BlockLabel, params *DetachBlockParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetBlockHistory List a block's versions
 	//
@@ -5250,7 +5749,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/agents/{id}/blocks/{label}/replace (the `ReplaceBlock` operationId).
-	ReplaceBlockWithBody(ctx context.Context, id AgentID, label BlockLabel, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ReplaceBlockWithBody(ctx context.Context, id AgentID, label BlockLabel, params *ReplaceBlockParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ReplaceBlock Replace text in a core memory block
 	//
@@ -5268,7 +5767,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /v1/agents/{id}/blocks/{label}/replace (the `ReplaceBlock` operationId).
-	ReplaceBlock(ctx context.Context, id AgentID, label BlockLabel, body ReplaceBlockJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ReplaceBlock(ctx context.Context, id AgentID, label BlockLabel, params *ReplaceBlockParams, body ReplaceBlockJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ExportAgent Export an agent, its memory and its sessions as NDJSON
 	//
@@ -5368,7 +5867,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/agents/{id}/tools/{tool_name} (the `RunTool` operationId).
-	RunToolWithBody(ctx context.Context, id AgentID, toolName ToolName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	RunToolWithBody(ctx context.Context, id AgentID, toolName ToolName, params *RunToolParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RunTool Run a memory tool for an agent
 	//
@@ -5416,7 +5915,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /v1/agents/{id}/tools/{tool_name} (the `RunTool` operationId).
-	RunTool(ctx context.Context, id AgentID, toolName ToolName, body RunToolJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	RunTool(ctx context.Context, id AgentID, toolName ToolName, params *RunToolParams, body RunToolJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// StreamEvents Follow a whole tenant live (Server-Sent Events)
 	//
@@ -5444,7 +5943,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/files (the `UploadFile` operationId).
-	UploadFileWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	UploadFileWithBody(ctx context.Context, params *UploadFileParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DownloadFile Download a file's bytes
 	//
@@ -5561,7 +6060,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/sessions (the `CreateSession` operationId).
-	CreateSessionWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateSessionWithBody(ctx context.Context, params *CreateSessionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateSession Create a session
 	//
@@ -5590,7 +6089,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /v1/sessions (the `CreateSession` operationId).
-	CreateSession(ctx context.Context, body CreateSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateSession(ctx context.Context, params *CreateSessionParams, body CreateSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ImportSessionWithBody Import a session from an export
 	//
@@ -5605,9 +6104,14 @@ type ClientInterface interface {
 	// seqs `1…N`, each message's `session_id`, each checkpoint's SHA-256, each
 	// file's bytes against its `sha256` and its id, every `file_id` a message
 	// names against the export's files, each compaction's `through_seq`, the
-	// session's counters against its messages, and every value with the rules the
-	// API applies to it (a message an append would refuse, a title past 1000
-	// characters, metadata past 64 KiB …). The body is read a line at a time,
+	// session's counters against its messages, each embedding against its
+	// message (and all of them sharing one model and length), and every value
+	// with the rules the API applies to it (a message an append would refuse, a
+	// title past 1000 characters, metadata past 64 KiB …). Embeddings are stored
+	// ready under the session's agent, checked against (or pinning) its model
+	// and dimensions: an export with embeddings imports only where its agent
+	// is stored and agrees (`422 invalid_import` naming the line otherwise;
+	// an agent import brings the agent along). The body is read a line at a time,
 	// 8 MiB at most a line. A line that is not JSON is `400 malformed_json`; any
 	// other problem with the content (a checksum mismatch, a truncated file, a line
 	// out of order, a value out of bounds) is `422 invalid_import`; a session,
@@ -5821,7 +6325,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with PATCH /v1/sessions/{id}/checkpoint (the `PatchCheckpoint` operationId).
-	PatchCheckpointWithBody(ctx context.Context, id SessionID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	PatchCheckpointWithBody(ctx context.Context, id SessionID, params *PatchCheckpointParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PatchCheckpoint Write a checkpoint as a patch of the latest
 	//
@@ -5847,7 +6351,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with PATCH /v1/sessions/{id}/checkpoint (the `PatchCheckpoint` operationId).
-	PatchCheckpoint(ctx context.Context, id SessionID, body PatchCheckpointJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	PatchCheckpoint(ctx context.Context, id SessionID, params *PatchCheckpointParams, body PatchCheckpointJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PutCheckpointWithBody Write a checkpoint
 	//
@@ -5869,7 +6373,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with PUT /v1/sessions/{id}/checkpoint (the `PutCheckpoint` operationId).
-	PutCheckpointWithBody(ctx context.Context, id SessionID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	PutCheckpointWithBody(ctx context.Context, id SessionID, params *PutCheckpointParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PutCheckpoint Write a checkpoint
 	//
@@ -5891,7 +6395,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with PUT /v1/sessions/{id}/checkpoint (the `PutCheckpoint` operationId).
-	PutCheckpoint(ctx context.Context, id SessionID, body PutCheckpointJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	PutCheckpoint(ctx context.Context, id SessionID, params *PutCheckpointParams, body PutCheckpointJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListCheckpoints List a session's checkpoints
 	//
@@ -5927,7 +6431,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/sessions/{id}/compactions (the `CreateCompaction` operationId).
-	CreateCompactionWithBody(ctx context.Context, id SessionID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateCompactionWithBody(ctx context.Context, id SessionID, params *CreateCompactionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateCompaction Record a compaction
 	//
@@ -5942,7 +6446,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /v1/sessions/{id}/compactions (the `CreateCompaction` operationId).
-	CreateCompaction(ctx context.Context, id SessionID, body CreateCompactionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateCompaction(ctx context.Context, id SessionID, params *CreateCompactionParams, body CreateCompactionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetSessionContext What the next LLM call needs
 	//
@@ -5990,12 +6494,14 @@ type ClientInterface interface {
 	//    description repeats on each of its lines)
 	// 3. every message in `seq` order, `{"type":"message","message":{…Message…}}`
 	//    (a fork's inherited messages read as its own: `session_id` is this session's)
-	// 4. every checkpoint, oldest first, `{"type":"checkpoint","checkpoint":{…Checkpoint…}}`
+	// 4. the embedding of every message that has one ready (the client's or the
+	//    server's), in `seq` order, `{"type":"embedding","embedding":{"seq","message_id","model","embedding"}}`
+	// 5. every checkpoint, oldest first, `{"type":"checkpoint","checkpoint":{…Checkpoint…}}`
 	//    (each with its whole state, however it is stored)
-	// 5. every compaction, oldest first, `{"type":"compaction","compaction":{…Compaction…}}`
-	// 6. `{"type":"end","counts":{"messages":N,"checkpoints":M,"files":F,"compactions":C},"sha256":"<hex>"}`,
+	// 6. every compaction, oldest first, `{"type":"compaction","compaction":{…Compaction…}}`
+	// 7. `{"type":"end","counts":{"messages":N,"checkpoints":M,"files":F,"compactions":C,"embeddings":E},"sha256":"<hex>"}`,
 	//    where `sha256` is the SHA-256 of every byte of the lines before it,
-	//    newlines included (`files` and `compactions` are left out when 0).
+	//    newlines included (`files`, `compactions` and `embeddings` are left out when 0).
 	//
 	// `POST /v1/sessions/import` restores the file exactly, and exporting what it
 	// restored gives the same bytes. The server's memory use does not grow with the
@@ -6026,7 +6532,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/sessions/{id}/fork (the `ForkSession` operationId).
-	ForkSessionWithBody(ctx context.Context, id SessionID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ForkSessionWithBody(ctx context.Context, id SessionID, params *ForkSessionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ForkSession Fork a session
 	//
@@ -6043,7 +6549,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /v1/sessions/{id}/fork (the `ForkSession` operationId).
-	ForkSession(ctx context.Context, id SessionID, body ForkSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ForkSession(ctx context.Context, id SessionID, params *ForkSessionParams, body ForkSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListMessages List a session's messages
 	//
@@ -6114,9 +6620,13 @@ type ClientInterface interface {
 	// line. Once a line fails, every later line is refused and the answer ends
 	// after the failed line's problem: a stream leaves no hole in the history,
 	// only a tail to send again (give each line an `idempotency_key` to make the
-	// resend safe). The `Idempotency-Key` header does not apply to a stream
-	// (`422`), and a session that does not exist is a `404` status before any
-	// line is read. A line may be at most `--max-body-bytes`; the whole stream at most
+	// resend safe). On a stream, the `Idempotency-Key` header names each line
+	// that names no key itself (line *n*, blank lines not counted, gets a key
+	// made from the header and *n*), so the same stream sent again under the
+	// same key appends only the lines the first did not, answering the others
+	// with what they stored, and a line that differs from the first time is
+	// `idempotency_conflict`. A session that does not exist is a `404` status before any
+	// line is read. A line may hold what a single append may (see Conventions); the whole stream at most
 	// `--import-max-bytes`, and after 30 s it must keep arriving at 64 KiB/s.
 	//
 	// Takes any type of body and a specified content type.
@@ -6177,9 +6687,13 @@ type ClientInterface interface {
 	// line. Once a line fails, every later line is refused and the answer ends
 	// after the failed line's problem: a stream leaves no hole in the history,
 	// only a tail to send again (give each line an `idempotency_key` to make the
-	// resend safe). The `Idempotency-Key` header does not apply to a stream
-	// (`422`), and a session that does not exist is a `404` status before any
-	// line is read. A line may be at most `--max-body-bytes`; the whole stream at most
+	// resend safe). On a stream, the `Idempotency-Key` header names each line
+	// that names no key itself (line *n*, blank lines not counted, gets a key
+	// made from the header and *n*), so the same stream sent again under the
+	// same key appends only the lines the first did not, answering the others
+	// with what they stored, and a line that differs from the first time is
+	// `idempotency_conflict`. A session that does not exist is a `404` status before any
+	// line is read. A line may hold what a single append may (see Conventions); the whole stream at most
 	// `--import-max-bytes`, and after 30 s it must keep arriving at 64 KiB/s.
 	//
 	// Takes a body of the `application/json` content type.
@@ -6317,7 +6831,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/sessions/{id}/repair (the `RepairSession` operationId).
-	RepairSessionWithBody(ctx context.Context, id SessionID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	RepairSessionWithBody(ctx context.Context, id SessionID, params *RepairSessionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RepairSession Apply the safe repairs resume suggests
 	//
@@ -6337,7 +6851,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /v1/sessions/{id}/repair (the `RepairSession` operationId).
-	RepairSession(ctx context.Context, id SessionID, body RepairSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	RepairSession(ctx context.Context, id SessionID, params *RepairSessionParams, body RepairSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ResumeSession Everything a new worker needs to resume
 	//
@@ -6373,15 +6887,16 @@ type ClientInterface interface {
 	// atomic replacement of the history's tail (the Agents SDK's history
 	// rewrite), which a crash cannot leave cut short. `expected_last_seq`
 	// fences it against a worker that appended meanwhile (`409 stale_seq`).
-	// `Idempotency-Key` does not apply (`422`): the same rewind with the same
-	// tail ends in the same history however often it is sent. Appending to a
+	// A fenced rewind retried after its answer was lost would trip on its own
+	// first try (`409 stale_seq`): send it with an `Idempotency-Key`, and the
+	// retry is answered as the first was. Appending to a
 	// closed session is refused, and so is rewinding one (`409 session_closed`).
 	// Needs `write` scope.
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/sessions/{id}/rewind (the `RewindSession` operationId).
-	RewindSessionWithBody(ctx context.Context, id SessionID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	RewindSessionWithBody(ctx context.Context, id SessionID, params *RewindSessionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RewindSession Rewind a session, optionally replacing its tail
 	//
@@ -6398,15 +6913,16 @@ type ClientInterface interface {
 	// atomic replacement of the history's tail (the Agents SDK's history
 	// rewrite), which a crash cannot leave cut short. `expected_last_seq`
 	// fences it against a worker that appended meanwhile (`409 stale_seq`).
-	// `Idempotency-Key` does not apply (`422`): the same rewind with the same
-	// tail ends in the same history however often it is sent. Appending to a
+	// A fenced rewind retried after its answer was lost would trip on its own
+	// first try (`409 stale_seq`): send it with an `Idempotency-Key`, and the
+	// retry is answered as the first was. Appending to a
 	// closed session is refused, and so is rewinding one (`409 session_closed`).
 	// Needs `write` scope.
 	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /v1/sessions/{id}/rewind (the `RewindSession` operationId).
-	RewindSession(ctx context.Context, id SessionID, body RewindSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	RewindSession(ctx context.Context, id SessionID, params *RewindSessionParams, body RewindSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListTools List the memory tools
 	//
@@ -6548,8 +7064,8 @@ func (c *Client) GetReadiness(ctx context.Context, reqEditors ...RequestEditorFn
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/admin/backup (the `BackupDatabase` operationId).
-func (c *Client) BackupDatabaseWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewBackupDatabaseRequestWithBody(c.Server, contentType, body)
+func (c *Client) BackupDatabaseWithBody(ctx context.Context, params *BackupDatabaseParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewBackupDatabaseRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -6575,8 +7091,8 @@ func (c *Client) BackupDatabaseWithBody(ctx context.Context, contentType string,
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /v1/admin/backup (the `BackupDatabase` operationId).
-func (c *Client) BackupDatabase(ctx context.Context, body BackupDatabaseJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewBackupDatabaseRequest(c.Server, body)
+func (c *Client) BackupDatabase(ctx context.Context, params *BackupDatabaseParams, body BackupDatabaseJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewBackupDatabaseRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -6726,8 +7242,8 @@ func (c *Client) ListAPIKeys(ctx context.Context, params *ListAPIKeysParams, req
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/admin/keys (the `CreateAPIKey` operationId).
-func (c *Client) CreateAPIKeyWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateAPIKeyRequestWithBody(c.Server, contentType, body)
+func (c *Client) CreateAPIKeyWithBody(ctx context.Context, params *CreateAPIKeyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateAPIKeyRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -6749,8 +7265,8 @@ func (c *Client) CreateAPIKeyWithBody(ctx context.Context, contentType string, b
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /v1/admin/keys (the `CreateAPIKey` operationId).
-func (c *Client) CreateAPIKey(ctx context.Context, body CreateAPIKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateAPIKeyRequest(c.Server, body)
+func (c *Client) CreateAPIKey(ctx context.Context, params *CreateAPIKeyParams, body CreateAPIKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateAPIKeyRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -6794,8 +7310,8 @@ func (c *Client) RevokeAPIKey(ctx context.Context, id string, reqEditors ...Requ
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/admin/purge (the `PurgeSessions` operationId).
-func (c *Client) PurgeSessionsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewPurgeSessionsRequestWithBody(c.Server, contentType, body)
+func (c *Client) PurgeSessionsWithBody(ctx context.Context, params *PurgeSessionsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPurgeSessionsRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -6822,8 +7338,8 @@ func (c *Client) PurgeSessionsWithBody(ctx context.Context, contentType string, 
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /v1/admin/purge (the `PurgeSessions` operationId).
-func (c *Client) PurgeSessions(ctx context.Context, body PurgeSessionsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewPurgeSessionsRequest(c.Server, body)
+func (c *Client) PurgeSessions(ctx context.Context, params *PurgeSessionsParams, body PurgeSessionsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPurgeSessionsRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -6886,8 +7402,8 @@ func (c *Client) ListAgents(ctx context.Context, params *ListAgentsParams, reqEd
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/agents (the `CreateAgent` operationId).
-func (c *Client) CreateAgentWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateAgentRequestWithBody(c.Server, contentType, body)
+func (c *Client) CreateAgentWithBody(ctx context.Context, params *CreateAgentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateAgentRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -6924,8 +7440,8 @@ func (c *Client) CreateAgentWithBody(ctx context.Context, contentType string, bo
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /v1/agents (the `CreateAgent` operationId).
-func (c *Client) CreateAgent(ctx context.Context, body CreateAgentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateAgentRequest(c.Server, body)
+func (c *Client) CreateAgent(ctx context.Context, params *CreateAgentParams, body CreateAgentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateAgentRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7173,8 +7689,8 @@ func (c *Client) ListPassages(ctx context.Context, id AgentID, params *ListPassa
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/agents/{id}/archival (the `CreatePassage` operationId).
-func (c *Client) CreatePassageWithBody(ctx context.Context, id AgentID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreatePassageRequestWithBody(c.Server, id, contentType, body)
+func (c *Client) CreatePassageWithBody(ctx context.Context, id AgentID, params *CreatePassageParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreatePassageRequestWithBody(c.Server, id, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7200,8 +7716,8 @@ func (c *Client) CreatePassageWithBody(ctx context.Context, id AgentID, contentT
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /v1/agents/{id}/archival (the `CreatePassage` operationId).
-func (c *Client) CreatePassage(ctx context.Context, id AgentID, body CreatePassageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreatePassageRequest(c.Server, id, body)
+func (c *Client) CreatePassage(ctx context.Context, id AgentID, params *CreatePassageParams, body CreatePassageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreatePassageRequest(c.Server, id, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7263,8 +7779,8 @@ func (c *Client) SearchPassages(ctx context.Context, id AgentID, params *SearchP
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/agents/{id}/archival/search (the `SearchPassagesByBody` operationId).
-func (c *Client) SearchPassagesByBodyWithBody(ctx context.Context, id AgentID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewSearchPassagesByBodyRequestWithBody(c.Server, id, contentType, body)
+func (c *Client) SearchPassagesByBodyWithBody(ctx context.Context, id AgentID, params *SearchPassagesByBodyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSearchPassagesByBodyRequestWithBody(c.Server, id, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7286,8 +7802,8 @@ func (c *Client) SearchPassagesByBodyWithBody(ctx context.Context, id AgentID, c
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /v1/agents/{id}/archival/search (the `SearchPassagesByBody` operationId).
-func (c *Client) SearchPassagesByBody(ctx context.Context, id AgentID, body SearchPassagesByBodyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewSearchPassagesByBodyRequest(c.Server, id, body)
+func (c *Client) SearchPassagesByBody(ctx context.Context, id AgentID, params *SearchPassagesByBodyParams, body SearchPassagesByBodyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSearchPassagesByBodyRequest(c.Server, id, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7390,8 +7906,8 @@ func (c *Client) ListBlocks(ctx context.Context, id AgentID, reqEditors ...Reque
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/agents/{id}/blocks/attach (the `AttachBlock` operationId).
-func (c *Client) AttachBlockWithBody(ctx context.Context, id AgentID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewAttachBlockRequestWithBody(c.Server, id, contentType, body)
+func (c *Client) AttachBlockWithBody(ctx context.Context, id AgentID, params *AttachBlockParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAttachBlockRequestWithBody(c.Server, id, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7437,8 +7953,8 @@ func (c *Client) AttachBlockWithBody(ctx context.Context, id AgentID, contentTyp
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /v1/agents/{id}/blocks/attach (the `AttachBlock` operationId).
-func (c *Client) AttachBlock(ctx context.Context, id AgentID, body AttachBlockJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewAttachBlockRequest(c.Server, id, body)
+func (c *Client) AttachBlock(ctx context.Context, id AgentID, params *AttachBlockParams, body AttachBlockJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAttachBlockRequest(c.Server, id, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7604,8 +8120,8 @@ func (c *Client) PutBlock(ctx context.Context, id AgentID, label BlockLabel, par
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/agents/{id}/blocks/{label}/append (the `AppendBlock` operationId).
-func (c *Client) AppendBlockWithBody(ctx context.Context, id AgentID, label BlockLabel, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewAppendBlockRequestWithBody(c.Server, id, label, contentType, body)
+func (c *Client) AppendBlockWithBody(ctx context.Context, id AgentID, label BlockLabel, params *AppendBlockParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAppendBlockRequestWithBody(c.Server, id, label, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7635,8 +8151,8 @@ func (c *Client) AppendBlockWithBody(ctx context.Context, id AgentID, label Bloc
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /v1/agents/{id}/blocks/{label}/append (the `AppendBlock` operationId).
-func (c *Client) AppendBlock(ctx context.Context, id AgentID, label BlockLabel, body AppendBlockJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewAppendBlockRequest(c.Server, id, label, body)
+func (c *Client) AppendBlock(ctx context.Context, id AgentID, label BlockLabel, params *AppendBlockParams, body AppendBlockJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAppendBlockRequest(c.Server, id, label, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7657,8 +8173,8 @@ func (c *Client) AppendBlock(ctx context.Context, id AgentID, label BlockLabel, 
 // not_attached` (delete it with `DELETE /v1/agents/{id}/blocks/{label}`).
 //
 // Corresponds with POST /v1/agents/{id}/blocks/{label}/detach (the `DetachBlock` operationId).
-func (c *Client) DetachBlock(ctx context.Context, id AgentID, label BlockLabel, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewDetachBlockRequest(c.Server, id, label)
+func (c *Client) DetachBlock(ctx context.Context, id AgentID, label BlockLabel, params *DetachBlockParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDetachBlockRequest(c.Server, id, label, params)
 	if err != nil {
 		return nil, err
 	}
@@ -7708,8 +8224,8 @@ func (c *Client) GetBlockHistory(ctx context.Context, id AgentID, label BlockLab
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/agents/{id}/blocks/{label}/replace (the `ReplaceBlock` operationId).
-func (c *Client) ReplaceBlockWithBody(ctx context.Context, id AgentID, label BlockLabel, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewReplaceBlockRequestWithBody(c.Server, id, label, contentType, body)
+func (c *Client) ReplaceBlockWithBody(ctx context.Context, id AgentID, label BlockLabel, params *ReplaceBlockParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReplaceBlockRequestWithBody(c.Server, id, label, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7736,8 +8252,8 @@ func (c *Client) ReplaceBlockWithBody(ctx context.Context, id AgentID, label Blo
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /v1/agents/{id}/blocks/{label}/replace (the `ReplaceBlock` operationId).
-func (c *Client) ReplaceBlock(ctx context.Context, id AgentID, label BlockLabel, body ReplaceBlockJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewReplaceBlockRequest(c.Server, id, label, body)
+func (c *Client) ReplaceBlock(ctx context.Context, id AgentID, label BlockLabel, params *ReplaceBlockParams, body ReplaceBlockJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReplaceBlockRequest(c.Server, id, label, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7866,8 +8382,8 @@ func (c *Client) SearchAgentMessages(ctx context.Context, id AgentID, params *Se
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/agents/{id}/tools/{tool_name} (the `RunTool` operationId).
-func (c *Client) RunToolWithBody(ctx context.Context, id AgentID, toolName ToolName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewRunToolRequestWithBody(c.Server, id, toolName, contentType, body)
+func (c *Client) RunToolWithBody(ctx context.Context, id AgentID, toolName ToolName, params *RunToolParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRunToolRequestWithBody(c.Server, id, toolName, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7924,8 +8440,8 @@ func (c *Client) RunToolWithBody(ctx context.Context, id AgentID, toolName ToolN
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /v1/agents/{id}/tools/{tool_name} (the `RunTool` operationId).
-func (c *Client) RunTool(ctx context.Context, id AgentID, toolName ToolName, body RunToolJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewRunToolRequest(c.Server, id, toolName, body)
+func (c *Client) RunTool(ctx context.Context, id AgentID, toolName ToolName, params *RunToolParams, body RunToolJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRunToolRequest(c.Server, id, toolName, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7972,8 +8488,8 @@ func (c *Client) StreamEvents(ctx context.Context, params *StreamEventsParams, r
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/files (the `UploadFile` operationId).
-func (c *Client) UploadFileWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewUploadFileRequestWithBody(c.Server, contentType, body)
+func (c *Client) UploadFileWithBody(ctx context.Context, params *UploadFileParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUploadFileRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8129,8 +8645,8 @@ func (c *Client) ListSessions(ctx context.Context, params *ListSessionsParams, r
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/sessions (the `CreateSession` operationId).
-func (c *Client) CreateSessionWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateSessionRequestWithBody(c.Server, contentType, body)
+func (c *Client) CreateSessionWithBody(ctx context.Context, params *CreateSessionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateSessionRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8168,8 +8684,8 @@ func (c *Client) CreateSessionWithBody(ctx context.Context, contentType string, 
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /v1/sessions (the `CreateSession` operationId).
-func (c *Client) CreateSession(ctx context.Context, body CreateSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateSessionRequest(c.Server, body)
+func (c *Client) CreateSession(ctx context.Context, params *CreateSessionParams, body CreateSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateSessionRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8193,9 +8709,14 @@ func (c *Client) CreateSession(ctx context.Context, body CreateSessionJSONReques
 // seqs `1…N`, each message's `session_id`, each checkpoint's SHA-256, each
 // file's bytes against its `sha256` and its id, every `file_id` a message
 // names against the export's files, each compaction's `through_seq`, the
-// session's counters against its messages, and every value with the rules the
-// API applies to it (a message an append would refuse, a title past 1000
-// characters, metadata past 64 KiB …). The body is read a line at a time,
+// session's counters against its messages, each embedding against its
+// message (and all of them sharing one model and length), and every value
+// with the rules the API applies to it (a message an append would refuse, a
+// title past 1000 characters, metadata past 64 KiB …). Embeddings are stored
+// ready under the session's agent, checked against (or pinning) its model
+// and dimensions: an export with embeddings imports only where its agent
+// is stored and agrees (`422 invalid_import` naming the line otherwise;
+// an agent import brings the agent along). The body is read a line at a time,
 // 8 MiB at most a line. A line that is not JSON is `400 malformed_json`; any
 // other problem with the content (a checksum mismatch, a truncated file, a line
 // out of order, a value out of bounds) is `422 invalid_import`; a session,
@@ -8487,8 +9008,8 @@ func (c *Client) GetLatestCheckpoint(ctx context.Context, id SessionID, params *
 // Takes any type of body and a specified content type.
 //
 // Corresponds with PATCH /v1/sessions/{id}/checkpoint (the `PatchCheckpoint` operationId).
-func (c *Client) PatchCheckpointWithBody(ctx context.Context, id SessionID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewPatchCheckpointRequestWithBody(c.Server, id, contentType, body)
+func (c *Client) PatchCheckpointWithBody(ctx context.Context, id SessionID, params *PatchCheckpointParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPatchCheckpointRequestWithBody(c.Server, id, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8523,8 +9044,8 @@ func (c *Client) PatchCheckpointWithBody(ctx context.Context, id SessionID, cont
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with PATCH /v1/sessions/{id}/checkpoint (the `PatchCheckpoint` operationId).
-func (c *Client) PatchCheckpoint(ctx context.Context, id SessionID, body PatchCheckpointJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewPatchCheckpointRequest(c.Server, id, body)
+func (c *Client) PatchCheckpoint(ctx context.Context, id SessionID, params *PatchCheckpointParams, body PatchCheckpointJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPatchCheckpointRequest(c.Server, id, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8555,8 +9076,8 @@ func (c *Client) PatchCheckpoint(ctx context.Context, id SessionID, body PatchCh
 // Takes any type of body and a specified content type.
 //
 // Corresponds with PUT /v1/sessions/{id}/checkpoint (the `PutCheckpoint` operationId).
-func (c *Client) PutCheckpointWithBody(ctx context.Context, id SessionID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewPutCheckpointRequestWithBody(c.Server, id, contentType, body)
+func (c *Client) PutCheckpointWithBody(ctx context.Context, id SessionID, params *PutCheckpointParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutCheckpointRequestWithBody(c.Server, id, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8587,8 +9108,8 @@ func (c *Client) PutCheckpointWithBody(ctx context.Context, id SessionID, conten
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with PUT /v1/sessions/{id}/checkpoint (the `PutCheckpoint` operationId).
-func (c *Client) PutCheckpoint(ctx context.Context, id SessionID, body PutCheckpointJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewPutCheckpointRequest(c.Server, id, body)
+func (c *Client) PutCheckpoint(ctx context.Context, id SessionID, params *PutCheckpointParams, body PutCheckpointJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutCheckpointRequest(c.Server, id, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8663,8 +9184,8 @@ func (c *Client) ListCompactions(ctx context.Context, id SessionID, params *List
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/sessions/{id}/compactions (the `CreateCompaction` operationId).
-func (c *Client) CreateCompactionWithBody(ctx context.Context, id SessionID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateCompactionRequestWithBody(c.Server, id, contentType, body)
+func (c *Client) CreateCompactionWithBody(ctx context.Context, id SessionID, params *CreateCompactionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateCompactionRequestWithBody(c.Server, id, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8688,8 +9209,8 @@ func (c *Client) CreateCompactionWithBody(ctx context.Context, id SessionID, con
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /v1/sessions/{id}/compactions (the `CreateCompaction` operationId).
-func (c *Client) CreateCompaction(ctx context.Context, id SessionID, body CreateCompactionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateCompactionRequest(c.Server, id, body)
+func (c *Client) CreateCompaction(ctx context.Context, id SessionID, params *CreateCompactionParams, body CreateCompactionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateCompactionRequest(c.Server, id, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8766,12 +9287,14 @@ func (c *Client) StreamSessionEvents(ctx context.Context, id SessionID, params *
 //     description repeats on each of its lines)
 //  3. every message in `seq` order, `{"type":"message","message":{…Message…}}`
 //     (a fork's inherited messages read as its own: `session_id` is this session's)
-//  4. every checkpoint, oldest first, `{"type":"checkpoint","checkpoint":{…Checkpoint…}}`
+//  4. the embedding of every message that has one ready (the client's or the
+//     server's), in `seq` order, `{"type":"embedding","embedding":{"seq","message_id","model","embedding"}}`
+//  5. every checkpoint, oldest first, `{"type":"checkpoint","checkpoint":{…Checkpoint…}}`
 //     (each with its whole state, however it is stored)
-//  5. every compaction, oldest first, `{"type":"compaction","compaction":{…Compaction…}}`
-//  6. `{"type":"end","counts":{"messages":N,"checkpoints":M,"files":F,"compactions":C},"sha256":"<hex>"}`,
+//  6. every compaction, oldest first, `{"type":"compaction","compaction":{…Compaction…}}`
+//  7. `{"type":"end","counts":{"messages":N,"checkpoints":M,"files":F,"compactions":C,"embeddings":E},"sha256":"<hex>"}`,
 //     where `sha256` is the SHA-256 of every byte of the lines before it,
-//     newlines included (`files` and `compactions` are left out when 0).
+//     newlines included (`files`, `compactions` and `embeddings` are left out when 0).
 //
 // `POST /v1/sessions/import` restores the file exactly, and exporting what it
 // restored gives the same bytes. The server's memory use does not grow with the
@@ -8812,8 +9335,8 @@ func (c *Client) ExportSession(ctx context.Context, id SessionID, reqEditors ...
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/sessions/{id}/fork (the `ForkSession` operationId).
-func (c *Client) ForkSessionWithBody(ctx context.Context, id SessionID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewForkSessionRequestWithBody(c.Server, id, contentType, body)
+func (c *Client) ForkSessionWithBody(ctx context.Context, id SessionID, params *ForkSessionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewForkSessionRequestWithBody(c.Server, id, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8839,8 +9362,8 @@ func (c *Client) ForkSessionWithBody(ctx context.Context, id SessionID, contentT
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /v1/sessions/{id}/fork (the `ForkSession` operationId).
-func (c *Client) ForkSession(ctx context.Context, id SessionID, body ForkSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewForkSessionRequest(c.Server, id, body)
+func (c *Client) ForkSession(ctx context.Context, id SessionID, params *ForkSessionParams, body ForkSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewForkSessionRequest(c.Server, id, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8930,9 +9453,13 @@ func (c *Client) ListMessages(ctx context.Context, id SessionID, params *ListMes
 // line. Once a line fails, every later line is refused and the answer ends
 // after the failed line's problem: a stream leaves no hole in the history,
 // only a tail to send again (give each line an `idempotency_key` to make the
-// resend safe). The `Idempotency-Key` header does not apply to a stream
-// (`422`), and a session that does not exist is a `404` status before any
-// line is read. A line may be at most `--max-body-bytes`; the whole stream at most
+// resend safe). On a stream, the `Idempotency-Key` header names each line
+// that names no key itself (line *n*, blank lines not counted, gets a key
+// made from the header and *n*), so the same stream sent again under the
+// same key appends only the lines the first did not, answering the others
+// with what they stored, and a line that differs from the first time is
+// `idempotency_conflict`. A session that does not exist is a `404` status before any
+// line is read. A line may hold what a single append may (see Conventions); the whole stream at most
 // `--import-max-bytes`, and after 30 s it must keep arriving at 64 KiB/s.
 //
 // Takes any type of body and a specified content type.
@@ -9003,9 +9530,13 @@ func (c *Client) AppendMessageWithBody(ctx context.Context, id SessionID, params
 // line. Once a line fails, every later line is refused and the answer ends
 // after the failed line's problem: a stream leaves no hole in the history,
 // only a tail to send again (give each line an `idempotency_key` to make the
-// resend safe). The `Idempotency-Key` header does not apply to a stream
-// (`422`), and a session that does not exist is a `404` status before any
-// line is read. A line may be at most `--max-body-bytes`; the whole stream at most
+// resend safe). On a stream, the `Idempotency-Key` header names each line
+// that names no key itself (line *n*, blank lines not counted, gets a key
+// made from the header and *n*), so the same stream sent again under the
+// same key appends only the lines the first did not, answering the others
+// with what they stored, and a line that differs from the first time is
+// `idempotency_conflict`. A session that does not exist is a `404` status before any
+// line is read. A line may hold what a single append may (see Conventions); the whole stream at most
 // `--import-max-bytes`, and after 30 s it must keep arriving at 64 KiB/s.
 //
 // Takes a body of the `application/json` content type.
@@ -9217,8 +9748,8 @@ func (c *Client) PutMessageEmbedding(ctx context.Context, id SessionID, messageI
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/sessions/{id}/repair (the `RepairSession` operationId).
-func (c *Client) RepairSessionWithBody(ctx context.Context, id SessionID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewRepairSessionRequestWithBody(c.Server, id, contentType, body)
+func (c *Client) RepairSessionWithBody(ctx context.Context, id SessionID, params *RepairSessionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRepairSessionRequestWithBody(c.Server, id, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -9247,8 +9778,8 @@ func (c *Client) RepairSessionWithBody(ctx context.Context, id SessionID, conten
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /v1/sessions/{id}/repair (the `RepairSession` operationId).
-func (c *Client) RepairSession(ctx context.Context, id SessionID, body RepairSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewRepairSessionRequest(c.Server, id, body)
+func (c *Client) RepairSession(ctx context.Context, id SessionID, params *RepairSessionParams, body RepairSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRepairSessionRequest(c.Server, id, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -9303,16 +9834,17 @@ func (c *Client) ResumeSession(ctx context.Context, id SessionID, reqEditors ...
 // atomic replacement of the history's tail (the Agents SDK's history
 // rewrite), which a crash cannot leave cut short. `expected_last_seq`
 // fences it against a worker that appended meanwhile (`409 stale_seq`).
-// `Idempotency-Key` does not apply (`422`): the same rewind with the same
-// tail ends in the same history however often it is sent. Appending to a
+// A fenced rewind retried after its answer was lost would trip on its own
+// first try (`409 stale_seq`): send it with an `Idempotency-Key`, and the
+// retry is answered as the first was. Appending to a
 // closed session is refused, and so is rewinding one (`409 session_closed`).
 // Needs `write` scope.
 //
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/sessions/{id}/rewind (the `RewindSession` operationId).
-func (c *Client) RewindSessionWithBody(ctx context.Context, id SessionID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewRewindSessionRequestWithBody(c.Server, id, contentType, body)
+func (c *Client) RewindSessionWithBody(ctx context.Context, id SessionID, params *RewindSessionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRewindSessionRequestWithBody(c.Server, id, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -9338,16 +9870,17 @@ func (c *Client) RewindSessionWithBody(ctx context.Context, id SessionID, conten
 // atomic replacement of the history's tail (the Agents SDK's history
 // rewrite), which a crash cannot leave cut short. `expected_last_seq`
 // fences it against a worker that appended meanwhile (`409 stale_seq`).
-// `Idempotency-Key` does not apply (`422`): the same rewind with the same
-// tail ends in the same history however often it is sent. Appending to a
+// A fenced rewind retried after its answer was lost would trip on its own
+// first try (`409 stale_seq`): send it with an `Idempotency-Key`, and the
+// retry is answered as the first was. Appending to a
 // closed session is refused, and so is rewinding one (`409 session_closed`).
 // Needs `write` scope.
 //
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /v1/sessions/{id}/rewind (the `RewindSession` operationId).
-func (c *Client) RewindSession(ctx context.Context, id SessionID, body RewindSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewRewindSessionRequest(c.Server, id, body)
+func (c *Client) RewindSession(ctx context.Context, id SessionID, params *RewindSessionParams, body RewindSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRewindSessionRequest(c.Server, id, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -9544,18 +10077,18 @@ func NewGetReadinessRequest(server string) (*http.Request, error) {
 }
 
 // NewBackupDatabaseRequest calls the generic BackupDatabase builder with application/json body
-func NewBackupDatabaseRequest(server string, body BackupDatabaseJSONRequestBody) (*http.Request, error) {
+func NewBackupDatabaseRequest(server string, params *BackupDatabaseParams, body BackupDatabaseJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewBackupDatabaseRequestWithBody(server, "application/json", bodyReader)
+	return NewBackupDatabaseRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewBackupDatabaseRequestWithBody constructs an http.Request for the BackupDatabase method, with any body, and a specified content type
-func NewBackupDatabaseRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewBackupDatabaseRequestWithBody(server string, params *BackupDatabaseParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -9579,6 +10112,21 @@ func NewBackupDatabaseRequestWithBody(server string, contentType string, body io
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -9798,18 +10346,18 @@ func NewListAPIKeysRequest(server string, params *ListAPIKeysParams) (*http.Requ
 }
 
 // NewCreateAPIKeyRequest calls the generic CreateAPIKey builder with application/json body
-func NewCreateAPIKeyRequest(server string, body CreateAPIKeyJSONRequestBody) (*http.Request, error) {
+func NewCreateAPIKeyRequest(server string, params *CreateAPIKeyParams, body CreateAPIKeyJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewCreateAPIKeyRequestWithBody(server, "application/json", bodyReader)
+	return NewCreateAPIKeyRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewCreateAPIKeyRequestWithBody constructs an http.Request for the CreateAPIKey method, with any body, and a specified content type
-func NewCreateAPIKeyRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewCreateAPIKeyRequestWithBody(server string, params *CreateAPIKeyParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -9833,6 +10381,21 @@ func NewCreateAPIKeyRequestWithBody(server string, contentType string, body io.R
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -9872,18 +10435,18 @@ func NewRevokeAPIKeyRequest(server string, id string) (*http.Request, error) {
 }
 
 // NewPurgeSessionsRequest calls the generic PurgeSessions builder with application/json body
-func NewPurgeSessionsRequest(server string, body PurgeSessionsJSONRequestBody) (*http.Request, error) {
+func NewPurgeSessionsRequest(server string, params *PurgeSessionsParams, body PurgeSessionsJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewPurgeSessionsRequestWithBody(server, "application/json", bodyReader)
+	return NewPurgeSessionsRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewPurgeSessionsRequestWithBody constructs an http.Request for the PurgeSessions method, with any body, and a specified content type
-func NewPurgeSessionsRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewPurgeSessionsRequestWithBody(server string, params *PurgeSessionsParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -9907,6 +10470,21 @@ func NewPurgeSessionsRequestWithBody(server string, contentType string, body io.
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -10002,18 +10580,18 @@ func NewListAgentsRequest(server string, params *ListAgentsParams) (*http.Reques
 }
 
 // NewCreateAgentRequest calls the generic CreateAgent builder with application/json body
-func NewCreateAgentRequest(server string, body CreateAgentJSONRequestBody) (*http.Request, error) {
+func NewCreateAgentRequest(server string, params *CreateAgentParams, body CreateAgentJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewCreateAgentRequestWithBody(server, "application/json", bodyReader)
+	return NewCreateAgentRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewCreateAgentRequestWithBody constructs an http.Request for the CreateAgent method, with any body, and a specified content type
-func NewCreateAgentRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewCreateAgentRequestWithBody(server string, params *CreateAgentParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -10037,6 +10615,21 @@ func NewCreateAgentRequestWithBody(server string, contentType string, body io.Re
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -10093,6 +10686,21 @@ func NewImportAgentRequestWithBody(server string, params *ImportAgentParams, con
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -10297,18 +10905,18 @@ func NewListPassagesRequest(server string, id AgentID, params *ListPassagesParam
 }
 
 // NewCreatePassageRequest calls the generic CreatePassage builder with application/json body
-func NewCreatePassageRequest(server string, id AgentID, body CreatePassageJSONRequestBody) (*http.Request, error) {
+func NewCreatePassageRequest(server string, id AgentID, params *CreatePassageParams, body CreatePassageJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewCreatePassageRequestWithBody(server, id, "application/json", bodyReader)
+	return NewCreatePassageRequestWithBody(server, id, params, "application/json", bodyReader)
 }
 
 // NewCreatePassageRequestWithBody constructs an http.Request for the CreatePassage method, with any body, and a specified content type
-func NewCreatePassageRequestWithBody(server string, id AgentID, contentType string, body io.Reader) (*http.Request, error) {
+func NewCreatePassageRequestWithBody(server string, id AgentID, params *CreatePassageParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -10339,6 +10947,21 @@ func NewCreatePassageRequestWithBody(server string, id AgentID, contentType stri
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -10477,18 +11100,18 @@ func NewSearchPassagesRequest(server string, id AgentID, params *SearchPassagesP
 }
 
 // NewSearchPassagesByBodyRequest calls the generic SearchPassagesByBody builder with application/json body
-func NewSearchPassagesByBodyRequest(server string, id AgentID, body SearchPassagesByBodyJSONRequestBody) (*http.Request, error) {
+func NewSearchPassagesByBodyRequest(server string, id AgentID, params *SearchPassagesByBodyParams, body SearchPassagesByBodyJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewSearchPassagesByBodyRequestWithBody(server, id, "application/json", bodyReader)
+	return NewSearchPassagesByBodyRequestWithBody(server, id, params, "application/json", bodyReader)
 }
 
 // NewSearchPassagesByBodyRequestWithBody constructs an http.Request for the SearchPassagesByBody method, with any body, and a specified content type
-func NewSearchPassagesByBodyRequestWithBody(server string, id AgentID, contentType string, body io.Reader) (*http.Request, error) {
+func NewSearchPassagesByBodyRequestWithBody(server string, id AgentID, params *SearchPassagesByBodyParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -10519,6 +11142,21 @@ func NewSearchPassagesByBodyRequestWithBody(server string, id AgentID, contentTy
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -10640,18 +11278,18 @@ func NewListBlocksRequest(server string, id AgentID) (*http.Request, error) {
 }
 
 // NewAttachBlockRequest calls the generic AttachBlock builder with application/json body
-func NewAttachBlockRequest(server string, id AgentID, body AttachBlockJSONRequestBody) (*http.Request, error) {
+func NewAttachBlockRequest(server string, id AgentID, params *AttachBlockParams, body AttachBlockJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewAttachBlockRequestWithBody(server, id, "application/json", bodyReader)
+	return NewAttachBlockRequestWithBody(server, id, params, "application/json", bodyReader)
 }
 
 // NewAttachBlockRequestWithBody constructs an http.Request for the AttachBlock method, with any body, and a specified content type
-func NewAttachBlockRequestWithBody(server string, id AgentID, contentType string, body io.Reader) (*http.Request, error) {
+func NewAttachBlockRequestWithBody(server string, id AgentID, params *AttachBlockParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -10682,6 +11320,21 @@ func NewAttachBlockRequestWithBody(server string, id AgentID, contentType string
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -10838,18 +11491,18 @@ func NewPutBlockRequestWithBody(server string, id AgentID, label BlockLabel, par
 }
 
 // NewAppendBlockRequest calls the generic AppendBlock builder with application/json body
-func NewAppendBlockRequest(server string, id AgentID, label BlockLabel, body AppendBlockJSONRequestBody) (*http.Request, error) {
+func NewAppendBlockRequest(server string, id AgentID, label BlockLabel, params *AppendBlockParams, body AppendBlockJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewAppendBlockRequestWithBody(server, id, label, "application/json", bodyReader)
+	return NewAppendBlockRequestWithBody(server, id, label, params, "application/json", bodyReader)
 }
 
 // NewAppendBlockRequestWithBody constructs an http.Request for the AppendBlock method, with any body, and a specified content type
-func NewAppendBlockRequestWithBody(server string, id AgentID, label BlockLabel, contentType string, body io.Reader) (*http.Request, error) {
+func NewAppendBlockRequestWithBody(server string, id AgentID, label BlockLabel, params *AppendBlockParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -10888,11 +11541,26 @@ func NewAppendBlockRequestWithBody(server string, id AgentID, label BlockLabel, 
 
 	req.Header.Add("Content-Type", contentType)
 
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewDetachBlockRequest constructs an http.Request for the DetachBlock method
-func NewDetachBlockRequest(server string, id AgentID, label BlockLabel) (*http.Request, error) {
+func NewDetachBlockRequest(server string, id AgentID, label BlockLabel, params *DetachBlockParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -10927,6 +11595,21 @@ func NewDetachBlockRequest(server string, id AgentID, label BlockLabel) (*http.R
 	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -11013,18 +11696,18 @@ func NewGetBlockHistoryRequest(server string, id AgentID, label BlockLabel, para
 }
 
 // NewReplaceBlockRequest calls the generic ReplaceBlock builder with application/json body
-func NewReplaceBlockRequest(server string, id AgentID, label BlockLabel, body ReplaceBlockJSONRequestBody) (*http.Request, error) {
+func NewReplaceBlockRequest(server string, id AgentID, label BlockLabel, params *ReplaceBlockParams, body ReplaceBlockJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewReplaceBlockRequestWithBody(server, id, label, "application/json", bodyReader)
+	return NewReplaceBlockRequestWithBody(server, id, label, params, "application/json", bodyReader)
 }
 
 // NewReplaceBlockRequestWithBody constructs an http.Request for the ReplaceBlock method, with any body, and a specified content type
-func NewReplaceBlockRequestWithBody(server string, id AgentID, label BlockLabel, contentType string, body io.Reader) (*http.Request, error) {
+func NewReplaceBlockRequestWithBody(server string, id AgentID, label BlockLabel, params *ReplaceBlockParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -11062,6 +11745,21 @@ func NewReplaceBlockRequestWithBody(server string, id AgentID, label BlockLabel,
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -11246,18 +11944,18 @@ func NewSearchAgentMessagesRequest(server string, id AgentID, params *SearchAgen
 }
 
 // NewRunToolRequest calls the generic RunTool builder with application/json body
-func NewRunToolRequest(server string, id AgentID, toolName ToolName, body RunToolJSONRequestBody) (*http.Request, error) {
+func NewRunToolRequest(server string, id AgentID, toolName ToolName, params *RunToolParams, body RunToolJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewRunToolRequestWithBody(server, id, toolName, "application/json", bodyReader)
+	return NewRunToolRequestWithBody(server, id, toolName, params, "application/json", bodyReader)
 }
 
 // NewRunToolRequestWithBody constructs an http.Request for the RunTool method, with any body, and a specified content type
-func NewRunToolRequestWithBody(server string, id AgentID, toolName ToolName, contentType string, body io.Reader) (*http.Request, error) {
+func NewRunToolRequestWithBody(server string, id AgentID, toolName ToolName, params *RunToolParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -11295,6 +11993,21 @@ func NewRunToolRequestWithBody(server string, id AgentID, toolName ToolName, con
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -11393,7 +12106,7 @@ func NewStreamEventsRequest(server string, params *StreamEventsParams) (*http.Re
 }
 
 // NewUploadFileRequestWithBody constructs an http.Request for the UploadFile method, with any body, and a specified content type
-func NewUploadFileRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewUploadFileRequestWithBody(server string, params *UploadFileParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -11417,6 +12130,21 @@ func NewUploadFileRequestWithBody(server string, contentType string, body io.Rea
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -11759,18 +12487,18 @@ func NewListSessionsRequest(server string, params *ListSessionsParams) (*http.Re
 }
 
 // NewCreateSessionRequest calls the generic CreateSession builder with application/json body
-func NewCreateSessionRequest(server string, body CreateSessionJSONRequestBody) (*http.Request, error) {
+func NewCreateSessionRequest(server string, params *CreateSessionParams, body CreateSessionJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewCreateSessionRequestWithBody(server, "application/json", bodyReader)
+	return NewCreateSessionRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewCreateSessionRequestWithBody constructs an http.Request for the CreateSession method, with any body, and a specified content type
-func NewCreateSessionRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewCreateSessionRequestWithBody(server string, params *CreateSessionParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -11794,6 +12522,21 @@ func NewCreateSessionRequestWithBody(server string, contentType string, body io.
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -11850,6 +12593,21 @@ func NewImportSessionRequestWithBody(server string, params *ImportSessionParams,
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -12072,18 +12830,18 @@ func NewGetLatestCheckpointRequest(server string, id SessionID, params *GetLates
 }
 
 // NewPatchCheckpointRequest calls the generic PatchCheckpoint builder with application/json body
-func NewPatchCheckpointRequest(server string, id SessionID, body PatchCheckpointJSONRequestBody) (*http.Request, error) {
+func NewPatchCheckpointRequest(server string, id SessionID, params *PatchCheckpointParams, body PatchCheckpointJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewPatchCheckpointRequestWithBody(server, id, "application/json", bodyReader)
+	return NewPatchCheckpointRequestWithBody(server, id, params, "application/json", bodyReader)
 }
 
 // NewPatchCheckpointRequestWithBody constructs an http.Request for the PatchCheckpoint method, with any body, and a specified content type
-func NewPatchCheckpointRequestWithBody(server string, id SessionID, contentType string, body io.Reader) (*http.Request, error) {
+func NewPatchCheckpointRequestWithBody(server string, id SessionID, params *PatchCheckpointParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -12115,22 +12873,37 @@ func NewPatchCheckpointRequestWithBody(server string, id SessionID, contentType 
 
 	req.Header.Add("Content-Type", contentType)
 
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewPutCheckpointRequest calls the generic PutCheckpoint builder with application/json body
-func NewPutCheckpointRequest(server string, id SessionID, body PutCheckpointJSONRequestBody) (*http.Request, error) {
+func NewPutCheckpointRequest(server string, id SessionID, params *PutCheckpointParams, body PutCheckpointJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewPutCheckpointRequestWithBody(server, id, "application/json", bodyReader)
+	return NewPutCheckpointRequestWithBody(server, id, params, "application/json", bodyReader)
 }
 
 // NewPutCheckpointRequestWithBody constructs an http.Request for the PutCheckpoint method, with any body, and a specified content type
-func NewPutCheckpointRequestWithBody(server string, id SessionID, contentType string, body io.Reader) (*http.Request, error) {
+func NewPutCheckpointRequestWithBody(server string, id SessionID, params *PutCheckpointParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -12161,6 +12934,21 @@ func NewPutCheckpointRequestWithBody(server string, id SessionID, contentType st
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -12383,18 +13171,18 @@ func NewListCompactionsRequest(server string, id SessionID, params *ListCompacti
 }
 
 // NewCreateCompactionRequest calls the generic CreateCompaction builder with application/json body
-func NewCreateCompactionRequest(server string, id SessionID, body CreateCompactionJSONRequestBody) (*http.Request, error) {
+func NewCreateCompactionRequest(server string, id SessionID, params *CreateCompactionParams, body CreateCompactionJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewCreateCompactionRequestWithBody(server, id, "application/json", bodyReader)
+	return NewCreateCompactionRequestWithBody(server, id, params, "application/json", bodyReader)
 }
 
 // NewCreateCompactionRequestWithBody constructs an http.Request for the CreateCompaction method, with any body, and a specified content type
-func NewCreateCompactionRequestWithBody(server string, id SessionID, contentType string, body io.Reader) (*http.Request, error) {
+func NewCreateCompactionRequestWithBody(server string, id SessionID, params *CreateCompactionParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -12425,6 +13213,21 @@ func NewCreateCompactionRequestWithBody(server string, id SessionID, contentType
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -12637,18 +13440,18 @@ func NewExportSessionRequest(server string, id SessionID) (*http.Request, error)
 }
 
 // NewForkSessionRequest calls the generic ForkSession builder with application/json body
-func NewForkSessionRequest(server string, id SessionID, body ForkSessionJSONRequestBody) (*http.Request, error) {
+func NewForkSessionRequest(server string, id SessionID, params *ForkSessionParams, body ForkSessionJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewForkSessionRequestWithBody(server, id, "application/json", bodyReader)
+	return NewForkSessionRequestWithBody(server, id, params, "application/json", bodyReader)
 }
 
 // NewForkSessionRequestWithBody constructs an http.Request for the ForkSession method, with any body, and a specified content type
-func NewForkSessionRequestWithBody(server string, id SessionID, contentType string, body io.Reader) (*http.Request, error) {
+func NewForkSessionRequestWithBody(server string, id SessionID, params *ForkSessionParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -12679,6 +13482,21 @@ func NewForkSessionRequestWithBody(server string, id SessionID, contentType stri
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -13065,18 +13883,18 @@ func NewPutMessageEmbeddingRequestWithBody(server string, id SessionID, messageI
 }
 
 // NewRepairSessionRequest calls the generic RepairSession builder with application/json body
-func NewRepairSessionRequest(server string, id SessionID, body RepairSessionJSONRequestBody) (*http.Request, error) {
+func NewRepairSessionRequest(server string, id SessionID, params *RepairSessionParams, body RepairSessionJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewRepairSessionRequestWithBody(server, id, "application/json", bodyReader)
+	return NewRepairSessionRequestWithBody(server, id, params, "application/json", bodyReader)
 }
 
 // NewRepairSessionRequestWithBody constructs an http.Request for the RepairSession method, with any body, and a specified content type
-func NewRepairSessionRequestWithBody(server string, id SessionID, contentType string, body io.Reader) (*http.Request, error) {
+func NewRepairSessionRequestWithBody(server string, id SessionID, params *RepairSessionParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -13107,6 +13925,21 @@ func NewRepairSessionRequestWithBody(server string, id SessionID, contentType st
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -13146,18 +13979,18 @@ func NewResumeSessionRequest(server string, id SessionID) (*http.Request, error)
 }
 
 // NewRewindSessionRequest calls the generic RewindSession builder with application/json body
-func NewRewindSessionRequest(server string, id SessionID, body RewindSessionJSONRequestBody) (*http.Request, error) {
+func NewRewindSessionRequest(server string, id SessionID, params *RewindSessionParams, body RewindSessionJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewRewindSessionRequestWithBody(server, id, "application/json", bodyReader)
+	return NewRewindSessionRequestWithBody(server, id, params, "application/json", bodyReader)
 }
 
 // NewRewindSessionRequestWithBody constructs an http.Request for the RewindSession method, with any body, and a specified content type
-func NewRewindSessionRequestWithBody(server string, id SessionID, contentType string, body io.Reader) (*http.Request, error) {
+func NewRewindSessionRequestWithBody(server string, id SessionID, params *RewindSessionParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -13188,6 +14021,21 @@ func NewRewindSessionRequestWithBody(server string, id SessionID, contentType st
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -13434,7 +14282,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/admin/backup (the `BackupDatabase` operationId).
-	BackupDatabaseWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BackupDatabaseResponse, error)
+	BackupDatabaseWithBodyWithResponse(ctx context.Context, params *BackupDatabaseParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BackupDatabaseResponse, error)
 
 	// BackupDatabaseWithResponse Back the database up
 	//
@@ -13451,7 +14299,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/admin/backup (the `BackupDatabase` operationId).
-	BackupDatabaseWithResponse(ctx context.Context, body BackupDatabaseJSONRequestBody, reqEditors ...RequestEditorFn) (*BackupDatabaseResponse, error)
+	BackupDatabaseWithResponse(ctx context.Context, params *BackupDatabaseParams, body BackupDatabaseJSONRequestBody, reqEditors ...RequestEditorFn) (*BackupDatabaseResponse, error)
 
 	// DeleteTenantEmbeddingWithResponse Remove the tenant's embedding endpoint
 	//
@@ -13540,7 +14388,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/admin/keys (the `CreateAPIKey` operationId).
-	CreateAPIKeyWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateAPIKeyResponse, error)
+	CreateAPIKeyWithBodyWithResponse(ctx context.Context, params *CreateAPIKeyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateAPIKeyResponse, error)
 
 	// CreateAPIKeyWithResponse Create an API key for this tenant
 	//
@@ -13553,7 +14401,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/admin/keys (the `CreateAPIKey` operationId).
-	CreateAPIKeyWithResponse(ctx context.Context, body CreateAPIKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAPIKeyResponse, error)
+	CreateAPIKeyWithResponse(ctx context.Context, params *CreateAPIKeyParams, body CreateAPIKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAPIKeyResponse, error)
 
 	// RevokeAPIKeyWithResponse Revoke an API key
 	//
@@ -13580,7 +14428,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/admin/purge (the `PurgeSessions` operationId).
-	PurgeSessionsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PurgeSessionsResponse, error)
+	PurgeSessionsWithBodyWithResponse(ctx context.Context, params *PurgeSessionsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PurgeSessionsResponse, error)
 
 	// PurgeSessionsWithResponse Erase this tenant's old sessions (retention)
 	//
@@ -13598,7 +14446,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/admin/purge (the `PurgeSessions` operationId).
-	PurgeSessionsWithResponse(ctx context.Context, body PurgeSessionsJSONRequestBody, reqEditors ...RequestEditorFn) (*PurgeSessionsResponse, error)
+	PurgeSessionsWithResponse(ctx context.Context, params *PurgeSessionsParams, body PurgeSessionsJSONRequestBody, reqEditors ...RequestEditorFn) (*PurgeSessionsResponse, error)
 
 	// ListAgentsWithResponse List agents
 	//
@@ -13644,7 +14492,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/agents (the `CreateAgent` operationId).
-	CreateAgentWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateAgentResponse, error)
+	CreateAgentWithBodyWithResponse(ctx context.Context, params *CreateAgentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateAgentResponse, error)
 
 	// CreateAgentWithResponse Create an agent
 	//
@@ -13672,7 +14520,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/agents (the `CreateAgent` operationId).
-	CreateAgentWithResponse(ctx context.Context, body CreateAgentJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAgentResponse, error)
+	CreateAgentWithResponse(ctx context.Context, params *CreateAgentParams, body CreateAgentJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAgentResponse, error)
 
 	// ImportAgentWithBodyWithResponse Import an agent from an agent export
 	//
@@ -13845,7 +14693,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/agents/{id}/archival (the `CreatePassage` operationId).
-	CreatePassageWithBodyWithResponse(ctx context.Context, id AgentID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreatePassageResponse, error)
+	CreatePassageWithBodyWithResponse(ctx context.Context, id AgentID, params *CreatePassageParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreatePassageResponse, error)
 
 	// CreatePassageWithResponse Add a passage to archival memory
 	//
@@ -13862,7 +14710,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/agents/{id}/archival (the `CreatePassage` operationId).
-	CreatePassageWithResponse(ctx context.Context, id AgentID, body CreatePassageJSONRequestBody, reqEditors ...RequestEditorFn) (*CreatePassageResponse, error)
+	CreatePassageWithResponse(ctx context.Context, id AgentID, params *CreatePassageParams, body CreatePassageJSONRequestBody, reqEditors ...RequestEditorFn) (*CreatePassageResponse, error)
 
 	// SearchPassagesWithResponse Search an agent's archival memory
 	//
@@ -13907,7 +14755,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/agents/{id}/archival/search (the `SearchPassagesByBody` operationId).
-	SearchPassagesByBodyWithBodyWithResponse(ctx context.Context, id AgentID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SearchPassagesByBodyResponse, error)
+	SearchPassagesByBodyWithBodyWithResponse(ctx context.Context, id AgentID, params *SearchPassagesByBodyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SearchPassagesByBodyResponse, error)
 
 	// SearchPassagesByBodyWithResponse Search an agent's archival memory (JSON body)
 	//
@@ -13920,7 +14768,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/agents/{id}/archival/search (the `SearchPassagesByBody` operationId).
-	SearchPassagesByBodyWithResponse(ctx context.Context, id AgentID, body SearchPassagesByBodyJSONRequestBody, reqEditors ...RequestEditorFn) (*SearchPassagesByBodyResponse, error)
+	SearchPassagesByBodyWithResponse(ctx context.Context, id AgentID, params *SearchPassagesByBodyParams, body SearchPassagesByBodyJSONRequestBody, reqEditors ...RequestEditorFn) (*SearchPassagesByBodyResponse, error)
 
 	// DeletePassageWithResponse Delete a passage
 	//
@@ -13990,7 +14838,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/agents/{id}/blocks/attach (the `AttachBlock` operationId).
-	AttachBlockWithBodyWithResponse(ctx context.Context, id AgentID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AttachBlockResponse, error)
+	AttachBlockWithBodyWithResponse(ctx context.Context, id AgentID, params *AttachBlockParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AttachBlockResponse, error)
 
 	// AttachBlockWithResponse Share another agent's core memory block with this one
 	//
@@ -14027,7 +14875,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/agents/{id}/blocks/attach (the `AttachBlock` operationId).
-	AttachBlockWithResponse(ctx context.Context, id AgentID, body AttachBlockJSONRequestBody, reqEditors ...RequestEditorFn) (*AttachBlockResponse, error)
+	AttachBlockWithResponse(ctx context.Context, id AgentID, params *AttachBlockParams, body AttachBlockJSONRequestBody, reqEditors ...RequestEditorFn) (*AttachBlockResponse, error)
 
 	// DeleteBlockWithResponse Delete a core memory block
 	//
@@ -14148,7 +14996,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/agents/{id}/blocks/{label}/append (the `AppendBlock` operationId).
-	AppendBlockWithBodyWithResponse(ctx context.Context, id AgentID, label BlockLabel, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AppendBlockResponse, error)
+	AppendBlockWithBodyWithResponse(ctx context.Context, id AgentID, label BlockLabel, params *AppendBlockParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AppendBlockResponse, error)
 
 	// AppendBlockWithResponse Append to a core memory block (append-or-create)
 	//
@@ -14169,7 +15017,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/agents/{id}/blocks/{label}/append (the `AppendBlock` operationId).
-	AppendBlockWithResponse(ctx context.Context, id AgentID, label BlockLabel, body AppendBlockJSONRequestBody, reqEditors ...RequestEditorFn) (*AppendBlockResponse, error)
+	AppendBlockWithResponse(ctx context.Context, id AgentID, label BlockLabel, params *AppendBlockParams, body AppendBlockJSONRequestBody, reqEditors ...RequestEditorFn) (*AppendBlockResponse, error)
 
 	// DetachBlockWithResponse Detach a shared block from this agent
 	//
@@ -14183,7 +15031,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/agents/{id}/blocks/{label}/detach (the `DetachBlock` operationId).
-	DetachBlockWithResponse(ctx context.Context, id AgentID, label BlockLabel, reqEditors ...RequestEditorFn) (*DetachBlockResponse, error)
+	DetachBlockWithResponse(ctx context.Context, id AgentID, label BlockLabel, params *DetachBlockParams, reqEditors ...RequestEditorFn) (*DetachBlockResponse, error)
 
 	// GetBlockHistoryWithResponse List a block's versions
 	//
@@ -14216,7 +15064,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/agents/{id}/blocks/{label}/replace (the `ReplaceBlock` operationId).
-	ReplaceBlockWithBodyWithResponse(ctx context.Context, id AgentID, label BlockLabel, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReplaceBlockResponse, error)
+	ReplaceBlockWithBodyWithResponse(ctx context.Context, id AgentID, label BlockLabel, params *ReplaceBlockParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReplaceBlockResponse, error)
 
 	// ReplaceBlockWithResponse Replace text in a core memory block
 	//
@@ -14234,7 +15082,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/agents/{id}/blocks/{label}/replace (the `ReplaceBlock` operationId).
-	ReplaceBlockWithResponse(ctx context.Context, id AgentID, label BlockLabel, body ReplaceBlockJSONRequestBody, reqEditors ...RequestEditorFn) (*ReplaceBlockResponse, error)
+	ReplaceBlockWithResponse(ctx context.Context, id AgentID, label BlockLabel, params *ReplaceBlockParams, body ReplaceBlockJSONRequestBody, reqEditors ...RequestEditorFn) (*ReplaceBlockResponse, error)
 
 	// ExportAgentWithResponse Export an agent, its memory and its sessions as NDJSON
 	//
@@ -14338,7 +15186,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/agents/{id}/tools/{tool_name} (the `RunTool` operationId).
-	RunToolWithBodyWithResponse(ctx context.Context, id AgentID, toolName ToolName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RunToolResponse, error)
+	RunToolWithBodyWithResponse(ctx context.Context, id AgentID, toolName ToolName, params *RunToolParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RunToolResponse, error)
 
 	// RunToolWithResponse Run a memory tool for an agent
 	//
@@ -14386,7 +15234,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/agents/{id}/tools/{tool_name} (the `RunTool` operationId).
-	RunToolWithResponse(ctx context.Context, id AgentID, toolName ToolName, body RunToolJSONRequestBody, reqEditors ...RequestEditorFn) (*RunToolResponse, error)
+	RunToolWithResponse(ctx context.Context, id AgentID, toolName ToolName, params *RunToolParams, body RunToolJSONRequestBody, reqEditors ...RequestEditorFn) (*RunToolResponse, error)
 
 	// StreamEventsWithResponse Follow a whole tenant live (Server-Sent Events)
 	//
@@ -14416,7 +15264,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/files (the `UploadFile` operationId).
-	UploadFileWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadFileResponse, error)
+	UploadFileWithBodyWithResponse(ctx context.Context, params *UploadFileParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadFileResponse, error)
 
 	// DownloadFileWithResponse Download a file's bytes
 	//
@@ -14539,7 +15387,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/sessions (the `CreateSession` operationId).
-	CreateSessionWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateSessionResponse, error)
+	CreateSessionWithBodyWithResponse(ctx context.Context, params *CreateSessionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateSessionResponse, error)
 
 	// CreateSessionWithResponse Create a session
 	//
@@ -14568,7 +15416,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/sessions (the `CreateSession` operationId).
-	CreateSessionWithResponse(ctx context.Context, body CreateSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateSessionResponse, error)
+	CreateSessionWithResponse(ctx context.Context, params *CreateSessionParams, body CreateSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateSessionResponse, error)
 
 	// ImportSessionWithBodyWithResponse Import a session from an export
 	//
@@ -14583,9 +15431,14 @@ type ClientWithResponsesInterface interface {
 	// seqs `1…N`, each message's `session_id`, each checkpoint's SHA-256, each
 	// file's bytes against its `sha256` and its id, every `file_id` a message
 	// names against the export's files, each compaction's `through_seq`, the
-	// session's counters against its messages, and every value with the rules the
-	// API applies to it (a message an append would refuse, a title past 1000
-	// characters, metadata past 64 KiB …). The body is read a line at a time,
+	// session's counters against its messages, each embedding against its
+	// message (and all of them sharing one model and length), and every value
+	// with the rules the API applies to it (a message an append would refuse, a
+	// title past 1000 characters, metadata past 64 KiB …). Embeddings are stored
+	// ready under the session's agent, checked against (or pinning) its model
+	// and dimensions: an export with embeddings imports only where its agent
+	// is stored and agrees (`422 invalid_import` naming the line otherwise;
+	// an agent import brings the agent along). The body is read a line at a time,
 	// 8 MiB at most a line. A line that is not JSON is `400 malformed_json`; any
 	// other problem with the content (a checksum mismatch, a truncated file, a line
 	// out of order, a value out of bounds) is `422 invalid_import`; a session,
@@ -14805,7 +15658,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PATCH /v1/sessions/{id}/checkpoint (the `PatchCheckpoint` operationId).
-	PatchCheckpointWithBodyWithResponse(ctx context.Context, id SessionID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PatchCheckpointResponse, error)
+	PatchCheckpointWithBodyWithResponse(ctx context.Context, id SessionID, params *PatchCheckpointParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PatchCheckpointResponse, error)
 
 	// PatchCheckpointWithResponse Write a checkpoint as a patch of the latest
 	//
@@ -14831,7 +15684,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PATCH /v1/sessions/{id}/checkpoint (the `PatchCheckpoint` operationId).
-	PatchCheckpointWithResponse(ctx context.Context, id SessionID, body PatchCheckpointJSONRequestBody, reqEditors ...RequestEditorFn) (*PatchCheckpointResponse, error)
+	PatchCheckpointWithResponse(ctx context.Context, id SessionID, params *PatchCheckpointParams, body PatchCheckpointJSONRequestBody, reqEditors ...RequestEditorFn) (*PatchCheckpointResponse, error)
 
 	// PutCheckpointWithBodyWithResponse Write a checkpoint
 	//
@@ -14853,7 +15706,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PUT /v1/sessions/{id}/checkpoint (the `PutCheckpoint` operationId).
-	PutCheckpointWithBodyWithResponse(ctx context.Context, id SessionID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutCheckpointResponse, error)
+	PutCheckpointWithBodyWithResponse(ctx context.Context, id SessionID, params *PutCheckpointParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutCheckpointResponse, error)
 
 	// PutCheckpointWithResponse Write a checkpoint
 	//
@@ -14875,7 +15728,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PUT /v1/sessions/{id}/checkpoint (the `PutCheckpoint` operationId).
-	PutCheckpointWithResponse(ctx context.Context, id SessionID, body PutCheckpointJSONRequestBody, reqEditors ...RequestEditorFn) (*PutCheckpointResponse, error)
+	PutCheckpointWithResponse(ctx context.Context, id SessionID, params *PutCheckpointParams, body PutCheckpointJSONRequestBody, reqEditors ...RequestEditorFn) (*PutCheckpointResponse, error)
 
 	// ListCheckpointsWithResponse List a session's checkpoints
 	//
@@ -14917,7 +15770,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/sessions/{id}/compactions (the `CreateCompaction` operationId).
-	CreateCompactionWithBodyWithResponse(ctx context.Context, id SessionID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateCompactionResponse, error)
+	CreateCompactionWithBodyWithResponse(ctx context.Context, id SessionID, params *CreateCompactionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateCompactionResponse, error)
 
 	// CreateCompactionWithResponse Record a compaction
 	//
@@ -14932,7 +15785,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/sessions/{id}/compactions (the `CreateCompaction` operationId).
-	CreateCompactionWithResponse(ctx context.Context, id SessionID, body CreateCompactionJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateCompactionResponse, error)
+	CreateCompactionWithResponse(ctx context.Context, id SessionID, params *CreateCompactionParams, body CreateCompactionJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateCompactionResponse, error)
 
 	// GetSessionContextWithResponse What the next LLM call needs
 	//
@@ -14984,12 +15837,14 @@ type ClientWithResponsesInterface interface {
 	//    description repeats on each of its lines)
 	// 3. every message in `seq` order, `{"type":"message","message":{…Message…}}`
 	//    (a fork's inherited messages read as its own: `session_id` is this session's)
-	// 4. every checkpoint, oldest first, `{"type":"checkpoint","checkpoint":{…Checkpoint…}}`
+	// 4. the embedding of every message that has one ready (the client's or the
+	//    server's), in `seq` order, `{"type":"embedding","embedding":{"seq","message_id","model","embedding"}}`
+	// 5. every checkpoint, oldest first, `{"type":"checkpoint","checkpoint":{…Checkpoint…}}`
 	//    (each with its whole state, however it is stored)
-	// 5. every compaction, oldest first, `{"type":"compaction","compaction":{…Compaction…}}`
-	// 6. `{"type":"end","counts":{"messages":N,"checkpoints":M,"files":F,"compactions":C},"sha256":"<hex>"}`,
+	// 6. every compaction, oldest first, `{"type":"compaction","compaction":{…Compaction…}}`
+	// 7. `{"type":"end","counts":{"messages":N,"checkpoints":M,"files":F,"compactions":C,"embeddings":E},"sha256":"<hex>"}`,
 	//    where `sha256` is the SHA-256 of every byte of the lines before it,
-	//    newlines included (`files` and `compactions` are left out when 0).
+	//    newlines included (`files`, `compactions` and `embeddings` are left out when 0).
 	//
 	// `POST /v1/sessions/import` restores the file exactly, and exporting what it
 	// restored gives the same bytes. The server's memory use does not grow with the
@@ -15022,7 +15877,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/sessions/{id}/fork (the `ForkSession` operationId).
-	ForkSessionWithBodyWithResponse(ctx context.Context, id SessionID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ForkSessionResponse, error)
+	ForkSessionWithBodyWithResponse(ctx context.Context, id SessionID, params *ForkSessionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ForkSessionResponse, error)
 
 	// ForkSessionWithResponse Fork a session
 	//
@@ -15039,7 +15894,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/sessions/{id}/fork (the `ForkSession` operationId).
-	ForkSessionWithResponse(ctx context.Context, id SessionID, body ForkSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*ForkSessionResponse, error)
+	ForkSessionWithResponse(ctx context.Context, id SessionID, params *ForkSessionParams, body ForkSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*ForkSessionResponse, error)
 
 	// ListMessagesWithResponse List a session's messages
 	//
@@ -15112,9 +15967,13 @@ type ClientWithResponsesInterface interface {
 	// line. Once a line fails, every later line is refused and the answer ends
 	// after the failed line's problem: a stream leaves no hole in the history,
 	// only a tail to send again (give each line an `idempotency_key` to make the
-	// resend safe). The `Idempotency-Key` header does not apply to a stream
-	// (`422`), and a session that does not exist is a `404` status before any
-	// line is read. A line may be at most `--max-body-bytes`; the whole stream at most
+	// resend safe). On a stream, the `Idempotency-Key` header names each line
+	// that names no key itself (line *n*, blank lines not counted, gets a key
+	// made from the header and *n*), so the same stream sent again under the
+	// same key appends only the lines the first did not, answering the others
+	// with what they stored, and a line that differs from the first time is
+	// `idempotency_conflict`. A session that does not exist is a `404` status before any
+	// line is read. A line may hold what a single append may (see Conventions); the whole stream at most
 	// `--import-max-bytes`, and after 30 s it must keep arriving at 64 KiB/s.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -15175,9 +16034,13 @@ type ClientWithResponsesInterface interface {
 	// line. Once a line fails, every later line is refused and the answer ends
 	// after the failed line's problem: a stream leaves no hole in the history,
 	// only a tail to send again (give each line an `idempotency_key` to make the
-	// resend safe). The `Idempotency-Key` header does not apply to a stream
-	// (`422`), and a session that does not exist is a `404` status before any
-	// line is read. A line may be at most `--max-body-bytes`; the whole stream at most
+	// resend safe). On a stream, the `Idempotency-Key` header names each line
+	// that names no key itself (line *n*, blank lines not counted, gets a key
+	// made from the header and *n*), so the same stream sent again under the
+	// same key appends only the lines the first did not, answering the others
+	// with what they stored, and a line that differs from the first time is
+	// `idempotency_conflict`. A session that does not exist is a `404` status before any
+	// line is read. A line may hold what a single append may (see Conventions); the whole stream at most
 	// `--import-max-bytes`, and after 30 s it must keep arriving at 64 KiB/s.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -15319,7 +16182,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/sessions/{id}/repair (the `RepairSession` operationId).
-	RepairSessionWithBodyWithResponse(ctx context.Context, id SessionID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RepairSessionResponse, error)
+	RepairSessionWithBodyWithResponse(ctx context.Context, id SessionID, params *RepairSessionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RepairSessionResponse, error)
 
 	// RepairSessionWithResponse Apply the safe repairs resume suggests
 	//
@@ -15339,7 +16202,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/sessions/{id}/repair (the `RepairSession` operationId).
-	RepairSessionWithResponse(ctx context.Context, id SessionID, body RepairSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*RepairSessionResponse, error)
+	RepairSessionWithResponse(ctx context.Context, id SessionID, params *RepairSessionParams, body RepairSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*RepairSessionResponse, error)
 
 	// ResumeSessionWithResponse Everything a new worker needs to resume
 	//
@@ -15377,15 +16240,16 @@ type ClientWithResponsesInterface interface {
 	// atomic replacement of the history's tail (the Agents SDK's history
 	// rewrite), which a crash cannot leave cut short. `expected_last_seq`
 	// fences it against a worker that appended meanwhile (`409 stale_seq`).
-	// `Idempotency-Key` does not apply (`422`): the same rewind with the same
-	// tail ends in the same history however often it is sent. Appending to a
+	// A fenced rewind retried after its answer was lost would trip on its own
+	// first try (`409 stale_seq`): send it with an `Idempotency-Key`, and the
+	// retry is answered as the first was. Appending to a
 	// closed session is refused, and so is rewinding one (`409 session_closed`).
 	// Needs `write` scope.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/sessions/{id}/rewind (the `RewindSession` operationId).
-	RewindSessionWithBodyWithResponse(ctx context.Context, id SessionID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RewindSessionResponse, error)
+	RewindSessionWithBodyWithResponse(ctx context.Context, id SessionID, params *RewindSessionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RewindSessionResponse, error)
 
 	// RewindSessionWithResponse Rewind a session, optionally replacing its tail
 	//
@@ -15402,15 +16266,16 @@ type ClientWithResponsesInterface interface {
 	// atomic replacement of the history's tail (the Agents SDK's history
 	// rewrite), which a crash cannot leave cut short. `expected_last_seq`
 	// fences it against a worker that appended meanwhile (`409 stale_seq`).
-	// `Idempotency-Key` does not apply (`422`): the same rewind with the same
-	// tail ends in the same history however often it is sent. Appending to a
+	// A fenced rewind retried after its answer was lost would trip on its own
+	// first try (`409 stale_seq`): send it with an `Idempotency-Key`, and the
+	// retry is answered as the first was. Appending to a
 	// closed session is refused, and so is rewinding one (`409 session_closed`).
 	// Needs `write` scope.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/sessions/{id}/rewind (the `RewindSession` operationId).
-	RewindSessionWithResponse(ctx context.Context, id SessionID, body RewindSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*RewindSessionResponse, error)
+	RewindSessionWithResponse(ctx context.Context, id SessionID, params *RewindSessionParams, body RewindSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*RewindSessionResponse, error)
 
 	// ListToolsWithResponse List the memory tools
 	//
@@ -15790,7 +16655,8 @@ func (r GetReadinessResponse) ContentType() string {
 
 // BackupDatabaseResponse201Headers the declared response headers of an HTTP 201 response for BackupDatabase
 type BackupDatabaseResponse201Headers struct {
-	XRequestID string
+	IdempotentReplayed *string
+	XRequestID         string
 }
 
 // BackupDatabaseResponse400Headers the declared response headers of an HTTP 400 response for BackupDatabase
@@ -16733,7 +17599,8 @@ func (r ListAPIKeysResponse) ContentType() string {
 
 // CreateAPIKeyResponse201Headers the declared response headers of an HTTP 201 response for CreateAPIKey
 type CreateAPIKeyResponse201Headers struct {
-	XRequestID string
+	IdempotentReplayed *string
+	XRequestID         string
 }
 
 // CreateAPIKeyResponse400Headers the declared response headers of an HTTP 400 response for CreateAPIKey
@@ -16749,6 +17616,11 @@ type CreateAPIKeyResponse401Headers struct {
 
 // CreateAPIKeyResponse403Headers the declared response headers of an HTTP 403 response for CreateAPIKey
 type CreateAPIKeyResponse403Headers struct {
+	XRequestID string
+}
+
+// CreateAPIKeyResponse409Headers the declared response headers of an HTTP 409 response for CreateAPIKey
+type CreateAPIKeyResponse409Headers struct {
 	XRequestID string
 }
 
@@ -16795,6 +17667,8 @@ type CreateAPIKeyResponse struct {
 	ApplicationProblemJSON401 *Unauthorized
 	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationProblemJSON409 *Conflict
 	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationProblemJSON413 *PayloadTooLarge
 	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
@@ -16815,6 +17689,8 @@ type CreateAPIKeyResponse struct {
 	Headers401 *CreateAPIKeyResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *CreateAPIKeyResponse403Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CreateAPIKeyResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *CreateAPIKeyResponse413Headers
 	// Headers415 the parsed response headers for an HTTP 415 response
@@ -16847,6 +17723,11 @@ func (r CreateAPIKeyResponse) GetApplicationProblemJSON401() *Unauthorized {
 // GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
 func (r CreateAPIKeyResponse) GetApplicationProblemJSON403() *Forbidden {
 	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r CreateAPIKeyResponse) GetApplicationProblemJSON409() *Conflict {
+	return r.ApplicationProblemJSON409
 }
 
 // GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
@@ -17045,7 +17926,8 @@ func (r RevokeAPIKeyResponse) ContentType() string {
 
 // PurgeSessionsResponse200Headers the declared response headers of an HTTP 200 response for PurgeSessions
 type PurgeSessionsResponse200Headers struct {
-	XRequestID string
+	IdempotentReplayed *string
+	XRequestID         string
 }
 
 // PurgeSessionsResponse400Headers the declared response headers of an HTTP 400 response for PurgeSessions
@@ -17061,6 +17943,11 @@ type PurgeSessionsResponse401Headers struct {
 
 // PurgeSessionsResponse403Headers the declared response headers of an HTTP 403 response for PurgeSessions
 type PurgeSessionsResponse403Headers struct {
+	XRequestID string
+}
+
+// PurgeSessionsResponse409Headers the declared response headers of an HTTP 409 response for PurgeSessions
+type PurgeSessionsResponse409Headers struct {
 	XRequestID string
 }
 
@@ -17112,6 +17999,8 @@ type PurgeSessionsResponse struct {
 	ApplicationProblemJSON401 *Unauthorized
 	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationProblemJSON409 *Conflict
 	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationProblemJSON413 *PayloadTooLarge
 	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
@@ -17134,6 +18023,8 @@ type PurgeSessionsResponse struct {
 	Headers401 *PurgeSessionsResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *PurgeSessionsResponse403Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PurgeSessionsResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *PurgeSessionsResponse413Headers
 	// Headers415 the parsed response headers for an HTTP 415 response
@@ -17168,6 +18059,11 @@ func (r PurgeSessionsResponse) GetApplicationProblemJSON401() *Unauthorized {
 // GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
 func (r PurgeSessionsResponse) GetApplicationProblemJSON403() *Forbidden {
 	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r PurgeSessionsResponse) GetApplicationProblemJSON409() *Conflict {
+	return r.ApplicationProblemJSON409
 }
 
 // GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
@@ -17385,8 +18281,9 @@ func (r ListAgentsResponse) ContentType() string {
 
 // CreateAgentResponse201Headers the declared response headers of an HTTP 201 response for CreateAgent
 type CreateAgentResponse201Headers struct {
-	Location   string
-	XRequestID string
+	IdempotentReplayed *string
+	Location           string
+	XRequestID         string
 }
 
 // CreateAgentResponse400Headers the declared response headers of an HTTP 400 response for CreateAgent
@@ -17591,8 +18488,9 @@ func (r CreateAgentResponse) ContentType() string {
 
 // ImportAgentResponse201Headers the declared response headers of an HTTP 201 response for ImportAgent
 type ImportAgentResponse201Headers struct {
-	Location   string
-	XRequestID string
+	IdempotentReplayed *string
+	Location           string
+	XRequestID         string
 }
 
 // ImportAgentResponse400Headers the declared response headers of an HTTP 400 response for ImportAgent
@@ -18442,8 +19340,9 @@ func (r ListPassagesResponse) ContentType() string {
 
 // CreatePassageResponse201Headers the declared response headers of an HTTP 201 response for CreatePassage
 type CreatePassageResponse201Headers struct {
-	Location   string
-	XRequestID string
+	IdempotentReplayed *string
+	Location           string
+	XRequestID         string
 }
 
 // CreatePassageResponse400Headers the declared response headers of an HTTP 400 response for CreatePassage
@@ -18464,6 +19363,11 @@ type CreatePassageResponse403Headers struct {
 
 // CreatePassageResponse404Headers the declared response headers of an HTTP 404 response for CreatePassage
 type CreatePassageResponse404Headers struct {
+	XRequestID string
+}
+
+// CreatePassageResponse409Headers the declared response headers of an HTTP 409 response for CreatePassage
+type CreatePassageResponse409Headers struct {
 	XRequestID string
 }
 
@@ -18517,6 +19421,8 @@ type CreatePassageResponse struct {
 	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationProblemJSON409 *Conflict
 	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationProblemJSON413 *PayloadTooLarge
 	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
@@ -18541,6 +19447,8 @@ type CreatePassageResponse struct {
 	Headers403 *CreatePassageResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *CreatePassageResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CreatePassageResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *CreatePassageResponse413Headers
 	// Headers415 the parsed response headers for an HTTP 415 response
@@ -18580,6 +19488,11 @@ func (r CreatePassageResponse) GetApplicationProblemJSON403() *Forbidden {
 // GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r CreatePassageResponse) GetApplicationProblemJSON404() *NotFound {
 	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r CreatePassageResponse) GetApplicationProblemJSON409() *Conflict {
+	return r.ApplicationProblemJSON409
 }
 
 // GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
@@ -18825,7 +19738,8 @@ func (r SearchPassagesResponse) ContentType() string {
 
 // SearchPassagesByBodyResponse200Headers the declared response headers of an HTTP 200 response for SearchPassagesByBody
 type SearchPassagesByBodyResponse200Headers struct {
-	XRequestID string
+	IdempotentReplayed *string
+	XRequestID         string
 }
 
 // SearchPassagesByBodyResponse400Headers the declared response headers of an HTTP 400 response for SearchPassagesByBody
@@ -18846,6 +19760,16 @@ type SearchPassagesByBodyResponse403Headers struct {
 
 // SearchPassagesByBodyResponse404Headers the declared response headers of an HTTP 404 response for SearchPassagesByBody
 type SearchPassagesByBodyResponse404Headers struct {
+	XRequestID string
+}
+
+// SearchPassagesByBodyResponse409Headers the declared response headers of an HTTP 409 response for SearchPassagesByBody
+type SearchPassagesByBodyResponse409Headers struct {
+	XRequestID string
+}
+
+// SearchPassagesByBodyResponse413Headers the declared response headers of an HTTP 413 response for SearchPassagesByBody
+type SearchPassagesByBodyResponse413Headers struct {
 	XRequestID string
 }
 
@@ -18889,6 +19813,10 @@ type SearchPassagesByBodyResponse struct {
 	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationProblemJSON409 *Conflict
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *PayloadTooLarge
 	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationProblemJSON422 *ValidationFailed
 	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -18909,6 +19837,10 @@ type SearchPassagesByBodyResponse struct {
 	Headers403 *SearchPassagesByBodyResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *SearchPassagesByBodyResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *SearchPassagesByBodyResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *SearchPassagesByBodyResponse413Headers
 	// Headers422 the parsed response headers for an HTTP 422 response
 	Headers422 *SearchPassagesByBodyResponse422Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -18944,6 +19876,16 @@ func (r SearchPassagesByBodyResponse) GetApplicationProblemJSON403() *Forbidden 
 // GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r SearchPassagesByBodyResponse) GetApplicationProblemJSON404() *NotFound {
 	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r SearchPassagesByBodyResponse) GetApplicationProblemJSON409() *Conflict {
+	return r.ApplicationProblemJSON409
+}
+
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r SearchPassagesByBodyResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
+	return r.ApplicationProblemJSON413
 }
 
 // GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -19442,9 +20384,10 @@ func (r ListBlocksResponse) ContentType() string {
 
 // AttachBlockResponse201Headers the declared response headers of an HTTP 201 response for AttachBlock
 type AttachBlockResponse201Headers struct {
-	ETag       string
-	Location   string
-	XRequestID string
+	ETag               string
+	IdempotentReplayed *string
+	Location           string
+	XRequestID         string
 }
 
 // AttachBlockResponse400Headers the declared response headers of an HTTP 400 response for AttachBlock
@@ -20191,8 +21134,9 @@ func (r PutBlockResponse) ContentType() string {
 
 // AppendBlockResponse200Headers the declared response headers of an HTTP 200 response for AppendBlock
 type AppendBlockResponse200Headers struct {
-	ETag       string
-	XRequestID string
+	ETag               string
+	IdempotentReplayed *string
+	XRequestID         string
 }
 
 // AppendBlockResponse400Headers the declared response headers of an HTTP 400 response for AppendBlock
@@ -20213,6 +21157,11 @@ type AppendBlockResponse403Headers struct {
 
 // AppendBlockResponse404Headers the declared response headers of an HTTP 404 response for AppendBlock
 type AppendBlockResponse404Headers struct {
+	XRequestID string
+}
+
+// AppendBlockResponse409Headers the declared response headers of an HTTP 409 response for AppendBlock
+type AppendBlockResponse409Headers struct {
 	XRequestID string
 }
 
@@ -20266,6 +21215,8 @@ type AppendBlockResponse struct {
 	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationProblemJSON409 *Conflict
 	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationProblemJSON413 *PayloadTooLarge
 	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
@@ -20290,6 +21241,8 @@ type AppendBlockResponse struct {
 	Headers403 *AppendBlockResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *AppendBlockResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *AppendBlockResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *AppendBlockResponse413Headers
 	// Headers415 the parsed response headers for an HTTP 415 response
@@ -20329,6 +21282,11 @@ func (r AppendBlockResponse) GetApplicationProblemJSON403() *Forbidden {
 // GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r AppendBlockResponse) GetApplicationProblemJSON404() *NotFound {
 	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r AppendBlockResponse) GetApplicationProblemJSON409() *Conflict {
+	return r.ApplicationProblemJSON409
 }
 
 // GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
@@ -20397,7 +21355,8 @@ func (r AppendBlockResponse) ContentType() string {
 
 // DetachBlockResponse204Headers the declared response headers of an HTTP 204 response for DetachBlock
 type DetachBlockResponse204Headers struct {
-	XRequestID string
+	IdempotentReplayed *string
+	XRequestID         string
 }
 
 // DetachBlockResponse401Headers the declared response headers of an HTTP 401 response for DetachBlock
@@ -20418,6 +21377,11 @@ type DetachBlockResponse404Headers struct {
 
 // DetachBlockResponse409Headers the declared response headers of an HTTP 409 response for DetachBlock
 type DetachBlockResponse409Headers struct {
+	XRequestID string
+}
+
+// DetachBlockResponse422Headers the declared response headers of an HTTP 422 response for DetachBlock
+type DetachBlockResponse422Headers struct {
 	XRequestID string
 }
 
@@ -20454,6 +21418,8 @@ type DetachBlockResponse struct {
 	ApplicationProblemJSON404 *NotFound
 	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationProblemJSON409 *NotAttached
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ValidationFailed
 	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationProblemJSON429 *RateLimited
 	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
@@ -20472,6 +21438,8 @@ type DetachBlockResponse struct {
 	Headers404 *DetachBlockResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *DetachBlockResponse409Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *DetachBlockResponse422Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DetachBlockResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
@@ -20500,6 +21468,11 @@ func (r DetachBlockResponse) GetApplicationProblemJSON404() *NotFound {
 // GetApplicationProblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
 func (r DetachBlockResponse) GetApplicationProblemJSON409() *NotAttached {
 	return r.ApplicationProblemJSON409
+}
+
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r DetachBlockResponse) GetApplicationProblemJSON422() *ValidationFailed {
+	return r.ApplicationProblemJSON422
 }
 
 // GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -20716,8 +21689,9 @@ func (r GetBlockHistoryResponse) ContentType() string {
 
 // ReplaceBlockResponse200Headers the declared response headers of an HTTP 200 response for ReplaceBlock
 type ReplaceBlockResponse200Headers struct {
-	ETag       string
-	XRequestID string
+	ETag               string
+	IdempotentReplayed *string
+	XRequestID         string
 }
 
 // ReplaceBlockResponse400Headers the declared response headers of an HTTP 400 response for ReplaceBlock
@@ -20738,6 +21712,11 @@ type ReplaceBlockResponse403Headers struct {
 
 // ReplaceBlockResponse404Headers the declared response headers of an HTTP 404 response for ReplaceBlock
 type ReplaceBlockResponse404Headers struct {
+	XRequestID string
+}
+
+// ReplaceBlockResponse409Headers the declared response headers of an HTTP 409 response for ReplaceBlock
+type ReplaceBlockResponse409Headers struct {
 	XRequestID string
 }
 
@@ -20791,6 +21770,8 @@ type ReplaceBlockResponse struct {
 	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationProblemJSON409 *Conflict
 	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationProblemJSON413 *PayloadTooLarge
 	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
@@ -20815,6 +21796,8 @@ type ReplaceBlockResponse struct {
 	Headers403 *ReplaceBlockResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *ReplaceBlockResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *ReplaceBlockResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *ReplaceBlockResponse413Headers
 	// Headers415 the parsed response headers for an HTTP 415 response
@@ -20854,6 +21837,11 @@ func (r ReplaceBlockResponse) GetApplicationProblemJSON403() *Forbidden {
 // GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r ReplaceBlockResponse) GetApplicationProblemJSON404() *NotFound {
 	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r ReplaceBlockResponse) GetApplicationProblemJSON409() *Conflict {
+	return r.ApplicationProblemJSON409
 }
 
 // GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
@@ -21227,7 +22215,8 @@ func (r SearchAgentMessagesResponse) ContentType() string {
 
 // RunToolResponse200Headers the declared response headers of an HTTP 200 response for RunTool
 type RunToolResponse200Headers struct {
-	XRequestID string
+	IdempotentReplayed *string
+	XRequestID         string
 }
 
 // RunToolResponse400Headers the declared response headers of an HTTP 400 response for RunTool
@@ -21559,14 +22548,16 @@ func (r StreamEventsResponse) ContentType() string {
 
 // UploadFileResponse200Headers the declared response headers of an HTTP 200 response for UploadFile
 type UploadFileResponse200Headers struct {
-	Location   string
-	XRequestID string
+	IdempotentReplayed *string
+	Location           string
+	XRequestID         string
 }
 
 // UploadFileResponse201Headers the declared response headers of an HTTP 201 response for UploadFile
 type UploadFileResponse201Headers struct {
-	Location   string
-	XRequestID string
+	IdempotentReplayed *string
+	Location           string
+	XRequestID         string
 }
 
 // UploadFileResponse401Headers the declared response headers of an HTTP 401 response for UploadFile
@@ -21580,6 +22571,11 @@ type UploadFileResponse403Headers struct {
 	XRequestID string
 }
 
+// UploadFileResponse409Headers the declared response headers of an HTTP 409 response for UploadFile
+type UploadFileResponse409Headers struct {
+	XRequestID string
+}
+
 // UploadFileResponse413Headers the declared response headers of an HTTP 413 response for UploadFile
 type UploadFileResponse413Headers struct {
 	XRequestID string
@@ -21587,6 +22583,11 @@ type UploadFileResponse413Headers struct {
 
 // UploadFileResponse415Headers the declared response headers of an HTTP 415 response for UploadFile
 type UploadFileResponse415Headers struct {
+	XRequestID string
+}
+
+// UploadFileResponse422Headers the declared response headers of an HTTP 422 response for UploadFile
+type UploadFileResponse422Headers struct {
 	XRequestID string
 }
 
@@ -21618,10 +22619,14 @@ type UploadFileResponse struct {
 	ApplicationProblemJSON401 *Unauthorized
 	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationProblemJSON409 *Conflict
 	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationProblemJSON413 *PayloadTooLarge
 	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ValidationFailed
 	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationProblemJSON429 *RateLimited
 	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -21636,10 +22641,14 @@ type UploadFileResponse struct {
 	Headers401 *UploadFileResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *UploadFileResponse403Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *UploadFileResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *UploadFileResponse413Headers
 	// Headers415 the parsed response headers for an HTTP 415 response
 	Headers415 *UploadFileResponse415Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *UploadFileResponse422Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *UploadFileResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -21668,6 +22677,11 @@ func (r UploadFileResponse) GetApplicationProblemJSON403() *Forbidden {
 	return r.ApplicationProblemJSON403
 }
 
+// GetApplicationProblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r UploadFileResponse) GetApplicationProblemJSON409() *Conflict {
+	return r.ApplicationProblemJSON409
+}
+
 // GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r UploadFileResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
 	return r.ApplicationProblemJSON413
@@ -21676,6 +22690,11 @@ func (r UploadFileResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
 // GetApplicationProblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
 func (r UploadFileResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
 	return r.ApplicationProblemJSON415
+}
+
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r UploadFileResponse) GetApplicationProblemJSON422() *ValidationFailed {
+	return r.ApplicationProblemJSON422
 }
 
 // GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -22136,8 +23155,9 @@ func (r ListSessionsResponse) ContentType() string {
 
 // CreateSessionResponse201Headers the declared response headers of an HTTP 201 response for CreateSession
 type CreateSessionResponse201Headers struct {
-	Location   string
-	XRequestID string
+	IdempotentReplayed *string
+	Location           string
+	XRequestID         string
 }
 
 // CreateSessionResponse400Headers the declared response headers of an HTTP 400 response for CreateSession
@@ -22342,8 +23362,9 @@ func (r CreateSessionResponse) ContentType() string {
 
 // ImportSessionResponse201Headers the declared response headers of an HTTP 201 response for ImportSession
 type ImportSessionResponse201Headers struct {
-	Location   string
-	XRequestID string
+	IdempotentReplayed *string
+	Location           string
+	XRequestID         string
 }
 
 // ImportSessionResponse400Headers the declared response headers of an HTTP 400 response for ImportSession
@@ -23257,7 +24278,8 @@ func (r GetLatestCheckpointResponse) ContentType() string {
 
 // PatchCheckpointResponse201Headers the declared response headers of an HTTP 201 response for PatchCheckpoint
 type PatchCheckpointResponse201Headers struct {
-	XRequestID string
+	IdempotentReplayed *string
+	XRequestID         string
 }
 
 // PatchCheckpointResponse400Headers the declared response headers of an HTTP 400 response for PatchCheckpoint
@@ -23462,7 +24484,8 @@ func (r PatchCheckpointResponse) ContentType() string {
 
 // PutCheckpointResponse201Headers the declared response headers of an HTTP 201 response for PutCheckpoint
 type PutCheckpointResponse201Headers struct {
-	XRequestID string
+	IdempotentReplayed *string
+	XRequestID         string
 }
 
 // PutCheckpointResponse400Headers the declared response headers of an HTTP 400 response for PutCheckpoint
@@ -24135,7 +25158,8 @@ func (r ListCompactionsResponse) ContentType() string {
 
 // CreateCompactionResponse201Headers the declared response headers of an HTTP 201 response for CreateCompaction
 type CreateCompactionResponse201Headers struct {
-	XRequestID string
+	IdempotentReplayed *string
+	XRequestID         string
 }
 
 // CreateCompactionResponse400Headers the declared response headers of an HTTP 400 response for CreateCompaction
@@ -24757,8 +25781,9 @@ func (r ExportSessionResponse) ContentType() string {
 
 // ForkSessionResponse201Headers the declared response headers of an HTTP 201 response for ForkSession
 type ForkSessionResponse201Headers struct {
-	Location   string
-	XRequestID string
+	IdempotentReplayed *string
+	Location           string
+	XRequestID         string
 }
 
 // ForkSessionResponse400Headers the declared response headers of an HTTP 400 response for ForkSession
@@ -26106,7 +27131,8 @@ func (r PutMessageEmbeddingResponse) ContentType() string {
 
 // RepairSessionResponse200Headers the declared response headers of an HTTP 200 response for RepairSession
 type RepairSessionResponse200Headers struct {
-	XRequestID string
+	IdempotentReplayed *string
+	XRequestID         string
 }
 
 // RepairSessionResponse400Headers the declared response headers of an HTTP 400 response for RepairSession
@@ -26446,7 +27472,8 @@ func (r ResumeSessionResponse) ContentType() string {
 
 // RewindSessionResponse200Headers the declared response headers of an HTTP 200 response for RewindSession
 type RewindSessionResponse200Headers struct {
-	XRequestID string
+	IdempotentReplayed *string
+	XRequestID         string
 }
 
 // RewindSessionResponse400Headers the declared response headers of an HTTP 400 response for RewindSession
@@ -27003,8 +28030,8 @@ func (c *ClientWithResponses) GetReadinessWithResponse(ctx context.Context, reqE
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/admin/backup (the `BackupDatabase` operationId).
-func (c *ClientWithResponses) BackupDatabaseWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BackupDatabaseResponse, error) {
-	rsp, err := c.BackupDatabaseWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) BackupDatabaseWithBodyWithResponse(ctx context.Context, params *BackupDatabaseParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BackupDatabaseResponse, error) {
+	rsp, err := c.BackupDatabaseWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -27026,8 +28053,8 @@ func (c *ClientWithResponses) BackupDatabaseWithBodyWithResponse(ctx context.Con
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/admin/backup (the `BackupDatabase` operationId).
-func (c *ClientWithResponses) BackupDatabaseWithResponse(ctx context.Context, body BackupDatabaseJSONRequestBody, reqEditors ...RequestEditorFn) (*BackupDatabaseResponse, error) {
-	rsp, err := c.BackupDatabase(ctx, body, reqEditors...)
+func (c *ClientWithResponses) BackupDatabaseWithResponse(ctx context.Context, params *BackupDatabaseParams, body BackupDatabaseJSONRequestBody, reqEditors ...RequestEditorFn) (*BackupDatabaseResponse, error) {
+	rsp, err := c.BackupDatabase(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -27157,8 +28184,8 @@ func (c *ClientWithResponses) ListAPIKeysWithResponse(ctx context.Context, param
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/admin/keys (the `CreateAPIKey` operationId).
-func (c *ClientWithResponses) CreateAPIKeyWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateAPIKeyResponse, error) {
-	rsp, err := c.CreateAPIKeyWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) CreateAPIKeyWithBodyWithResponse(ctx context.Context, params *CreateAPIKeyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateAPIKeyResponse, error) {
+	rsp, err := c.CreateAPIKeyWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -27176,8 +28203,8 @@ func (c *ClientWithResponses) CreateAPIKeyWithBodyWithResponse(ctx context.Conte
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/admin/keys (the `CreateAPIKey` operationId).
-func (c *ClientWithResponses) CreateAPIKeyWithResponse(ctx context.Context, body CreateAPIKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAPIKeyResponse, error) {
-	rsp, err := c.CreateAPIKey(ctx, body, reqEditors...)
+func (c *ClientWithResponses) CreateAPIKeyWithResponse(ctx context.Context, params *CreateAPIKeyParams, body CreateAPIKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAPIKeyResponse, error) {
+	rsp, err := c.CreateAPIKey(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -27215,8 +28242,8 @@ func (c *ClientWithResponses) RevokeAPIKeyWithResponse(ctx context.Context, id s
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/admin/purge (the `PurgeSessions` operationId).
-func (c *ClientWithResponses) PurgeSessionsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PurgeSessionsResponse, error) {
-	rsp, err := c.PurgeSessionsWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) PurgeSessionsWithBodyWithResponse(ctx context.Context, params *PurgeSessionsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PurgeSessionsResponse, error) {
+	rsp, err := c.PurgeSessionsWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -27239,8 +28266,8 @@ func (c *ClientWithResponses) PurgeSessionsWithBodyWithResponse(ctx context.Cont
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/admin/purge (the `PurgeSessions` operationId).
-func (c *ClientWithResponses) PurgeSessionsWithResponse(ctx context.Context, body PurgeSessionsJSONRequestBody, reqEditors ...RequestEditorFn) (*PurgeSessionsResponse, error) {
-	rsp, err := c.PurgeSessions(ctx, body, reqEditors...)
+func (c *ClientWithResponses) PurgeSessionsWithResponse(ctx context.Context, params *PurgeSessionsParams, body PurgeSessionsJSONRequestBody, reqEditors ...RequestEditorFn) (*PurgeSessionsResponse, error) {
+	rsp, err := c.PurgeSessions(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -27297,8 +28324,8 @@ func (c *ClientWithResponses) ListAgentsWithResponse(ctx context.Context, params
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/agents (the `CreateAgent` operationId).
-func (c *ClientWithResponses) CreateAgentWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateAgentResponse, error) {
-	rsp, err := c.CreateAgentWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) CreateAgentWithBodyWithResponse(ctx context.Context, params *CreateAgentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateAgentResponse, error) {
+	rsp, err := c.CreateAgentWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -27331,8 +28358,8 @@ func (c *ClientWithResponses) CreateAgentWithBodyWithResponse(ctx context.Contex
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/agents (the `CreateAgent` operationId).
-func (c *ClientWithResponses) CreateAgentWithResponse(ctx context.Context, body CreateAgentJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAgentResponse, error) {
-	rsp, err := c.CreateAgent(ctx, body, reqEditors...)
+func (c *ClientWithResponses) CreateAgentWithResponse(ctx context.Context, params *CreateAgentParams, body CreateAgentJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAgentResponse, error) {
+	rsp, err := c.CreateAgent(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -27554,8 +28581,8 @@ func (c *ClientWithResponses) ListPassagesWithResponse(ctx context.Context, id A
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/agents/{id}/archival (the `CreatePassage` operationId).
-func (c *ClientWithResponses) CreatePassageWithBodyWithResponse(ctx context.Context, id AgentID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreatePassageResponse, error) {
-	rsp, err := c.CreatePassageWithBody(ctx, id, contentType, body, reqEditors...)
+func (c *ClientWithResponses) CreatePassageWithBodyWithResponse(ctx context.Context, id AgentID, params *CreatePassageParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreatePassageResponse, error) {
+	rsp, err := c.CreatePassageWithBody(ctx, id, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -27577,8 +28604,8 @@ func (c *ClientWithResponses) CreatePassageWithBodyWithResponse(ctx context.Cont
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/agents/{id}/archival (the `CreatePassage` operationId).
-func (c *ClientWithResponses) CreatePassageWithResponse(ctx context.Context, id AgentID, body CreatePassageJSONRequestBody, reqEditors ...RequestEditorFn) (*CreatePassageResponse, error) {
-	rsp, err := c.CreatePassage(ctx, id, body, reqEditors...)
+func (c *ClientWithResponses) CreatePassageWithResponse(ctx context.Context, id AgentID, params *CreatePassageParams, body CreatePassageJSONRequestBody, reqEditors ...RequestEditorFn) (*CreatePassageResponse, error) {
+	rsp, err := c.CreatePassage(ctx, id, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -27634,8 +28661,8 @@ func (c *ClientWithResponses) SearchPassagesWithResponse(ctx context.Context, id
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/agents/{id}/archival/search (the `SearchPassagesByBody` operationId).
-func (c *ClientWithResponses) SearchPassagesByBodyWithBodyWithResponse(ctx context.Context, id AgentID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SearchPassagesByBodyResponse, error) {
-	rsp, err := c.SearchPassagesByBodyWithBody(ctx, id, contentType, body, reqEditors...)
+func (c *ClientWithResponses) SearchPassagesByBodyWithBodyWithResponse(ctx context.Context, id AgentID, params *SearchPassagesByBodyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SearchPassagesByBodyResponse, error) {
+	rsp, err := c.SearchPassagesByBodyWithBody(ctx, id, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -27653,8 +28680,8 @@ func (c *ClientWithResponses) SearchPassagesByBodyWithBodyWithResponse(ctx conte
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/agents/{id}/archival/search (the `SearchPassagesByBody` operationId).
-func (c *ClientWithResponses) SearchPassagesByBodyWithResponse(ctx context.Context, id AgentID, body SearchPassagesByBodyJSONRequestBody, reqEditors ...RequestEditorFn) (*SearchPassagesByBodyResponse, error) {
-	rsp, err := c.SearchPassagesByBody(ctx, id, body, reqEditors...)
+func (c *ClientWithResponses) SearchPassagesByBodyWithResponse(ctx context.Context, id AgentID, params *SearchPassagesByBodyParams, body SearchPassagesByBodyJSONRequestBody, reqEditors ...RequestEditorFn) (*SearchPassagesByBodyResponse, error) {
+	rsp, err := c.SearchPassagesByBody(ctx, id, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -27747,8 +28774,8 @@ func (c *ClientWithResponses) ListBlocksWithResponse(ctx context.Context, id Age
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/agents/{id}/blocks/attach (the `AttachBlock` operationId).
-func (c *ClientWithResponses) AttachBlockWithBodyWithResponse(ctx context.Context, id AgentID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AttachBlockResponse, error) {
-	rsp, err := c.AttachBlockWithBody(ctx, id, contentType, body, reqEditors...)
+func (c *ClientWithResponses) AttachBlockWithBodyWithResponse(ctx context.Context, id AgentID, params *AttachBlockParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AttachBlockResponse, error) {
+	rsp, err := c.AttachBlockWithBody(ctx, id, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -27790,8 +28817,8 @@ func (c *ClientWithResponses) AttachBlockWithBodyWithResponse(ctx context.Contex
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/agents/{id}/blocks/attach (the `AttachBlock` operationId).
-func (c *ClientWithResponses) AttachBlockWithResponse(ctx context.Context, id AgentID, body AttachBlockJSONRequestBody, reqEditors ...RequestEditorFn) (*AttachBlockResponse, error) {
-	rsp, err := c.AttachBlock(ctx, id, body, reqEditors...)
+func (c *ClientWithResponses) AttachBlockWithResponse(ctx context.Context, id AgentID, params *AttachBlockParams, body AttachBlockJSONRequestBody, reqEditors ...RequestEditorFn) (*AttachBlockResponse, error) {
+	rsp, err := c.AttachBlock(ctx, id, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -27941,8 +28968,8 @@ func (c *ClientWithResponses) PutBlockWithResponse(ctx context.Context, id Agent
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/agents/{id}/blocks/{label}/append (the `AppendBlock` operationId).
-func (c *ClientWithResponses) AppendBlockWithBodyWithResponse(ctx context.Context, id AgentID, label BlockLabel, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AppendBlockResponse, error) {
-	rsp, err := c.AppendBlockWithBody(ctx, id, label, contentType, body, reqEditors...)
+func (c *ClientWithResponses) AppendBlockWithBodyWithResponse(ctx context.Context, id AgentID, label BlockLabel, params *AppendBlockParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AppendBlockResponse, error) {
+	rsp, err := c.AppendBlockWithBody(ctx, id, label, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -27968,8 +28995,8 @@ func (c *ClientWithResponses) AppendBlockWithBodyWithResponse(ctx context.Contex
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/agents/{id}/blocks/{label}/append (the `AppendBlock` operationId).
-func (c *ClientWithResponses) AppendBlockWithResponse(ctx context.Context, id AgentID, label BlockLabel, body AppendBlockJSONRequestBody, reqEditors ...RequestEditorFn) (*AppendBlockResponse, error) {
-	rsp, err := c.AppendBlock(ctx, id, label, body, reqEditors...)
+func (c *ClientWithResponses) AppendBlockWithResponse(ctx context.Context, id AgentID, label BlockLabel, params *AppendBlockParams, body AppendBlockJSONRequestBody, reqEditors ...RequestEditorFn) (*AppendBlockResponse, error) {
+	rsp, err := c.AppendBlock(ctx, id, label, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -27988,8 +29015,8 @@ func (c *ClientWithResponses) AppendBlockWithResponse(ctx context.Context, id Ag
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/agents/{id}/blocks/{label}/detach (the `DetachBlock` operationId).
-func (c *ClientWithResponses) DetachBlockWithResponse(ctx context.Context, id AgentID, label BlockLabel, reqEditors ...RequestEditorFn) (*DetachBlockResponse, error) {
-	rsp, err := c.DetachBlock(ctx, id, label, reqEditors...)
+func (c *ClientWithResponses) DetachBlockWithResponse(ctx context.Context, id AgentID, label BlockLabel, params *DetachBlockParams, reqEditors ...RequestEditorFn) (*DetachBlockResponse, error) {
+	rsp, err := c.DetachBlock(ctx, id, label, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -28033,8 +29060,8 @@ func (c *ClientWithResponses) GetBlockHistoryWithResponse(ctx context.Context, i
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/agents/{id}/blocks/{label}/replace (the `ReplaceBlock` operationId).
-func (c *ClientWithResponses) ReplaceBlockWithBodyWithResponse(ctx context.Context, id AgentID, label BlockLabel, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReplaceBlockResponse, error) {
-	rsp, err := c.ReplaceBlockWithBody(ctx, id, label, contentType, body, reqEditors...)
+func (c *ClientWithResponses) ReplaceBlockWithBodyWithResponse(ctx context.Context, id AgentID, label BlockLabel, params *ReplaceBlockParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReplaceBlockResponse, error) {
+	rsp, err := c.ReplaceBlockWithBody(ctx, id, label, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -28057,8 +29084,8 @@ func (c *ClientWithResponses) ReplaceBlockWithBodyWithResponse(ctx context.Conte
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/agents/{id}/blocks/{label}/replace (the `ReplaceBlock` operationId).
-func (c *ClientWithResponses) ReplaceBlockWithResponse(ctx context.Context, id AgentID, label BlockLabel, body ReplaceBlockJSONRequestBody, reqEditors ...RequestEditorFn) (*ReplaceBlockResponse, error) {
-	rsp, err := c.ReplaceBlock(ctx, id, label, body, reqEditors...)
+func (c *ClientWithResponses) ReplaceBlockWithResponse(ctx context.Context, id AgentID, label BlockLabel, params *ReplaceBlockParams, body ReplaceBlockJSONRequestBody, reqEditors ...RequestEditorFn) (*ReplaceBlockResponse, error) {
+	rsp, err := c.ReplaceBlock(ctx, id, label, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -28179,8 +29206,8 @@ func (c *ClientWithResponses) SearchAgentMessagesWithResponse(ctx context.Contex
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/agents/{id}/tools/{tool_name} (the `RunTool` operationId).
-func (c *ClientWithResponses) RunToolWithBodyWithResponse(ctx context.Context, id AgentID, toolName ToolName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RunToolResponse, error) {
-	rsp, err := c.RunToolWithBody(ctx, id, toolName, contentType, body, reqEditors...)
+func (c *ClientWithResponses) RunToolWithBodyWithResponse(ctx context.Context, id AgentID, toolName ToolName, params *RunToolParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RunToolResponse, error) {
+	rsp, err := c.RunToolWithBody(ctx, id, toolName, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -28233,8 +29260,8 @@ func (c *ClientWithResponses) RunToolWithBodyWithResponse(ctx context.Context, i
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/agents/{id}/tools/{tool_name} (the `RunTool` operationId).
-func (c *ClientWithResponses) RunToolWithResponse(ctx context.Context, id AgentID, toolName ToolName, body RunToolJSONRequestBody, reqEditors ...RequestEditorFn) (*RunToolResponse, error) {
-	rsp, err := c.RunTool(ctx, id, toolName, body, reqEditors...)
+func (c *ClientWithResponses) RunToolWithResponse(ctx context.Context, id AgentID, toolName ToolName, params *RunToolParams, body RunToolJSONRequestBody, reqEditors ...RequestEditorFn) (*RunToolResponse, error) {
+	rsp, err := c.RunTool(ctx, id, toolName, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -28275,8 +29302,8 @@ func (c *ClientWithResponses) StreamEventsWithResponse(ctx context.Context, para
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/files (the `UploadFile` operationId).
-func (c *ClientWithResponses) UploadFileWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadFileResponse, error) {
-	rsp, err := c.UploadFileWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) UploadFileWithBodyWithResponse(ctx context.Context, params *UploadFileParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadFileResponse, error) {
+	rsp, err := c.UploadFileWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -28422,8 +29449,8 @@ func (c *ClientWithResponses) ListSessionsWithResponse(ctx context.Context, para
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/sessions (the `CreateSession` operationId).
-func (c *ClientWithResponses) CreateSessionWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateSessionResponse, error) {
-	rsp, err := c.CreateSessionWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) CreateSessionWithBodyWithResponse(ctx context.Context, params *CreateSessionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateSessionResponse, error) {
+	rsp, err := c.CreateSessionWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -28457,8 +29484,8 @@ func (c *ClientWithResponses) CreateSessionWithBodyWithResponse(ctx context.Cont
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/sessions (the `CreateSession` operationId).
-func (c *ClientWithResponses) CreateSessionWithResponse(ctx context.Context, body CreateSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateSessionResponse, error) {
-	rsp, err := c.CreateSession(ctx, body, reqEditors...)
+func (c *ClientWithResponses) CreateSessionWithResponse(ctx context.Context, params *CreateSessionParams, body CreateSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateSessionResponse, error) {
+	rsp, err := c.CreateSession(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -28478,9 +29505,14 @@ func (c *ClientWithResponses) CreateSessionWithResponse(ctx context.Context, bod
 // seqs `1…N`, each message's `session_id`, each checkpoint's SHA-256, each
 // file's bytes against its `sha256` and its id, every `file_id` a message
 // names against the export's files, each compaction's `through_seq`, the
-// session's counters against its messages, and every value with the rules the
-// API applies to it (a message an append would refuse, a title past 1000
-// characters, metadata past 64 KiB …). The body is read a line at a time,
+// session's counters against its messages, each embedding against its
+// message (and all of them sharing one model and length), and every value
+// with the rules the API applies to it (a message an append would refuse, a
+// title past 1000 characters, metadata past 64 KiB …). Embeddings are stored
+// ready under the session's agent, checked against (or pinning) its model
+// and dimensions: an export with embeddings imports only where its agent
+// is stored and agrees (`422 invalid_import` naming the line otherwise;
+// an agent import brings the agent along). The body is read a line at a time,
 // 8 MiB at most a line. A line that is not JSON is `400 malformed_json`; any
 // other problem with the content (a checksum mismatch, a truncated file, a line
 // out of order, a value out of bounds) is `422 invalid_import`; a session,
@@ -28750,8 +29782,8 @@ func (c *ClientWithResponses) GetLatestCheckpointWithResponse(ctx context.Contex
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with PATCH /v1/sessions/{id}/checkpoint (the `PatchCheckpoint` operationId).
-func (c *ClientWithResponses) PatchCheckpointWithBodyWithResponse(ctx context.Context, id SessionID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PatchCheckpointResponse, error) {
-	rsp, err := c.PatchCheckpointWithBody(ctx, id, contentType, body, reqEditors...)
+func (c *ClientWithResponses) PatchCheckpointWithBodyWithResponse(ctx context.Context, id SessionID, params *PatchCheckpointParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PatchCheckpointResponse, error) {
+	rsp, err := c.PatchCheckpointWithBody(ctx, id, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -28782,8 +29814,8 @@ func (c *ClientWithResponses) PatchCheckpointWithBodyWithResponse(ctx context.Co
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with PATCH /v1/sessions/{id}/checkpoint (the `PatchCheckpoint` operationId).
-func (c *ClientWithResponses) PatchCheckpointWithResponse(ctx context.Context, id SessionID, body PatchCheckpointJSONRequestBody, reqEditors ...RequestEditorFn) (*PatchCheckpointResponse, error) {
-	rsp, err := c.PatchCheckpoint(ctx, id, body, reqEditors...)
+func (c *ClientWithResponses) PatchCheckpointWithResponse(ctx context.Context, id SessionID, params *PatchCheckpointParams, body PatchCheckpointJSONRequestBody, reqEditors ...RequestEditorFn) (*PatchCheckpointResponse, error) {
+	rsp, err := c.PatchCheckpoint(ctx, id, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -28810,8 +29842,8 @@ func (c *ClientWithResponses) PatchCheckpointWithResponse(ctx context.Context, i
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with PUT /v1/sessions/{id}/checkpoint (the `PutCheckpoint` operationId).
-func (c *ClientWithResponses) PutCheckpointWithBodyWithResponse(ctx context.Context, id SessionID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutCheckpointResponse, error) {
-	rsp, err := c.PutCheckpointWithBody(ctx, id, contentType, body, reqEditors...)
+func (c *ClientWithResponses) PutCheckpointWithBodyWithResponse(ctx context.Context, id SessionID, params *PutCheckpointParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutCheckpointResponse, error) {
+	rsp, err := c.PutCheckpointWithBody(ctx, id, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -28838,8 +29870,8 @@ func (c *ClientWithResponses) PutCheckpointWithBodyWithResponse(ctx context.Cont
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with PUT /v1/sessions/{id}/checkpoint (the `PutCheckpoint` operationId).
-func (c *ClientWithResponses) PutCheckpointWithResponse(ctx context.Context, id SessionID, body PutCheckpointJSONRequestBody, reqEditors ...RequestEditorFn) (*PutCheckpointResponse, error) {
-	rsp, err := c.PutCheckpoint(ctx, id, body, reqEditors...)
+func (c *ClientWithResponses) PutCheckpointWithResponse(ctx context.Context, id SessionID, params *PutCheckpointParams, body PutCheckpointJSONRequestBody, reqEditors ...RequestEditorFn) (*PutCheckpointResponse, error) {
+	rsp, err := c.PutCheckpoint(ctx, id, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -28904,8 +29936,8 @@ func (c *ClientWithResponses) ListCompactionsWithResponse(ctx context.Context, i
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/sessions/{id}/compactions (the `CreateCompaction` operationId).
-func (c *ClientWithResponses) CreateCompactionWithBodyWithResponse(ctx context.Context, id SessionID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateCompactionResponse, error) {
-	rsp, err := c.CreateCompactionWithBody(ctx, id, contentType, body, reqEditors...)
+func (c *ClientWithResponses) CreateCompactionWithBodyWithResponse(ctx context.Context, id SessionID, params *CreateCompactionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateCompactionResponse, error) {
+	rsp, err := c.CreateCompactionWithBody(ctx, id, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -28925,8 +29957,8 @@ func (c *ClientWithResponses) CreateCompactionWithBodyWithResponse(ctx context.C
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/sessions/{id}/compactions (the `CreateCompaction` operationId).
-func (c *ClientWithResponses) CreateCompactionWithResponse(ctx context.Context, id SessionID, body CreateCompactionJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateCompactionResponse, error) {
-	rsp, err := c.CreateCompaction(ctx, id, body, reqEditors...)
+func (c *ClientWithResponses) CreateCompactionWithResponse(ctx context.Context, id SessionID, params *CreateCompactionParams, body CreateCompactionJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateCompactionResponse, error) {
+	rsp, err := c.CreateCompaction(ctx, id, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -28995,12 +30027,14 @@ func (c *ClientWithResponses) StreamSessionEventsWithResponse(ctx context.Contex
 //     description repeats on each of its lines)
 //  3. every message in `seq` order, `{"type":"message","message":{…Message…}}`
 //     (a fork's inherited messages read as its own: `session_id` is this session's)
-//  4. every checkpoint, oldest first, `{"type":"checkpoint","checkpoint":{…Checkpoint…}}`
+//  4. the embedding of every message that has one ready (the client's or the
+//     server's), in `seq` order, `{"type":"embedding","embedding":{"seq","message_id","model","embedding"}}`
+//  5. every checkpoint, oldest first, `{"type":"checkpoint","checkpoint":{…Checkpoint…}}`
 //     (each with its whole state, however it is stored)
-//  5. every compaction, oldest first, `{"type":"compaction","compaction":{…Compaction…}}`
-//  6. `{"type":"end","counts":{"messages":N,"checkpoints":M,"files":F,"compactions":C},"sha256":"<hex>"}`,
+//  6. every compaction, oldest first, `{"type":"compaction","compaction":{…Compaction…}}`
+//  7. `{"type":"end","counts":{"messages":N,"checkpoints":M,"files":F,"compactions":C,"embeddings":E},"sha256":"<hex>"}`,
 //     where `sha256` is the SHA-256 of every byte of the lines before it,
-//     newlines included (`files` and `compactions` are left out when 0).
+//     newlines included (`files`, `compactions` and `embeddings` are left out when 0).
 //
 // `POST /v1/sessions/import` restores the file exactly, and exporting what it
 // restored gives the same bytes. The server's memory use does not grow with the
@@ -29039,8 +30073,8 @@ func (c *ClientWithResponses) ExportSessionWithResponse(ctx context.Context, id 
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/sessions/{id}/fork (the `ForkSession` operationId).
-func (c *ClientWithResponses) ForkSessionWithBodyWithResponse(ctx context.Context, id SessionID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ForkSessionResponse, error) {
-	rsp, err := c.ForkSessionWithBody(ctx, id, contentType, body, reqEditors...)
+func (c *ClientWithResponses) ForkSessionWithBodyWithResponse(ctx context.Context, id SessionID, params *ForkSessionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ForkSessionResponse, error) {
+	rsp, err := c.ForkSessionWithBody(ctx, id, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -29062,8 +30096,8 @@ func (c *ClientWithResponses) ForkSessionWithBodyWithResponse(ctx context.Contex
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/sessions/{id}/fork (the `ForkSession` operationId).
-func (c *ClientWithResponses) ForkSessionWithResponse(ctx context.Context, id SessionID, body ForkSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*ForkSessionResponse, error) {
-	rsp, err := c.ForkSession(ctx, id, body, reqEditors...)
+func (c *ClientWithResponses) ForkSessionWithResponse(ctx context.Context, id SessionID, params *ForkSessionParams, body ForkSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*ForkSessionResponse, error) {
+	rsp, err := c.ForkSession(ctx, id, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -29147,9 +30181,13 @@ func (c *ClientWithResponses) ListMessagesWithResponse(ctx context.Context, id S
 // line. Once a line fails, every later line is refused and the answer ends
 // after the failed line's problem: a stream leaves no hole in the history,
 // only a tail to send again (give each line an `idempotency_key` to make the
-// resend safe). The `Idempotency-Key` header does not apply to a stream
-// (`422`), and a session that does not exist is a `404` status before any
-// line is read. A line may be at most `--max-body-bytes`; the whole stream at most
+// resend safe). On a stream, the `Idempotency-Key` header names each line
+// that names no key itself (line *n*, blank lines not counted, gets a key
+// made from the header and *n*), so the same stream sent again under the
+// same key appends only the lines the first did not, answering the others
+// with what they stored, and a line that differs from the first time is
+// `idempotency_conflict`. A session that does not exist is a `404` status before any
+// line is read. A line may hold what a single append may (see Conventions); the whole stream at most
 // `--import-max-bytes`, and after 30 s it must keep arriving at 64 KiB/s.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -29216,9 +30254,13 @@ func (c *ClientWithResponses) AppendMessageWithBodyWithResponse(ctx context.Cont
 // line. Once a line fails, every later line is refused and the answer ends
 // after the failed line's problem: a stream leaves no hole in the history,
 // only a tail to send again (give each line an `idempotency_key` to make the
-// resend safe). The `Idempotency-Key` header does not apply to a stream
-// (`422`), and a session that does not exist is a `404` status before any
-// line is read. A line may be at most `--max-body-bytes`; the whole stream at most
+// resend safe). On a stream, the `Idempotency-Key` header names each line
+// that names no key itself (line *n*, blank lines not counted, gets a key
+// made from the header and *n*), so the same stream sent again under the
+// same key appends only the lines the first did not, answering the others
+// with what they stored, and a line that differs from the first time is
+// `idempotency_conflict`. A session that does not exist is a `404` status before any
+// line is read. A line may hold what a single append may (see Conventions); the whole stream at most
 // `--import-max-bytes`, and after 30 s it must keep arriving at 64 KiB/s.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -29406,8 +30448,8 @@ func (c *ClientWithResponses) PutMessageEmbeddingWithResponse(ctx context.Contex
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/sessions/{id}/repair (the `RepairSession` operationId).
-func (c *ClientWithResponses) RepairSessionWithBodyWithResponse(ctx context.Context, id SessionID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RepairSessionResponse, error) {
-	rsp, err := c.RepairSessionWithBody(ctx, id, contentType, body, reqEditors...)
+func (c *ClientWithResponses) RepairSessionWithBodyWithResponse(ctx context.Context, id SessionID, params *RepairSessionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RepairSessionResponse, error) {
+	rsp, err := c.RepairSessionWithBody(ctx, id, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -29432,8 +30474,8 @@ func (c *ClientWithResponses) RepairSessionWithBodyWithResponse(ctx context.Cont
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/sessions/{id}/repair (the `RepairSession` operationId).
-func (c *ClientWithResponses) RepairSessionWithResponse(ctx context.Context, id SessionID, body RepairSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*RepairSessionResponse, error) {
-	rsp, err := c.RepairSession(ctx, id, body, reqEditors...)
+func (c *ClientWithResponses) RepairSessionWithResponse(ctx context.Context, id SessionID, params *RepairSessionParams, body RepairSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*RepairSessionResponse, error) {
+	rsp, err := c.RepairSession(ctx, id, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -29482,16 +30524,17 @@ func (c *ClientWithResponses) ResumeSessionWithResponse(ctx context.Context, id 
 // atomic replacement of the history's tail (the Agents SDK's history
 // rewrite), which a crash cannot leave cut short. `expected_last_seq`
 // fences it against a worker that appended meanwhile (`409 stale_seq`).
-// `Idempotency-Key` does not apply (`422`): the same rewind with the same
-// tail ends in the same history however often it is sent. Appending to a
+// A fenced rewind retried after its answer was lost would trip on its own
+// first try (`409 stale_seq`): send it with an `Idempotency-Key`, and the
+// retry is answered as the first was. Appending to a
 // closed session is refused, and so is rewinding one (`409 session_closed`).
 // Needs `write` scope.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/sessions/{id}/rewind (the `RewindSession` operationId).
-func (c *ClientWithResponses) RewindSessionWithBodyWithResponse(ctx context.Context, id SessionID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RewindSessionResponse, error) {
-	rsp, err := c.RewindSessionWithBody(ctx, id, contentType, body, reqEditors...)
+func (c *ClientWithResponses) RewindSessionWithBodyWithResponse(ctx context.Context, id SessionID, params *RewindSessionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RewindSessionResponse, error) {
+	rsp, err := c.RewindSessionWithBody(ctx, id, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -29513,16 +30556,17 @@ func (c *ClientWithResponses) RewindSessionWithBodyWithResponse(ctx context.Cont
 // atomic replacement of the history's tail (the Agents SDK's history
 // rewrite), which a crash cannot leave cut short. `expected_last_seq`
 // fences it against a worker that appended meanwhile (`409 stale_seq`).
-// `Idempotency-Key` does not apply (`422`): the same rewind with the same
-// tail ends in the same history however often it is sent. Appending to a
+// A fenced rewind retried after its answer was lost would trip on its own
+// first try (`409 stale_seq`): send it with an `Idempotency-Key`, and the
+// retry is answered as the first was. Appending to a
 // closed session is refused, and so is rewinding one (`409 session_closed`).
 // Needs `write` scope.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/sessions/{id}/rewind (the `RewindSession` operationId).
-func (c *ClientWithResponses) RewindSessionWithResponse(ctx context.Context, id SessionID, body RewindSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*RewindSessionResponse, error) {
-	rsp, err := c.RewindSession(ctx, id, body, reqEditors...)
+func (c *ClientWithResponses) RewindSessionWithResponse(ctx context.Context, id SessionID, params *RewindSessionParams, body RewindSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*RewindSessionResponse, error) {
+	rsp, err := c.RewindSession(ctx, id, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -30019,6 +31063,13 @@ func ParseBackupDatabaseResponse(rsp *http.Response) (*BackupDatabaseResponse, e
 	switch {
 	case rsp.StatusCode == 201:
 		var headers BackupDatabaseResponse201Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -31096,6 +32147,13 @@ func ParseCreateAPIKeyResponse(rsp *http.Response) (*CreateAPIKeyResponse, error
 		}
 		response.ApplicationProblemJSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -31143,6 +32201,13 @@ func ParseCreateAPIKeyResponse(rsp *http.Response) (*CreateAPIKeyResponse, error
 	switch {
 	case rsp.StatusCode == 201:
 		var headers CreateAPIKeyResponse201Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -31188,6 +32253,16 @@ func ParseCreateAPIKeyResponse(rsp *http.Response) (*CreateAPIKeyResponse, error
 			headers.XRequestID = value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 409:
+		var headers CreateAPIKeyResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 413:
 		var headers CreateAPIKeyResponse413Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
@@ -31471,6 +32546,13 @@ func ParsePurgeSessionsResponse(rsp *http.Response) (*PurgeSessionsResponse, err
 		}
 		response.ApplicationProblemJSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -31525,6 +32607,13 @@ func ParsePurgeSessionsResponse(rsp *http.Response) (*PurgeSessionsResponse, err
 	switch {
 	case rsp.StatusCode == 200:
 		var headers PurgeSessionsResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -31570,6 +32659,16 @@ func ParsePurgeSessionsResponse(rsp *http.Response) (*PurgeSessionsResponse, err
 			headers.XRequestID = value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 409:
+		var headers PurgeSessionsResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 413:
 		var headers PurgeSessionsResponse413Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
@@ -31941,6 +33040,13 @@ func ParseCreateAgentResponse(rsp *http.Response) (*CreateAgentResponse, error) 
 	switch {
 	case rsp.StatusCode == 201:
 		var headers CreateAgentResponse201Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("Location"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -32188,6 +33294,13 @@ func ParseImportAgentResponse(rsp *http.Response) (*ImportAgentResponse, error) 
 	switch {
 	case rsp.StatusCode == 201:
 		var headers ImportAgentResponse201Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("Location"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -33175,6 +34288,13 @@ func ParseCreatePassageResponse(rsp *http.Response) (*CreatePassageResponse, err
 		}
 		response.ApplicationProblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -33229,6 +34349,13 @@ func ParseCreatePassageResponse(rsp *http.Response) (*CreatePassageResponse, err
 	switch {
 	case rsp.StatusCode == 201:
 		var headers CreatePassageResponse201Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("Location"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -33291,6 +34418,16 @@ func ParseCreatePassageResponse(rsp *http.Response) (*CreatePassageResponse, err
 			headers.XRequestID = value
 		}
 		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers CreatePassageResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 413:
 		var headers CreatePassageResponse413Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
@@ -33642,6 +34779,20 @@ func ParseSearchPassagesByBodyResponse(rsp *http.Response) (*SearchPassagesByBod
 		}
 		response.ApplicationProblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON413 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest ValidationFailed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -33682,6 +34833,13 @@ func ParseSearchPassagesByBodyResponse(rsp *http.Response) (*SearchPassagesByBod
 	switch {
 	case rsp.StatusCode == 200:
 		var headers SearchPassagesByBodyResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -33737,6 +34895,26 @@ func ParseSearchPassagesByBodyResponse(rsp *http.Response) (*SearchPassagesByBod
 			headers.XRequestID = value
 		}
 		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers SearchPassagesByBodyResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers SearchPassagesByBodyResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers413 = &headers
 	case rsp.StatusCode == 422:
 		var headers SearchPassagesByBodyResponse422Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
@@ -34455,6 +35633,13 @@ func ParseAttachBlockResponse(rsp *http.Response) (*AttachBlockResponse, error) 
 				return nil, err
 			}
 			headers.ETag = value
+		}
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
 		}
 		if values := rsp.Header.Values("Location"); len(values) > 0 {
 			var value string
@@ -35329,6 +36514,13 @@ func ParseAppendBlockResponse(rsp *http.Response) (*AppendBlockResponse, error) 
 		}
 		response.ApplicationProblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -35390,6 +36582,13 @@ func ParseAppendBlockResponse(rsp *http.Response) (*AppendBlockResponse, error) 
 			}
 			headers.ETag = value
 		}
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -35445,6 +36644,16 @@ func ParseAppendBlockResponse(rsp *http.Response) (*AppendBlockResponse, error) 
 			headers.XRequestID = value
 		}
 		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers AppendBlockResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 413:
 		var headers AppendBlockResponse413Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
@@ -35579,6 +36788,13 @@ func ParseDetachBlockResponse(rsp *http.Response) (*DetachBlockResponse, error) 
 		}
 		response.ApplicationProblemJSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -35612,6 +36828,13 @@ func ParseDetachBlockResponse(rsp *http.Response) (*DetachBlockResponse, error) 
 	switch {
 	case rsp.StatusCode == 204:
 		var headers DetachBlockResponse204Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -35667,6 +36890,16 @@ func ParseDetachBlockResponse(rsp *http.Response) (*DetachBlockResponse, error) 
 			headers.XRequestID = value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 422:
+		var headers DetachBlockResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers422 = &headers
 	case rsp.StatusCode == 429:
 		var headers DetachBlockResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -35971,6 +37204,13 @@ func ParseReplaceBlockResponse(rsp *http.Response) (*ReplaceBlockResponse, error
 		}
 		response.ApplicationProblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -36032,6 +37272,13 @@ func ParseReplaceBlockResponse(rsp *http.Response) (*ReplaceBlockResponse, error
 			}
 			headers.ETag = value
 		}
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -36087,6 +37334,16 @@ func ParseReplaceBlockResponse(rsp *http.Response) (*ReplaceBlockResponse, error
 			headers.XRequestID = value
 		}
 		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers ReplaceBlockResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 413:
 		var headers ReplaceBlockResponse413Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
@@ -36654,6 +37911,13 @@ func ParseRunToolResponse(rsp *http.Response) (*RunToolResponse, error) {
 	switch {
 	case rsp.StatusCode == 200:
 		var headers RunToolResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -36981,6 +38245,13 @@ func ParseUploadFileResponse(rsp *http.Response) (*UploadFileResponse, error) {
 		}
 		response.ApplicationProblemJSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -36994,6 +38265,13 @@ func ParseUploadFileResponse(rsp *http.Response) (*UploadFileResponse, error) {
 			return nil, err
 		}
 		response.ApplicationProblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
@@ -37021,6 +38299,13 @@ func ParseUploadFileResponse(rsp *http.Response) (*UploadFileResponse, error) {
 	switch {
 	case rsp.StatusCode == 200:
 		var headers UploadFileResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("Location"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -37038,6 +38323,13 @@ func ParseUploadFileResponse(rsp *http.Response) (*UploadFileResponse, error) {
 		response.Headers200 = &headers
 	case rsp.StatusCode == 201:
 		var headers UploadFileResponse201Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("Location"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -37080,6 +38372,16 @@ func ParseUploadFileResponse(rsp *http.Response) (*UploadFileResponse, error) {
 			headers.XRequestID = value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 409:
+		var headers UploadFileResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 413:
 		var headers UploadFileResponse413Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
@@ -37100,6 +38402,16 @@ func ParseUploadFileResponse(rsp *http.Response) (*UploadFileResponse, error) {
 			headers.XRequestID = value
 		}
 		response.Headers415 = &headers
+	case rsp.StatusCode == 422:
+		var headers UploadFileResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers422 = &headers
 	case rsp.StatusCode == 429:
 		var headers UploadFileResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -37751,6 +39063,13 @@ func ParseCreateSessionResponse(rsp *http.Response) (*CreateSessionResponse, err
 	switch {
 	case rsp.StatusCode == 201:
 		var headers CreateSessionResponse201Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("Location"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -37998,6 +39317,13 @@ func ParseImportSessionResponse(rsp *http.Response) (*ImportSessionResponse, err
 	switch {
 	case rsp.StatusCode == 201:
 		var headers ImportSessionResponse201Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("Location"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -39172,6 +40498,13 @@ func ParsePatchCheckpointResponse(rsp *http.Response) (*PatchCheckpointResponse,
 	switch {
 	case rsp.StatusCode == 201:
 		var headers PatchCheckpointResponse201Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -39419,6 +40752,13 @@ func ParsePutCheckpointResponse(rsp *http.Response) (*PutCheckpointResponse, err
 	switch {
 	case rsp.StatusCode == 201:
 		var headers PutCheckpointResponse201Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -40278,6 +41618,13 @@ func ParseCreateCompactionResponse(rsp *http.Response) (*CreateCompactionRespons
 	switch {
 	case rsp.StatusCode == 201:
 		var headers CreateCompactionResponse201Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -41017,6 +42364,13 @@ func ParseForkSessionResponse(rsp *http.Response) (*ForkSessionResponse, error) 
 	switch {
 	case rsp.StatusCode == 201:
 		var headers ForkSessionResponse201Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("Location"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -42678,6 +44032,13 @@ func ParseRepairSessionResponse(rsp *http.Response) (*RepairSessionResponse, err
 	switch {
 	case rsp.StatusCode == 200:
 		var headers RepairSessionResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -43087,6 +44448,13 @@ func ParseRewindSessionResponse(rsp *http.Response) (*RewindSessionResponse, err
 	switch {
 	case rsp.StatusCode == 200:
 		var headers RewindSessionResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/logbook/logbook/internal/api"
 	"github.com/logbook/logbook/internal/model"
 	"github.com/logbook/logbook/internal/repo/postgres"
 	"github.com/logbook/logbook/internal/repo/sqlite"
@@ -20,6 +21,7 @@ type config struct {
 	DB             string
 	Sync           string
 	MaxBodyBytes   int64
+	BodyMemory     int64 // what large request bodies may hold at once (api.Config.BodyMemoryBytes)
 	ImportMaxBytes int64 // largest body of POST /v1/sessions/import
 	MaxFileBytes   int64 // largest upload to POST /v1/files
 	LogLevel       string
@@ -35,6 +37,8 @@ type config struct {
 	// ExpirySweep is how often the server erases what has passed its
 	// expires_at; 0: never (POST /v1/admin/purge with expired still does).
 	ExpirySweep time.Duration
+	// IdempotencyTTL is how long an Idempotency-Key is remembered.
+	IdempotencyTTL time.Duration
 
 	// CORSOrigins are the origins whose pages may call the API; none: no CORS.
 	CORSOrigins []string
@@ -79,7 +83,9 @@ func globalFlags(getenv func(string) string) []cli.Flag {
 		&cli.StringFlag{Name: "log-level", Value: "info", Sources: env("LOGBOOK_LOG_LEVEL"),
 			Usage: "debug, info, warn or error"},
 		&cli.Int64Flag{Name: "max-body-bytes", Value: 1 << 20, Sources: env("LOGBOOK_MAX_BODY_BYTES"),
-			Usage: "largest request body in bytes; larger answers 413"},
+			Usage: "largest body of the routes that carry no message, state or long text (sessions, keys, searches …), and a floor under every route's own limit, which admits its largest legal object however escaped (docs/operations.md); larger answers 413"},
+		&cli.Int64Flag{Name: "body-memory-bytes", Value: api.DefaultBodyMemoryBytes, Sources: env("LOGBOOK_BODY_MEMORY_BYTES"),
+			Usage: "most bytes that request bodies may hold beyond --max-body-bytes at once, all tenants together (each tenant half of it); past it a request is refused with 429 and Retry-After"},
 		&cli.Int64Flag{Name: "import-max-bytes", Value: 256 << 20, Sources: env("LOGBOOK_IMPORT_MAX_BYTES"),
 			Usage: "largest session import in bytes; larger answers 413"},
 		&cli.Int64Flag{Name: "max-file-bytes", Value: 20 << 20, Sources: env("LOGBOOK_MAX_FILE_BYTES"),
@@ -100,6 +106,8 @@ func globalFlags(getenv func(string) string) []cli.Flag {
 			Usage: "index messages for conversation search, beside the writer, into DB-search"},
 		&cli.DurationFlag{Name: "expiry-sweep", Value: time.Minute, Sources: env("LOGBOOK_EXPIRY_SWEEP"),
 			Usage: "how often to erase every tenant's sessions and archival passages past their expires_at (a `DURATION` such as 30s or 1h); 0 turns the sweep off"},
+		&cli.DurationFlag{Name: "idempotency-ttl", Value: 24 * time.Hour, Sources: env("LOGBOOK_IDEMPOTENCY_TTL"),
+			Usage: "how long an Idempotency-Key of a write other than an append is remembered (a `DURATION`, at least 1m): a retry within it gets the first answer; the expiry sweep deletes older keys"},
 		&cli.StringFlag{Name: "cors-origins", Sources: env("LOGBOOK_CORS_ORIGINS"), DefaultText: "none: no CORS headers",
 			Usage: "comma-separated `ORIGINS` (https://dash.example.com) whose pages may call the API from a browser; * allows every origin and is refused in open mode"},
 		&cli.StringFlag{Name: "metrics-addr", Sources: env("LOGBOOK_METRICS_ADDR"), DefaultText: "none: no metrics",
@@ -144,6 +152,7 @@ func configFrom(cmd *cli.Command) (config, error) {
 		Sync:           strings.ToLower(cmd.String("sync")),
 		LogLevel:       cmd.String("log-level"),
 		MaxBodyBytes:   cmd.Int64("max-body-bytes"),
+		BodyMemory:     cmd.Int64("body-memory-bytes"),
 		ImportMaxBytes: cmd.Int64("import-max-bytes"),
 		MaxFileBytes:   cmd.Int64("max-file-bytes"),
 		Migrate:        cmd.Bool("migrate"),
@@ -156,12 +165,16 @@ func configFrom(cmd *cli.Command) (config, error) {
 		MetricsAddr:    cmd.String("metrics-addr"),
 		Pprof:          cmd.Bool("pprof"),
 		ExpirySweep:    cmd.Duration("expiry-sweep"),
+		IdempotencyTTL: cmd.Duration("idempotency-ttl"),
 	}
 	if c.DB == "" {
 		return c, fmt.Errorf("db must name a file")
 	}
 	if c.MaxBodyBytes < 1 {
 		return c, fmt.Errorf("max-body-bytes must be a positive integer, not %d", c.MaxBodyBytes)
+	}
+	if c.BodyMemory < 1 {
+		return c, fmt.Errorf("body-memory-bytes must be a positive integer, not %d", c.BodyMemory)
 	}
 	if c.ImportMaxBytes < 1 {
 		return c, fmt.Errorf("import-max-bytes must be a positive integer, not %d", c.ImportMaxBytes)
@@ -171,6 +184,9 @@ func configFrom(cmd *cli.Command) (config, error) {
 	}
 	if c.RateLimit < 0 {
 		return c, fmt.Errorf("rate-limit must be a non-negative integer, not %d", c.RateLimit)
+	}
+	if c.IdempotencyTTL < time.Minute {
+		return c, fmt.Errorf("idempotency-ttl must be a duration of at least 1m, not %s", c.IdempotencyTTL)
 	}
 	if c.ExpirySweep < 0 {
 		return c, fmt.Errorf("expiry-sweep must be a duration of 0 or more, not %s", c.ExpirySweep)

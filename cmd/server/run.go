@@ -89,11 +89,12 @@ func serve(ctx context.Context, cfg config, stdout io.Writer) error {
 	defer stopEmbedding() // before the store closes
 	// The sweep starts here and is stopped (its batch under way finished)
 	// before the metrics and the store close.
-	defer startExpirySweep(ctx, cfg.ExpirySweep, store, ms.expired(), log)()
-	handler := api.New(api.Config{Store: store, Log: log, MaxBodyBytes: cfg.MaxBodyBytes, Spec: logbook.OpenAPI,
+	defer startExpirySweep(ctx, cfg.ExpirySweep, cfg.IdempotencyTTL, store, ms.expired(), log)()
+	handler := api.New(api.Config{Store: store, Log: log, MaxBodyBytes: cfg.MaxBodyBytes, BodyMemoryBytes: cfg.BodyMemory, Spec: logbook.OpenAPI,
 		AllowOpen: allowOpen, RateLimit: cfg.RateLimit, CheckpointKeep: cfg.CheckpointKeep,
 		ImportMaxBytes: cfg.ImportMaxBytes, MaxFileBytes: cfg.MaxFileBytes, BackupDir: cfg.BackupDir, Version: v,
-		CORSOrigins: cfg.CORSOrigins, Requests: ms.requests(), Pprof: cfg.Pprof, Embeddings: embeddings})
+		CORSOrigins: cfg.CORSOrigins, Requests: ms.requests(), Pprof: cfg.Pprof, Embeddings: embeddings,
+		IdempotencyTTL: cfg.IdempotencyTTL})
 	ms.serve(handler)
 	srv := &http.Server{
 		Handler: handler,
@@ -130,7 +131,7 @@ func serve(ctx context.Context, cfg config, stdout io.Writer) error {
 // startExpirySweep runs the expiry sweep every interval (none when it is 0)
 // and returns what stops it: ctx's end, waiting for the sweep under way to
 // stop at its next batch, so that the store closes under no sweep.
-func startExpirySweep(ctx context.Context, every time.Duration, store repo.Store, obs expiry.Observer, log zerolog.Logger) (stop func()) {
+func startExpirySweep(ctx context.Context, every, keys time.Duration, store repo.Store, obs expiry.Observer, log zerolog.Logger) (stop func()) {
 	if every <= 0 {
 		log.Info().Msg("expiry sweep off")
 		return func() {}
@@ -140,7 +141,7 @@ func startExpirySweep(ctx context.Context, every time.Duration, store repo.Store
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		expiry.New(store, log.With().Str("component", "expiry").Logger(), obs).Run(ctx, every)
+		expiry.New(store, log.With().Str("component", "expiry").Logger(), obs).KeepKeys(keys).Run(ctx, every)
 	}()
 	return func() {
 		cancel()

@@ -3,7 +3,6 @@ package api
 import (
 	"bytes"
 	"errors"
-	"io"
 	"mime"
 	"net/http"
 	"strings"
@@ -16,38 +15,58 @@ import (
 // media type (415), syntax (400), unknown fields and bad values (422, naming the field).
 func decode[T any](s *Server, w http.ResponseWriter, r *http.Request) (T, error) {
 	var v T
-	body, err := s.readBody(w, r)
+	body, held, err := s.readBody(w, r)
 	if err != nil {
 		return v, err
 	}
-	if err := unmarshalStrict(body, &v); err != nil {
+	err = unmarshalStrict(body, &v)
+	s.releaseBody(r, held) // what v holds was copied out of body
+	if err != nil {
 		return v, err
 	}
 	return v, s.check(&v)
 }
 
-// readBody enforces the media type and the size limit and returns the body.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+// readBody enforces the media type and the route's size limit (bodylimits.go)
+// and returns the body. held is what the body holds past --max-body-bytes,
+// counted against the tenant's body memory until releaseBody gives it back.
+// A Content-Length past the limit is refused before a byte is read.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (body []byte, held int64, err error) {
 	if err := requireJSON(r); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	if declaredTooLarge(w, r, s.maxBody) {
-		return nil, model.Errorf(model.KindTooLarge, "payload_too_large",
-			"request body exceeds the limit of %d bytes", s.maxBody)
+	limit := s.maxBody
+	if r.ContentLength < 0 || r.ContentLength > limit { // most bodies are announced and small: no look-up
+		limit = s.bodyLimit(r)
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
+	if declaredTooLarge(w, r, limit) {
+		return nil, 0, tooLarge(limit, r.ContentLength)
+	}
+	hold := bodyHold{m: s.bodies, tenant: tenantOf(r), free: s.maxBody}
+	body, err = readAllHeld(w, r.Body, &hold, r.ContentLength, limit)
 	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return nil, model.Errorf(model.KindTooLarge, "payload_too_large",
-				"request body exceeds the limit of %d bytes", tooBig.Limit)
+		hold.release()
+		if e, ok := asTooLarge(err); ok {
+			return nil, 0, e
 		}
-		return nil, model.Errorf(model.KindBadRequest, "malformed_json", "could not read the request body")
+		var me *model.Error
+		if errors.As(err, &me) {
+			return nil, 0, me
+		}
+		return nil, 0, model.Errorf(model.KindBadRequest, "malformed_json", "could not read the request body")
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
-		return nil, model.Errorf(model.KindBadRequest, "malformed_json", "request body is empty; send a JSON object")
+		hold.release()
+		return nil, 0, model.Errorf(model.KindBadRequest, "malformed_json", "request body is empty; send a JSON object")
 	}
-	return body, nil
+	return body, hold.held, nil
+}
+
+// releaseBody gives back what readBody held for r's body.
+func (s *Server) releaseBody(r *http.Request, held int64) {
+	if held > 0 {
+		s.bodies.give(tenantOf(r), held)
+	}
 }
 
 // declaredTooLarge reports a body whose Content-Length already says it is

@@ -13,7 +13,7 @@ func TestBadInput(t *testing.T) {
 	s := mustCreateSession(t, c, map[string]any{"id": "s1"})
 	mustAppend(t, c, s.ID, userMsg("x"))
 	msgs := "/v1/sessions/s1/messages"
-	big := `{"role":"user","content":"` + strings.Repeat("a", 70<<10) + `"}`
+	big := `{"title":"` + strings.Repeat("a", 70<<10) + `"}` // sessions carry no large object: --max-body-bytes is their limit
 
 	cases := []struct {
 		name         string
@@ -39,7 +39,7 @@ func TestBadInput(t *testing.T) {
 		{"client_id_too_long", "POST", "/v1/sessions", `{"id":"` + strings.Repeat("a", 129) + `"}`, nil, 422, "validation_failed", "id"},
 		{"no_content_type", "POST", "/v1/sessions", `{}`, []string{"Content-Type", ""}, 415, "unsupported_media_type", ""},
 		{"text_content_type", "POST", "/v1/sessions", `{}`, []string{"Content-Type", "text/plain"}, 415, "unsupported_media_type", ""},
-		{"body_too_large", "POST", msgs, big, nil, 413, "payload_too_large", ""},
+		{"body_too_large", "POST", "/v1/sessions", big, nil, 413, "payload_too_large", ""},
 		{"missing_role", "POST", msgs, `{"content":"x"}`, nil, 422, "validation_failed", "role"},
 		{"bad_role", "POST", msgs, `{"role":"robot","content":"x"}`, nil, 422, "validation_failed", "role"},
 		{"negative_tokens", "POST", msgs, `{"role":"user","content":"x","tokens":-1}`, nil, 422, "validation_failed", "tokens"},

@@ -57,15 +57,17 @@ type appendBody struct {
 // decodeAppend reads either shape, or with batchOnly only {"messages": [...]}.
 func (s *Server) decodeAppend(w http.ResponseWriter, r *http.Request, batchOnly bool) (model.AppendRequest, error) {
 	req := model.AppendRequest{RequestKey: r.Header.Get("Idempotency-Key"), BoundUser: principalOf(r).UserID}
-	if len(req.RequestKey) > 255 {
-		return req, model.Invalid(model.FieldError{Field: "Idempotency-Key", Message: "must be at most 255 characters long"})
+	if err := model.CheckIdempotencyKey(req.RequestKey); err != nil {
+		return req, err
 	}
-	body, err := s.readBody(w, r)
+	body, held, err := s.readBody(w, r)
 	if err != nil {
 		return req, err
 	}
 	var in appendBody
-	if err := unmarshalStrict(body, &in); err != nil {
+	err = unmarshalStrict(body, &in)
+	s.releaseBody(r, held)
+	if err != nil {
 		return req, err
 	}
 	if e := in.ExpectedLastSeq; e != nil {

@@ -109,10 +109,11 @@ func TestStreamStopsAtTheFirstFailure(t *testing.T) {
 	if s := mustGetSession(t, c, "s"); s.LastSeq != 2 {
 		t.Errorf("last_seq %d, want 2: nothing after the failed line", s.LastSeq)
 	}
-	// A malformed line, a line too long, and a closed session stop a stream too.
+	// A malformed line, a message too long, and a closed session stop a stream
+	// too (a line past the line limit: TestStreamLineLimit).
 	for _, tc := range []struct{ name, body, code string }{
 		{"malformed", "{\"role\":\"user\"}\n{not json\n", "malformed_json"},
-		{"too_long", `{"role":"user","content":"` + strings.Repeat("x", 2<<20) + `"}` + "\n", "payload_too_large"},
+		{"too_long", `{"role":"user","content":"` + strings.Repeat("x", 2<<20) + `"}` + "\n", "validation_failed"},
 	} {
 		lines := streamLines(t, c, "s", strings.NewReader(tc.body))
 		if !bytes.Contains(lines[len(lines)-1], []byte(`"code":"`+tc.code+`"`)) {
@@ -124,7 +125,7 @@ func TestStreamStopsAtTheFirstFailure(t *testing.T) {
 	if len(lines) != 1 || !bytes.Contains(lines[0], []byte(`"code":"session_closed"`)) {
 		t.Errorf("stream to a closed session: %s", lines)
 	}
-	c.do("POST", "/v1/sessions/s/messages", `{"role":"user"}`+"\n", "Content-Type", "application/x-ndjson", "Idempotency-Key", "k").
+	c.do("POST", "/v1/sessions/s/messages", `{"role":"user"}`+"\n", "Content-Type", "application/x-ndjson", "Idempotency-Key", strings.Repeat("k", 256)).
 		wantProblem(t, http.StatusUnprocessableEntity, "validation_failed")
 	// No such session: a 404 status, not a 200 whose lines all fail.
 	c.do("POST", "/v1/sessions/nope/messages", `{"role":"user","content":"x"}`+"\n", "Content-Type", "application/x-ndjson").

@@ -7,14 +7,10 @@ import (
 	"github.com/logbook/logbook/internal/model"
 )
 
-// repairSession applies resume's automatic repairs. Like a rewind it is fenced
-// by expected_last_seq, not an Idempotency-Key: it is idempotent by nature.
+// repairSession applies resume's automatic repairs. It is idempotent by
+// nature; fenced by expected_last_seq, its retry would trip on its own first
+// try, which its Idempotency-Key (idempotency.go) answers instead.
 func (s *Server) repairSession(w http.ResponseWriter, r *http.Request) {
-	if r.Header.Get("Idempotency-Key") != "" {
-		s.writeError(w, r, model.Invalid(model.FieldError{Field: "Idempotency-Key",
-			Message: "does not apply to a repair: it is idempotent; fence it with expected_last_seq"}))
-		return
-	}
 	in, err := decode[model.RepairSession](s, w, r)
 	if err != nil {
 		s.writeError(w, r, err)

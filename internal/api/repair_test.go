@@ -77,7 +77,7 @@ func TestRepairAnswersInterruptedCalls(t *testing.T) {
 	c.do("POST", "/v1/sessions/s/repair", map[string]any{"expected_last_seq": 4}).wantProblem(t, http.StatusConflict, "stale_seq")
 	c.do("POST", "/v1/sessions/s/repair", map[string]any{"expected_last_seq": -1}).wantProblem(t, http.StatusUnprocessableEntity, "validation_failed")
 	c.do("POST", "/v1/sessions/s/repair", map[string]any{"mode": "all"}).wantProblem(t, http.StatusUnprocessableEntity, "validation_failed")
-	c.do("POST", "/v1/sessions/s/repair", map[string]any{}, "Idempotency-Key", "k").wantProblem(t, http.StatusUnprocessableEntity, "validation_failed")
+	c.do("POST", "/v1/sessions/s/repair", map[string]any{}, "Idempotency-Key", strings.Repeat("k", 256)).wantProblem(t, http.StatusUnprocessableEntity, "validation_failed")
 	c.do("POST", "/v1/sessions/nope/repair", map[string]any{}).wantProblem(t, http.StatusNotFound, "not_found")
 	c.do("DELETE", "/v1/sessions/s", nil).want(t, http.StatusOK, nil)
 	c.do("POST", "/v1/sessions/s/repair", map[string]any{}).wantProblem(t, http.StatusConflict, "session_closed")

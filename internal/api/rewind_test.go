@@ -3,6 +3,7 @@ package api_test
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/logbook/logbook/internal/model"
@@ -125,7 +126,7 @@ func TestRewindRefusals(t *testing.T) {
 			t.Errorf("%v: errors %+v, want %s", tc.body, pr.Errors, tc.field)
 		}
 	}
-	c.do("POST", "/v1/sessions/s/rewind", map[string]any{"to_seq": 1}, "Idempotency-Key", "x").
+	c.do("POST", "/v1/sessions/s/rewind", map[string]any{"to_seq": 1}, "Idempotency-Key", strings.Repeat("x", 256)).
 		wantProblem(t, http.StatusUnprocessableEntity, "validation_failed")
 	c.do("POST", "/v1/sessions/nope/rewind", map[string]any{"to_seq": 0}).wantProblem(t, http.StatusNotFound, "not_found")
 	if s := mustGetSession(t, c, "s"); s.LastSeq != 3 {

@@ -66,12 +66,18 @@ func (s *Server) routes() *chi.Mux {
 
 		r.Group(func(r chi.Router) {
 			r.Use(s.require(model.ScopeWrite), s.userBound)
+			// Appends' Idempotency-Key is their own, per session (messages.go);
+			// every other write takes the generic one (idempotency.go).
+			r.Post("/sessions/{id}/messages", s.appendMessages)
+			r.Post("/sessions/{id}/messages/batch", s.appendMessageBatch)
+		})
+
+		r.Group(func(r chi.Router) {
+			r.Use(s.require(model.ScopeWrite), s.userBound, s.idempotent)
 			r.Post("/sessions", s.createSession)
 			r.Patch("/sessions/{id}", s.updateSession)
 			r.Delete("/sessions/{id}", s.closeSession)
-			r.Post("/sessions/{id}/messages", s.appendMessages)
 			r.Put("/sessions/{id}/messages/{message_id}/embedding", s.putMessageEmbedding)
-			r.Post("/sessions/{id}/messages/batch", s.appendMessageBatch)
 			r.Put("/sessions/{id}/checkpoint", s.putCheckpoint)
 			r.Patch("/sessions/{id}/checkpoint", s.patchCheckpoint)
 			r.Post("/sessions/{id}/fork", s.forkSession)
@@ -100,7 +106,7 @@ func (s *Server) routes() *chi.Mux {
 		})
 
 		r.Group(func(r chi.Router) {
-			r.Use(s.require(model.ScopeAdmin))
+			r.Use(s.require(model.ScopeAdmin), s.idempotent)
 			r.Post("/admin/keys", s.createKey)
 			r.Get("/admin/keys", s.listKeys)
 			r.Delete("/admin/keys/{id}", s.revokeKey)

@@ -17,10 +17,15 @@ import (
 
 // Config is what the HTTP layer needs from the outside.
 type Config struct {
-	Store        repo.Store
-	Log          zerolog.Logger
-	MaxBodyBytes int64  // request bodies past this answer 413
-	Spec         []byte // openapi.yaml, served at /openapi.yaml
+	Store repo.Store
+	Log   zerolog.Logger
+	// MaxBodyBytes is the body limit of the routes that carry no large
+	// object, and a floor under the others' (bodylimits.go); 0 means 1 MiB.
+	MaxBodyBytes int64
+	// BodyMemoryBytes bounds what request bodies hold beyond MaxBodyBytes at
+	// once, all tenants together (each may hold half); 0 means 256 MiB.
+	BodyMemoryBytes int64
+	Spec            []byte // openapi.yaml, served at /openapi.yaml
 	// AllowOpen lets requests without a key act as the default tenant while no key
 	// exists. Set it only when the server is reachable from loopback alone, or when
 	// the operator said --insecure-no-auth.
@@ -56,6 +61,9 @@ type Config struct {
 	// Embeddings is the server-computed embeddings' configuration; its zero
 	// value computes none.
 	Embeddings Embeddings
+	// IdempotencyTTL is how long an Idempotency-Key is remembered; 0 means
+	// 24h (the expiry sweep deletes older keys: expiry.Sweeper).
+	IdempotencyTTL time.Duration
 }
 
 // Embeddings is how the server computes embeddings.
@@ -82,6 +90,8 @@ type Server struct {
 	store   repo.Store
 	log     zerolog.Logger
 	maxBody int64
+	limits  map[routeKey]int64 // bodyLimits with maxBody as a floor
+	bodies  *bodyMemory
 	spec    []byte
 	open    *openMode
 	rate    int
@@ -102,6 +112,8 @@ type Server struct {
 	requests       RequestObserver
 	pprof          bool
 	embeddings     Embeddings
+	idempotencyTTL time.Duration
+	keysInFlight   keysInFlight
 }
 
 // New builds the server and its router.
@@ -126,6 +138,10 @@ func New(cfg Config) *Server {
 		cors:           newCORSPolicy(cfg.CORSOrigins),
 		requests:       cfg.Requests,
 		pprof:          cfg.Pprof,
+		idempotencyTTL: cfg.IdempotencyTTL,
+	}
+	if s.idempotencyTTL <= 0 {
+		s.idempotencyTTL = defaultIdempotencyTTL
 	}
 	if s.streamGrace <= 0 {
 		s.streamGrace = defaultStreamGrace
@@ -143,6 +159,8 @@ func New(cfg Config) *Server {
 	if s.maxBody <= 0 {
 		s.maxBody = 1 << 20
 	}
+	s.limits = newBodyLimits(s.maxBody)
+	s.bodies = newBodyMemory(cfg.BodyMemoryBytes)
 	if s.importMax <= 0 {
 		s.importMax = defaultImportMaxBytes
 	}

@@ -1,6 +1,8 @@
 // Package expiry is the server's expiry sweep: on a schedule, it erases every
 // tenant's sessions and archival passages whose expires_at has passed, which
-// reads already hide, through the store's batched purge.
+// reads already hide, through the store's batched purge, and the
+// Idempotency-Keys older than their time to live, which look-ups already
+// ignore.
 package expiry
 
 import (
@@ -19,6 +21,7 @@ import (
 type Store interface {
 	ExpiredTenants(ctx context.Context, cutoff model.Time) ([]string, error)
 	PurgeSessions(ctx context.Context, tenant string, in model.PurgeRequest) (model.PurgeResult, error)
+	ExpireIdempotencyKeys(ctx context.Context, cutoff model.Time) (int64, error)
 }
 
 // Observer is told what each sweep removed, by kind ("session" or
@@ -29,8 +32,9 @@ type Observer interface {
 
 // Kinds of what a sweep removes, as Observer is told them.
 const (
-	KindSession = "session"
-	KindPassage = "passage"
+	KindSession        = "session"
+	KindPassage        = "passage"
+	KindIdempotencyKey = "idempotency_key"
 )
 
 // Sweeper runs the sweep; make it with New. One sweep runs at a time.
@@ -38,13 +42,24 @@ type Sweeper struct {
 	store Store
 	log   zerolog.Logger
 	obs   Observer // nil: nobody counts
+	keys  time.Duration
 
 	running sync.Mutex // held by the sweep under way
 }
 
-// New returns a sweeper over store; obs may be nil.
+// New returns a sweeper over store; obs may be nil. Idempotency-Keys are
+// kept for model.DefaultIdempotencyTTL unless KeepKeys says otherwise.
 func New(store Store, log zerolog.Logger, obs Observer) *Sweeper {
-	return &Sweeper{store: store, log: log, obs: obs}
+	return &Sweeper{store: store, log: log, obs: obs, keys: time.Duration(model.DefaultIdempotencyTTL) * time.Millisecond}
+}
+
+// KeepKeys sets how long Idempotency-Keys are kept (the server's
+// --idempotency-ttl, which its look-ups honour too).
+func (s *Sweeper) KeepKeys(ttl time.Duration) *Sweeper {
+	if ttl > 0 {
+		s.keys = ttl
+	}
+	return s
 }
 
 // Run sweeps every interval until ctx ends, the first time one interval after
@@ -103,8 +118,16 @@ func (s *Sweeper) Sweep(ctx context.Context) (model.PurgeResult, error) {
 			return total, err
 		}
 	}
+	keys, err := s.store.ExpireIdempotencyKeys(ctx, cutoff-model.Time(s.keys.Milliseconds()))
+	if keys > 0 && s.obs != nil {
+		s.obs.ExpiredRemoved(KindIdempotencyKey, keys)
+	}
+	if err != nil {
+		s.failed(ctx, "", err)
+		return total, err
+	}
 	s.log.Debug().Int("tenants", len(tenants)).Int64("sessions", total.Sessions).Int64("passages", total.Passages).
-		Dur("took", time.Since(start)).Msg("expiry sweep done")
+		Int64("idempotency_keys", keys).Dur("took", time.Since(start)).Msg("expiry sweep done")
 	return total, nil
 }
 

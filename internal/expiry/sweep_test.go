@@ -210,3 +210,39 @@ func TestRun(t *testing.T) {
 		})
 	}
 }
+
+// TestSweepKeys: the sweep deletes the Idempotency-Keys older than their
+// time to live, which look-ups already ignore, and counts them; younger
+// keys stay.
+func TestSweepKeys(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			st := b.open(t)
+			ctx := t.Context()
+			for _, key := range []string{"k1", "k2"} {
+				k := model.IdempotencyKey{Tenant: "a", Key: key}
+				c := repo.NewIdempotencyClaim(k, "POST /v1/sessions", model.Now()-1000, func() []byte { return []byte(key) })
+				if _, err := st.CreateSession(repo.WithIdempotencyClaim(ctx, c), "a", model.CreateSession{}); err != nil || !c.Claimed() {
+					t.Fatalf("claim %s: %v", key, err)
+				}
+			}
+			reg := metrics.New("test", zerolog.Nop())
+			if _, err := New(st, zerolog.Nop(), reg).KeepKeys(time.Hour).Sweep(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if n := removed(t, reg, KindIdempotencyKey); n != 0 {
+				t.Errorf("a sweep within the keys' time to live removed %v", n)
+			}
+			time.Sleep(5 * time.Millisecond)
+			if _, err := New(st, zerolog.Nop(), reg).KeepKeys(time.Millisecond).Sweep(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if n := removed(t, reg, KindIdempotencyKey); n != 2 {
+				t.Errorf("removed %v keys, want 2", n)
+			}
+			if _, found, err := st.IdempotentRequest(ctx, model.IdempotencyKey{Tenant: "a", Key: "k1"}, 0); found || err != nil {
+				t.Errorf("a swept key is still there (%v)", err)
+			}
+		})
+	}
+}

@@ -64,16 +64,17 @@ func New(version string, log zerolog.Logger) *Registry {
 		}, []string{"method", "route"}),
 		expired: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "expired_removed_total",
-			Help: "Sessions and archival passages past their expires_at that the server's expiry sweep (--expiry-sweep) erased, by kind: session or passage.",
+			Help: "Sessions and archival passages past their expires_at, and Idempotency-Keys past --idempotency-ttl, that the server's expiry sweep (--expiry-sweep) erased, by kind: session, passage or idempotency_key.",
 		}, []string{"kind"}),
 		embedding: newEmbeddingSeries(),
 	}
-	// Both series exist from the start, at 0, so that a rate() has a base.
+	// Every series exists from the start, at 0, so that a rate() has a base.
 	r.expired.WithLabelValues("session")
 	r.expired.WithLabelValues("passage")
 	for _, outcome := range []string{"ready", "retry", "failed", "deferred"} {
 		r.embedding.texts.WithLabelValues(outcome)
 	}
+	r.expired.WithLabelValues("idempotency_key")
 	build := prometheus.NewGauge(prometheus.GaugeOpts{
 		Namespace: namespace, Name: "build_info",
 		Help:        "Always 1; the build's version is its label.",
@@ -117,7 +118,7 @@ func (r *Registry) ObserveRequest(method, route string, status int, took time.Du
 }
 
 // ExpiredRemoved counts what the expiry sweep erased; it is the sweep's
-// Observer. kind is "session" or "passage".
+// Observer. kind is "session", "passage" or "idempotency_key".
 func (r *Registry) ExpiredRemoved(kind string, n int64) {
 	r.expired.WithLabelValues(kind).Add(float64(n))
 }

@@ -28,6 +28,10 @@ type Agent struct {
 // DefaultAgentType is Letta's default.
 const DefaultAgentType = "memgpt_agent"
 
+// MaxSystemChars bounds an agent's system prompt; the validate tag on
+// CreateAgent.System says the same.
+const MaxSystemChars = 100000
+
 // CreateAgent is the input of POST /v1/agents.
 type CreateAgent struct {
 	ID        string           `json:"id,omitempty" validate:"omitempty,max=128,clientid"`

@@ -2,9 +2,33 @@ package model
 
 import (
 	"encoding/hex"
+	"math"
 	"strconv"
 	"strings"
 )
+
+// MaxEmbeddingDims bounds an embedding's length, wherever one is given (a
+// passage, a message, a search's query_embedding, an endpoint's dimensions);
+// the validate tags say the same.
+const MaxEmbeddingDims = 8192
+
+// CheckVector is the one rule for an embedding's numbers, whoever sends them:
+// 1 to MaxEmbeddingDims of them, each a finite float32. field names the
+// vector in the error.
+func CheckVector(field string, v []float32) error {
+	switch {
+	case len(v) == 0:
+		return Invalid(FieldError{Field: field, Message: "must have at least 1 items"})
+	case len(v) > MaxEmbeddingDims:
+		return Invalid(FieldError{Field: field, Message: "must have at most " + strconv.Itoa(MaxEmbeddingDims) + " items"})
+	}
+	for _, f := range v {
+		if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+			return Invalid(FieldError{Field: field, Message: "must hold finite numbers"})
+		}
+	}
+	return nil
+}
 
 // EmbeddingConfig names an OpenAI-compatible embeddings endpoint (POST URL with
 // {"model", "input"}) the server calls to embed an agent's passages and

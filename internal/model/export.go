@@ -4,20 +4,32 @@ import "strconv"
 
 // A session export is NDJSON: one ExportLine a line, in this order — the session,
 // the files its messages reference (each in chunks, one a line), its messages in
-// seq order, its checkpoints oldest first, its compactions oldest first, and an
-// end line whose sha256 covers every byte of the lines before it, newlines
-// included. Exporting what an import restored gives the same bytes again.
+// seq order, the embeddings of those that have one (in seq order), its
+// checkpoints oldest first, its compactions oldest first, and an end line whose
+// sha256 covers every byte of the lines before it, newlines included.
+// Exporting what an import restored gives the same bytes again.
 const (
 	LineSession    = "session"
 	LineFile       = "file"
 	LineMessage    = "message"
+	LineEmbedding  = "embedding"
 	LineCheckpoint = "checkpoint"
 	LineCompaction = "compaction"
 	LineEnd        = "end"
 )
 
 // LineOrder ranks the line types as an export orders them.
-var LineOrder = map[string]int{LineSession: 1, LineFile: 2, LineMessage: 3, LineCheckpoint: 4, LineCompaction: 5}
+var LineOrder = map[string]int{LineSession: 1, LineFile: 2, LineMessage: 3, LineEmbedding: 4, LineCheckpoint: 5, LineCompaction: 6}
+
+// ExportEmbedding is a message's embedding, whoever made it (the client, on
+// its append or by PUT, or the server's endpoint), bit for bit: an import
+// stores it ready, under the session's agent, as an append's own would be.
+type ExportEmbedding struct {
+	Seq       int64     `json:"seq"`
+	MessageID string    `json:"message_id"`
+	Model     string    `json:"model"`
+	Embedding []float32 `json:"embedding"`
+}
 
 // MaxFileChunk is the most bytes one file line of an export carries: a file
 // travels in as many lines as it needs, so that no line is larger than an
@@ -43,14 +55,15 @@ func (f *ExportFile) Describe() File {
 
 // ExportLine is one line of an export; Type says which of the other fields is set.
 type ExportLine struct {
-	Type       string        `json:"type"`
-	Session    *Session      `json:"session,omitempty"`
-	Message    *Message      `json:"message,omitempty"`
-	Checkpoint *Checkpoint   `json:"checkpoint,omitempty"`
-	File       *ExportFile   `json:"file,omitempty"`
-	Compaction *Compaction   `json:"compaction,omitempty"`
-	Counts     *ExportCounts `json:"counts,omitempty"`
-	SHA256     string        `json:"sha256,omitempty"`
+	Type       string           `json:"type"`
+	Session    *Session         `json:"session,omitempty"`
+	Message    *Message         `json:"message,omitempty"`
+	Checkpoint *Checkpoint      `json:"checkpoint,omitempty"`
+	File       *ExportFile      `json:"file,omitempty"`
+	Compaction *Compaction      `json:"compaction,omitempty"`
+	Embedding  *ExportEmbedding `json:"embedding,omitempty"`
+	Counts     *ExportCounts    `json:"counts,omitempty"`
+	SHA256     string           `json:"sha256,omitempty"`
 }
 
 // ExportCounts is what the end line says the export holds.
@@ -61,6 +74,8 @@ type ExportCounts struct {
 	// an export imports as before.
 	Files       int64 `json:"files,omitempty"`
 	Compactions int64 `json:"compactions,omitempty"`
+	// Absent from exports made before messages' embeddings travelled.
+	Embeddings int64 `json:"embeddings,omitempty"`
 }
 
 // ImportOptions changes how an export is restored.

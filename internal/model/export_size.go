@@ -26,8 +26,9 @@ func recordTooLarge(field string, n int) FieldError {
 // that might not fit are encoded to be measured.
 func mightNotFit(raw int) bool { return raw*6+64<<10 > MaxRecordJSON }
 
-// messageJSONSize is the length of m's JSON with ids of the longest kind.
-func (m *NewMessage) jsonSize() int {
+// RecordSize is the length of m's JSON once stored, with ids of the longest
+// kind: what MaxRecordJSON bounds.
+func (m *NewMessage) RecordSize() int {
 	long := strings.Repeat("x", 128)
 	msg := Message{ID: long, SessionID: long, Seq: 1 << 62, Role: m.Role, Content: m.Content, Name: m.Name,
 		ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID, IsError: m.IsError, AgentID: m.AgentID, Model: m.Model,

@@ -64,6 +64,13 @@ type NewMessage struct {
 	Metadata       Object       `json:"metadata,omitempty"`
 	ProviderItem   ProviderItem `json:"provider_item,omitempty"`
 	IdempotencyKey string       `json:"idempotency_key,omitempty" validate:"omitempty,max=255"`
+	// Embedding and EmbeddingModel, both or neither, are the client's vector
+	// of the message: stored in the append's own write, ready for search by
+	// meaning at once, under the session's agent, whose model and dimensions
+	// they must match (or pin, for the agent's first embedding). Finite
+	// numbers only (CheckVector); both-or-neither is Validate's.
+	Embedding      []float32 `json:"embedding,omitempty" validate:"omitempty,max=8192"`
+	EmbeddingModel string    `json:"embedding_model,omitempty" validate:"omitempty,max=256"`
 }
 
 // Bounds on what one message may count and on a session's running totals. They

@@ -99,7 +99,7 @@ func (m *NewMessage) fieldErrors(prefix string, out []FieldError) []FieldError {
 		bad("tool_call_id", "must be at most 256 characters long")
 	}
 	if raw, largest := m.rawSize(); mightNotFit(raw) {
-		if n := m.jsonSize(); n > MaxRecordJSON {
+		if n := m.RecordSize(); n > MaxRecordJSON {
 			out = append(out, recordTooLarge(prefix+largest, n))
 		}
 	}
@@ -131,6 +131,29 @@ func (m *NewMessage) fieldErrors(prefix string, out []FieldError) []FieldError {
 	}
 	if utf8.RuneCountInString(m.IdempotencyKey) > 255 {
 		bad("idempotency_key", "must be at most 255 characters long")
+	}
+	if len(m.Embedding) > 0 || m.EmbeddingModel != "" {
+		out = m.embeddingErrors(prefix, out)
+	}
+	return out
+}
+
+// embeddingErrors checks a message's own embedding: both fields or neither,
+// the numbers as CheckVector says, the model's name as its tag says.
+func (m *NewMessage) embeddingErrors(prefix string, out []FieldError) []FieldError {
+	bad := func(field, msg string) { out = append(out, FieldError{Field: prefix + field, Message: msg}) }
+	switch {
+	case len(m.Embedding) == 0:
+		bad("embedding", "is required with embedding_model")
+	case m.EmbeddingModel == "":
+		bad("embedding_model", "is required with embedding")
+	default:
+		if err := CheckVector(prefix+"embedding", m.Embedding); err != nil {
+			out = append(out, AsError(err).Fields...)
+		}
+		if utf8.RuneCountInString(m.EmbeddingModel) > 256 {
+			bad("embedding_model", "must be at most 256 characters long")
+		}
 	}
 	return out
 }

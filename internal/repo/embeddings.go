@@ -193,3 +193,63 @@ func NoAgentForEmbedding() error {
 	return model.Invalid(model.FieldError{Field: "agent_id",
 		Message: "the session has no agent: a message's embedding belongs to its session's agent"})
 }
+
+// EmbeddingPin is what an append's embeddings are checked against: the
+// session's agent and what its embeddings are pinned to.
+type EmbeddingPin struct {
+	AgentID *string // the session's agent; nil: it has none
+	Stored  bool    // the agent is stored in the tenant
+	Model   string  // the pinned model; "" with Dims 0: nothing is pinned yet
+	Dims    int
+	Pins    bool // the append pins the agent: nothing was pinned before it
+}
+
+// Carried is the embedding one message of an append carries, as the
+// backends prepared it: its model and its number of dimensions (0: none).
+type Carried struct {
+	Model string
+	Dims  int
+}
+
+// Admit checks a message's embedding of dims numbers made with embModel
+// against the pin, and returns the pin after it: the first embedding of an
+// agent with none pins its model and dimensions, as a passage's does. A
+// refusal names the field at fault (embedding or embedding_model) and why.
+func (p EmbeddingPin) Admit(embModel string, dims int) (after EmbeddingPin, field, problem string) {
+	switch {
+	case p.AgentID == nil:
+		return p, "embedding", "the session has no agent: a message's embedding belongs to its session's agent"
+	case !p.Stored:
+		return p, "embedding", "the session's agent " + strconv.Quote(*p.AgentID) +
+			" is not stored on this server: a message's embedding belongs to a stored agent (POST /v1/agents)"
+	case p.Dims == 0:
+		p.Model, p.Dims, p.Pins = embModel, dims, true
+	case embModel != p.Model:
+		return p, "embedding_model", "the agent's embeddings are made with " + strconv.Quote(p.Model)
+	case dims != p.Dims:
+		return p, "embedding", "must have " + strconv.Itoa(p.Dims) + " numbers, as the agent's other embeddings"
+	}
+	return p, "", ""
+}
+
+// CheckMessageEmbeddings checks the embeddings an append carries (of each
+// message, by index) at idx, the messages it stores, against pin, in order,
+// as both backends do after every other check of the append, and returns
+// the pin after them. batch names each message's fields ("messages[2].").
+// Errors: KindInvalid naming embedding or embedding_model.
+func CheckMessageEmbeddings(carried func(i int) Carried, idx []int, batch bool, pin EmbeddingPin) (EmbeddingPin, error) {
+	for _, i := range idx {
+		c := carried(i)
+		if c.Dims == 0 {
+			continue
+		}
+		var field, problem string
+		if pin, field, problem = pin.Admit(c.Model, c.Dims); problem != "" {
+			if batch {
+				field = "messages[" + strconv.Itoa(i) + "]." + field
+			}
+			return pin, model.Invalid(model.FieldError{Field: field, Message: problem})
+		}
+	}
+	return pin, nil
+}

@@ -27,6 +27,7 @@ type Store interface {
 	Events
 	Usage
 	Embeddings
+	Idempotency
 	Ping(ctx context.Context) error
 	Close() error
 }

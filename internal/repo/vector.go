@@ -39,7 +39,7 @@ func CheckEmbedding(in model.CreatePassage, pinnedModel string, pinnedDims int) 
 	case in.EmbeddingModel == "":
 		return model.Invalid(model.FieldError{Field: "embedding_model", Message: "is required with embedding"})
 	}
-	if err := checkFinite("embedding", in.Embedding); err != nil {
+	if err := model.CheckVector("embedding", in.Embedding); err != nil {
 		return err
 	}
 	if pinnedDims == 0 {
@@ -62,21 +62,12 @@ func CheckQueryEmbedding(q []float32, pinnedDims int) error {
 	if len(q) == 0 {
 		return model.Invalid(model.FieldError{Field: "query_embedding", Message: "is required for mode vector and hybrid"})
 	}
-	if err := checkFinite("query_embedding", q); err != nil {
+	if err := model.CheckVector("query_embedding", q); err != nil {
 		return err
 	}
 	if pinnedDims != 0 && len(q) != pinnedDims {
 		return model.Invalid(model.FieldError{Field: "query_embedding",
 			Message: "must have " + strconv.Itoa(pinnedDims) + " numbers, as the agent's passages"})
-	}
-	return nil
-}
-
-func checkFinite(field string, v []float32) error {
-	for _, f := range v {
-		if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
-			return model.Invalid(model.FieldError{Field: field, Message: "must hold finite numbers"})
-		}
 	}
 	return nil
 }

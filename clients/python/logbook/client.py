@@ -86,6 +86,13 @@ def new_idempotency_key() -> str:
     return "lbpy-" + os.urandom(16).hex()[:31]
 
 
+def _keyed(method: str, path: str) -> bool:
+    """Whether a request gets an ``Idempotency-Key`` of its own when it has
+    none: every ``POST``, and a checkpoint's ``PUT`` and ``PATCH``."""
+    m = method.upper()
+    return m == "POST" or (m in ("PUT", "PATCH") and path.endswith("/checkpoint"))
+
+
 def _uuid7_hex() -> str:
     """32 hex digits of a UUIDv7: time-ordered like the server's own ids."""
     ms = time.time_ns() // 1_000_000
@@ -136,8 +143,9 @@ class Response:
 
     @property
     def replayed(self) -> bool:
-        """``True`` when an append was answered from an earlier identical request
-        (``Idempotent-Replayed: true``) and nothing was written."""
+        """``True`` when a write was answered from an earlier identical request
+        under the same ``Idempotency-Key`` (``Idempotent-Replayed: true``) and
+        nothing was written."""
         return bool(self.headers.get("Idempotent-Replayed") == "true")
 
     def json(self) -> Any:
@@ -222,14 +230,18 @@ class Client:
     ``429`` and ``503`` (after ``Retry-After`` when the server says, at most
     ``max_retry_after`` seconds; otherwise after an exponential backoff from
     ``backoff`` to ``max_backoff`` seconds, with jitter) and when the
-    connection fails. Any other 4xx or 5xx is raised at once as a
-    :class:`Problem`. A write is only resent after a connection failure when the
-    resend is safe: an append carries the same ``Idempotency-Key`` (made per
-    logical write unless you give one), so the server stores it once and
-    answers the retry with what it stored; a new session or agent carries an id
-    the client chose, so a resend that finds it made returns it. Writes that
-    cannot be made safe (a fenced rewind, an archival insert, a block append)
-    raise :class:`TransportError` with ``maybe_applied=True`` instead.
+    connection fails, and on ``409 idempotency_in_progress`` (the same key's
+    first attempt is still being served). Any other 4xx or 5xx is raised at
+    once as a :class:`Problem`. A write is only resent after a connection
+    failure when the resend is safe: every ``POST``, and a checkpoint's ``PUT``
+    and ``PATCH``, carries an ``Idempotency-Key`` (made per logical write unless
+    you give one), the same on its resends, so the server applies it once and
+    answers the retry with the first attempt's answer
+    (:attr:`Response.replayed`); should the server have lost that answer, the
+    retry raises :class:`Problem` ``idempotency_applied`` (read the resource
+    back). Other writes are resent only when idempotent by themselves (``PUT``,
+    ``DELETE``); otherwise they raise :class:`TransportError` with
+    ``maybe_applied=True``.
 
     The client is thread-safe: it keeps no per-request state.
     """
@@ -324,7 +336,9 @@ class Client:
         """Send one request (with the retries above) and answer the response, or
         raise :class:`Problem` for a 4xx/5xx. For routes this client has no method
         for. ``idempotent`` says whether a resend after a connection failure is
-        safe; by default, for ``GET``, ``HEAD``, ``PUT`` and ``DELETE``."""
+        safe; by default, for ``GET``, ``HEAD``, ``PUT`` and ``DELETE``, and for
+        every request that carries an ``Idempotency-Key`` (every ``POST`` gets
+        one)."""
         resp, _ = self._request(
             method,
             path,
@@ -363,7 +377,11 @@ class Client:
             h["Content-Type"] = content_type
         url = self._url(path, query)
         write = method.upper() not in ("GET", "HEAD")
+        if _keyed(method, path) and not h.get("Idempotency-Key"):
+            h["Idempotency-Key"] = new_idempotency_key()
         key = h.get("Idempotency-Key")
+        if key:
+            idempotent = True
         attempt = 0
         maybe_applied = False  # an earlier attempt may have reached the server
 
@@ -395,7 +413,7 @@ class Client:
                     _retry_after(resp.headers),
                     http.client.responses.get(resp.status, ""),
                 )
-                if resp.status in (429, 503) and attempt < self.max_retries:
+                if (resp.status in (429, 503) or problem.code == "idempotency_in_progress") and attempt < self.max_retries:
                     wait = problem.retry_after
                     wait = self._delay(attempt) if wait is None else min(wait, self.max_retry_after)
                     log.debug("%s %s: %s; retrying in %.2fs", method, path, problem.code, wait)
@@ -693,9 +711,9 @@ class Client:
         ``expected_last_seq`` fences it (``409 stale_seq`` if another write came
         first). A closed session is ``409 session_closed``.
 
-        Without the fence a rewind is idempotent and is resent after a
-        connection failure; with it, a connection failure raises
-        :class:`TransportError` (``maybe_applied``): read the session back."""
+        Fenced or not, it is resent after a connection failure under its
+        ``Idempotency-Key``: a resend whose first attempt was applied gets
+        that attempt's answer, never ``stale_seq``."""
         body: Dict[str, Any] = {"to_seq": to_seq}
         if expected_last_seq is not None:
             body["expected_last_seq"] = expected_last_seq
@@ -707,7 +725,6 @@ class Client:
                 "POST",
                 "/v1/sessions/%s/rewind" % _seg(session_id),
                 json_body=body,
-                idempotent=expected_last_seq is None,
             ),
         )
 
@@ -794,8 +811,9 @@ class Client:
             body["expected_iteration"] = expected_iteration
 
         def recover(p: Problem) -> Optional[Checkpoint]:
-            # A resend lost to the first attempt if that one wrote this very state.
-            if p.code != "stale_iteration" or p.latest_iteration != iteration:
+            # A resend lost to the first attempt if that one wrote this very state
+            # (and the server lost the answer the key would have replayed).
+            if p.code != "idempotency_applied" and (p.code != "stale_iteration" or p.latest_iteration != iteration):
                 return None
             c = self.get_checkpoint(session_id, iteration)
             return c if c["state"] == _canon(dict(state)) else None
@@ -821,7 +839,7 @@ class Client:
             body["expected_iteration"] = expected_iteration
 
         def recover(p: Problem) -> Optional[Checkpoint]:
-            if p.code != "stale_iteration" or p.latest_iteration != iteration:
+            if p.code != "idempotency_applied" and (p.code != "stale_iteration" or p.latest_iteration != iteration):
                 return None
             c = self.get_checkpoint(session_id, iteration)
             return c if _patch_applied(c["state"], state_patch) else None
@@ -860,7 +878,6 @@ class Client:
                 "POST",
                 "/v1/sessions/%s/repair" % _seg(session_id),
                 json_body=body,
-                idempotent=expected_last_seq is None,
             ),
         )
 
@@ -1087,15 +1104,9 @@ class Client:
         """Run a memory tool with the model's arguments (its JSON text, or the
         parsed object); give the model ``result["result"]``."""
         body = json.loads(arguments) if isinstance(arguments, str) else dict(arguments)
-        read_only = name in ("archival_memory_search", "conversation_search")
         return cast(
             ToolResult,
-            self._call(
-                "POST",
-                "/v1/agents/%s/tools/%s" % (_seg(agent_id), _seg(name)),
-                json_body=body,
-                idempotent=read_only,
-            ),
+            self._call("POST", "/v1/agents/%s/tools/%s" % (_seg(agent_id), _seg(name)), json_body=body),
         )
 
     # --- files ---------------------------------------------------------------
@@ -1113,7 +1124,10 @@ class Client:
 
     def create_key(self, scope: Scope, *, name: Optional[str] = None, user_id: Optional[str] = None) -> NewAPIKey:
         """A new key of the caller's tenant (admin scope); ``key`` is shown this once.
-        With ``user_id``, the key sees only that end user's sessions."""
+        With ``user_id``, the key sees only that end user's sessions. A resend
+        after a lost answer makes no second key: it raises :class:`Problem`
+        ``idempotency_applied`` (the secret is kept nowhere; list the keys and
+        revoke the one made)."""
         body: Dict[str, Any] = {"scope": scope}
         if name is not None:
             body["name"] = name

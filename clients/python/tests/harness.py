@@ -22,7 +22,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 # clients/python/tests/harness.py -> the repository root
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -137,7 +137,9 @@ class Server:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-Fault = Tuple[str, int, Optional[str]]  # ("drop", 0, None) or ("status", 503, "Retry-After value")
+# ("drop", 0, None), ("status", 503, "Retry-After value"), or with a fourth
+# element, the problem's code ("status", 409, None, "idempotency_in_progress").
+Fault = Tuple[Any, ...]
 
 
 class FaultProxy:
@@ -176,7 +178,7 @@ class FaultProxy:
                 if fault and fault[0] == "status":
                     payload = (
                         '{"type":"urn:logbook:problem:x","title":"t","status":%d,"detail":"injected","code":"%s"}'
-                        % (fault[1], "storage_unavailable" if fault[1] == 503 else "rate_limited")
+                        % (fault[1], fault[3] if len(fault) > 3 else "storage_unavailable" if fault[1] == 503 else "rate_limited")
                     ).encode()
                     self.send_response(fault[1])
                     self.send_header("Content-Type", "application/problem+json")

@@ -327,14 +327,24 @@ class RetryTest(ServerTestCase):
         c = self.lb.put_checkpoint(sid, 1, {"step": "one"}, expected_iteration=0)
         self.assertEqual((c["iteration"], c["state"]), (1, {"step": "one"}))
 
-    def test_a_fenced_rewind_that_may_have_landed_is_not_resent(self) -> None:
+    def test_a_lost_fenced_rewind_is_resent_under_its_key(self) -> None:
         sid = self.lb.create_session()["id"]
         self.lb.append_messages(sid, [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}])
         self.proxy.fault("POST", "/rewind", ("drop", 0, None))
-        with self.assertRaises(TransportError) as cm:
-            self.lb.rewind(sid, 1, expected_last_seq=2)
-        self.assertTrue(cm.exception.maybe_applied)
-        self.assertEqual(len(self.proxy.requests("POST", "/rewind")), 1)
+        r = self.lb.rewind(sid, 1, expected_last_seq=2, messages=[{"role": "user", "content": "c"}])
+        self.assertEqual(r["session"]["last_seq"], 2)
+        keys = [h.get("Idempotency-Key") for h in self.proxy.requests("POST", "/rewind")]
+        self.assertEqual(len(keys), 2)
+        self.assertTrue(keys[0] and keys[0] == keys[1], "one key the client made, the same on the resend")
+        self.assertEqual(self.client.get_session(sid)["last_seq"], 2, "applied once")
+
+    def test_a_key_in_flight_is_waited_for(self) -> None:
+        sid = self.lb.create_session()["id"]
+        self.lb.append_message(sid, role="user", content="a")
+        self.proxy.fault("POST", "/compactions", ("status", 409, None, "idempotency_in_progress"))
+        c = self.lb.create_compaction(sid, 1, "a summary")
+        self.assertEqual(c["through_seq"], 1)
+        self.assertEqual(len(self.proxy.requests("POST", "/compactions")), 2)
 
     def test_a_refused_connection_is_retried_then_reported(self) -> None:
         lb = Client("http://127.0.0.1:%d" % free_port(), backoff=0.01, max_retries=2)

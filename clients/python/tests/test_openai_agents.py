@@ -6,7 +6,7 @@ import asyncio
 import copy
 import inspect
 import unittest
-from typing import Any, Dict, List
+from typing import Any, Dict, List, cast
 
 from logbook import Client, LogbookSession, Problem
 from logbook.openai_agents import item_to_message, message_to_items
@@ -269,7 +269,8 @@ class SessionTest(unittest.TestCase):
 
 
 class SmallBodyTest(unittest.TestCase):
-    """A server with a small body limit: batches split until they fit."""
+    """A server with a small body limit still takes what a legal message
+    needs on the message routes: --max-body-bytes is only a floor there."""
 
     server: Server
     client: Client
@@ -283,14 +284,37 @@ class SmallBodyTest(unittest.TestCase):
     def tearDownClass(cls) -> None:
         cls.server.stop()
 
-    def test_batches_split_on_413(self) -> None:
+    def test_large_items_fit(self) -> None:
         s = LogbookSession("big-1", self.client)
         items = [{"role": "user", "content": ("%d " % i) * 3000} for i in range(12)]
+        items.append({"role": "user", "content": "x" * 70000})
         run(s.add_items(items))
         self.assertEqual(run(s.get_items()), items)
-        with self.assertRaises(Problem) as cm:
-            run(s.add_items([{"role": "user", "content": "x" * 70000}]))
-        self.assertEqual(cm.exception.code, "payload_too_large")
+
+
+class _SplittingClient:
+    """A client whose server takes at most ``most`` messages a batch (413 past it)."""
+
+    def __init__(self, most: int) -> None:
+        self.most = most
+        self.batches: List[List[Any]] = []
+
+    def append_messages(self, session_id: str, messages: List[Any]) -> None:
+        if len(messages) > self.most:
+            raise Problem(413, "payload_too_large", "Request Entity Too Large", "too large")
+        self.batches.append(list(messages))
+
+
+class SplitTest(unittest.TestCase):
+    """A batch the server finds too large is split until it fits, in order."""
+
+    def test_batches_split_on_413(self) -> None:
+        c = _SplittingClient(most=3)
+        s = LogbookSession("split", cast(Client, c))
+        items = [{"role": "user", "content": str(i)} for i in range(10)]
+        s.add_items_sync(items)
+        self.assertTrue(all(len(b) <= 3 for b in c.batches), c.batches)
+        self.assertEqual([m["content"] for b in c.batches for m in b], [str(i) for i in range(10)])
 
 
 class MappingTest(unittest.TestCase):

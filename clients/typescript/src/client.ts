@@ -76,7 +76,7 @@ export interface RequestOptions extends CallOptions {
   body?: unknown;
   headers?: Record<string, string>;
   idempotencyKey?: string;
-  /** A resend after a broken connection cannot apply it twice (default: true for GET, PUT, DELETE and keyed requests). */
+  /** A resend after a broken connection cannot apply it twice (default: true for GET, PUT, DELETE and keyed requests; every POST is keyed). */
   safe?: boolean;
 }
 
@@ -128,6 +128,12 @@ function queryString(q: Record<string, unknown> | undefined): string {
   }
   const s = sp.toString();
   return s ? `?${s}` : "";
+}
+
+/** Whether a request gets an `Idempotency-Key` of its own when it has none: every POST, and a checkpoint's PUT and PATCH. */
+function keyed(method: string, p: string): boolean {
+  const m = method.toUpperCase();
+  return m === "POST" || ((m === "PUT" || m === "PATCH") && /\/checkpoint$/.test(p));
 }
 
 /** An idempotency key: random, one per logical write. */
@@ -192,11 +198,14 @@ export class Pager<T> implements AsyncIterable<T> {
  *
  * Retries: a request is resent (at most `maxRetries` times, with capped
  * exponential backoff) when the server answers 503 or 429 (after
- * `Retry-After`), since those mean nothing was done, and when the connection
- * fails, if a resend cannot write twice: reads, appends (each carries an
- * `Idempotency-Key`, the same on its resends), new sessions (the client picks
- * the id), checkpoints (a resend that finds its own write answers it), and the
- * other idempotent writes. Any other error answer is thrown at once.
+ * `Retry-After`), or 409 `idempotency_in_progress`, since those mean nothing
+ * was done, and when the connection fails, if a resend cannot write twice:
+ * reads, every POST and a checkpoint's PUT and PATCH (each carries an
+ * `Idempotency-Key`, the same on its resends: a resend whose first attempt
+ * was applied gets that attempt's answer, `Answer.replayed`), and the other
+ * idempotent writes. Should the server have lost the first attempt's answer,
+ * the resend throws `Problem` `idempotency_applied`: read the resource back.
+ * Any other error answer is thrown at once.
  */
 export class Client {
   readonly baseUrl: string;
@@ -236,9 +245,13 @@ export class Client {
     const url = this.baseUrl + c.path + queryString(c.query);
     const headers = this.#headersFor(c.headers);
     if (c.body !== undefined) headers["Content-Type"] = "application/json";
-    if (c.idempotencyKey) headers["Idempotency-Key"] = c.idempotencyKey;
+    // Every POST (and a checkpoint's PUT and PATCH) carries a key, the same on
+    // its resends: a resend whose first attempt was applied gets that
+    // attempt's answer (`replayed`), never a second write.
+    const key = c.idempotencyKey ?? headers["Idempotency-Key"] ?? (keyed(c.method, c.path) ? newIdempotencyKey() : undefined);
+    if (key) headers["Idempotency-Key"] = key;
     const body = c.body === undefined ? undefined : JSON.stringify(c.body);
-    const safe = c.safe ?? (["GET", "HEAD", "PUT", "DELETE"].includes(c.method) || !!c.idempotencyKey);
+    const safe = c.safe ?? (["GET", "HEAD", "PUT", "DELETE"].includes(c.method) || !!key);
     let ambiguous = false; // an earlier attempt may have been applied
     for (let attempt = 1; ; attempt++) {
       let res: Response;
@@ -258,7 +271,7 @@ export class Client {
           cause: err,
           maybeApplied: sent || ambiguous,
           attempts: attempt,
-          idempotencyKey: c.idempotencyKey,
+          idempotencyKey: key,
         });
       }
       if ((res.status === 503 || res.status === 429) && attempt <= this.#maxRetries) {
@@ -269,6 +282,11 @@ export class Client {
       }
       if (res.status >= 400) {
         const p = Problem.fromAnswer(res.status, text, res.headers);
+        if (p.code === "idempotency_in_progress" && attempt <= this.#maxRetries) {
+          // The key's first attempt is still being served; this one did nothing.
+          await sleep(backoff(attempt, this.#backoffMs, this.#maxBackoffMs), c.signal);
+          continue;
+        }
         if (ambiguous && c.recover) {
           const found = await c.recover(p);
           if (found !== undefined) {
@@ -407,15 +425,14 @@ export class Client {
   /**
    * Drops the messages after `to_seq` (0 clears the session), optionally
    * appending a new tail in the same transaction. With `expected_last_seq`
-   * it is fenced (`409 stale_seq`), and then not resent after a broken
-   * connection (`ConnectionError.maybeApplied`: read the session back).
+   * it is fenced (`409 stale_seq`); resent after a broken connection, it is
+   * answered with its first attempt's answer (its `Idempotency-Key`).
    */
   rewind(sessionId: string, body: Rewind, opts: CallOptions = {}): Promise<RewindResult> {
     return this.#call({
       method: "POST",
       path: path`/v1/sessions/${sessionId}/rewind`,
       body,
-      safe: body.expected_last_seq === undefined,
       ...opts,
     });
   }
@@ -425,9 +442,9 @@ export class Client {
     return this.#call({ method: "GET", path: path`/v1/sessions/${sessionId}/context`, query, ...opts });
   }
 
-  /** Not resent after a broken connection: read `listCompactions` back. */
+  /** Resent after a broken connection under its `Idempotency-Key`: stored once. */
   createCompaction(sessionId: string, body: CompactionCreate, opts: CallOptions = {}): Promise<Compaction> {
-    return this.#call({ method: "POST", path: path`/v1/sessions/${sessionId}/compactions`, body, safe: false, ...opts });
+    return this.#call({ method: "POST", path: path`/v1/sessions/${sessionId}/compactions`, body, ...opts });
   }
 
   listCompactions(sessionId: string, query: { limit?: number; cursor?: string } = {}, opts: CallOptions = {}): Pager<Compaction> {
@@ -487,7 +504,7 @@ export class Client {
     same: (c: Checkpoint) => boolean,
     opts: CallOptions,
   ): Promise<Checkpoint | undefined> {
-    if (p.code !== "stale_iteration" || p.latestIteration !== iteration) return undefined;
+    if (p.code !== "idempotency_applied" && (p.code !== "stale_iteration" || p.latestIteration !== iteration)) return undefined;
     const c = await this.getCheckpoint(sessionId, iteration, opts);
     return same(c) ? c : undefined;
   }
@@ -509,13 +526,12 @@ export class Client {
     return this.#call({ method: "GET", path: path`/v1/sessions/${sessionId}/resume`, ...opts });
   }
 
-  /** Applies resume's automatic repairs. Fenced by `expected_last_seq`, it is not resent after a broken connection. */
+  /** Applies resume's automatic repairs; a resend (fenced or not) gets its first attempt's answer. */
   repair(sessionId: string, body: RepairRequest = {}, opts: CallOptions = {}): Promise<RepairResult> {
     return this.#call({
       method: "POST",
       path: path`/v1/sessions/${sessionId}/repair`,
       body,
-      safe: body.expected_last_seq === undefined,
       ...opts,
     });
   }
@@ -610,9 +626,9 @@ export class Client {
     });
   }
 
-  /** Not resent after a broken connection (it would store the passage twice). */
+  /** Resent after a broken connection under its `Idempotency-Key`: stored once. */
   insertPassage(agentId: string, body: PassageCreate, opts: CallOptions = {}): Promise<Passage> {
-    return this.#call({ method: "POST", path: path`/v1/agents/${agentId}/archival`, body, safe: false, ...opts });
+    return this.#call({ method: "POST", path: path`/v1/agents/${agentId}/archival`, body, ...opts });
   }
 }
 

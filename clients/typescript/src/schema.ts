@@ -336,9 +336,13 @@ export interface paths {
          *     line. Once a line fails, every later line is refused and the answer ends
          *     after the failed line's problem: a stream leaves no hole in the history,
          *     only a tail to send again (give each line an `idempotency_key` to make the
-         *     resend safe). The `Idempotency-Key` header does not apply to a stream
-         *     (`422`), and a session that does not exist is a `404` status before any
-         *     line is read. A line may be at most `--max-body-bytes`; the whole stream at most
+         *     resend safe). On a stream, the `Idempotency-Key` header names each line
+         *     that names no key itself (line *n*, blank lines not counted, gets a key
+         *     made from the header and *n*), so the same stream sent again under the
+         *     same key appends only the lines the first did not, answering the others
+         *     with what they stored, and a line that differs from the first time is
+         *     `idempotency_conflict`. A session that does not exist is a `404` status before any
+         *     line is read. A line may hold what a single append may (see Conventions); the whole stream at most
          *     `--import-max-bytes`, and after 30 s it must keep arriving at 64 KiB/s.
          */
         post: operations["appendMessage"];
@@ -1683,8 +1687,9 @@ export interface paths {
          *     atomic replacement of the history's tail (the Agents SDK's history
          *     rewrite), which a crash cannot leave cut short. `expected_last_seq`
          *     fences it against a worker that appended meanwhile (`409 stale_seq`).
-         *     `Idempotency-Key` does not apply (`422`): the same rewind with the same
-         *     tail ends in the same history however often it is sent. Appending to a
+         *     A fenced rewind retried after its answer was lost would trip on its own
+         *     first try (`409 stale_seq`): send it with an `Idempotency-Key`, and the
+         *     retry is answered as the first was. Appending to a
          *     closed session is refused, and so is rewinding one (`409 session_closed`).
          *     Needs `write` scope.
          */
@@ -1903,12 +1908,14 @@ export interface paths {
          *        description repeats on each of its lines)
          *     3. every message in `seq` order, `{"type":"message","message":{…Message…}}`
          *        (a fork's inherited messages read as its own: `session_id` is this session's)
-         *     4. every checkpoint, oldest first, `{"type":"checkpoint","checkpoint":{…Checkpoint…}}`
+         *     4. the embedding of every message that has one ready (the client's or the
+         *        server's), in `seq` order, `{"type":"embedding","embedding":{"seq","message_id","model","embedding"}}`
+         *     5. every checkpoint, oldest first, `{"type":"checkpoint","checkpoint":{…Checkpoint…}}`
          *        (each with its whole state, however it is stored)
-         *     5. every compaction, oldest first, `{"type":"compaction","compaction":{…Compaction…}}`
-         *     6. `{"type":"end","counts":{"messages":N,"checkpoints":M,"files":F,"compactions":C},"sha256":"<hex>"}`,
+         *     6. every compaction, oldest first, `{"type":"compaction","compaction":{…Compaction…}}`
+         *     7. `{"type":"end","counts":{"messages":N,"checkpoints":M,"files":F,"compactions":C,"embeddings":E},"sha256":"<hex>"}`,
          *        where `sha256` is the SHA-256 of every byte of the lines before it,
-         *        newlines included (`files` and `compactions` are left out when 0).
+         *        newlines included (`files`, `compactions` and `embeddings` are left out when 0).
          *
          *     `POST /v1/sessions/import` restores the file exactly, and exporting what it
          *     restored gives the same bytes. The server's memory use does not grow with the
@@ -1952,9 +1959,14 @@ export interface paths {
          *     seqs `1…N`, each message's `session_id`, each checkpoint's SHA-256, each
          *     file's bytes against its `sha256` and its id, every `file_id` a message
          *     names against the export's files, each compaction's `through_seq`, the
-         *     session's counters against its messages, and every value with the rules the
-         *     API applies to it (a message an append would refuse, a title past 1000
-         *     characters, metadata past 64 KiB …). The body is read a line at a time,
+         *     session's counters against its messages, each embedding against its
+         *     message (and all of them sharing one model and length), and every value
+         *     with the rules the API applies to it (a message an append would refuse, a
+         *     title past 1000 characters, metadata past 64 KiB …). Embeddings are stored
+         *     ready under the session's agent, checked against (or pinning) its model
+         *     and dimensions: an export with embeddings imports only where its agent
+         *     is stored and agrees (`422 invalid_import` naming the line otherwise;
+         *     an agent import brings the agent along). The body is read a line at a time,
          *     8 MiB at most a line. A line that is not JSON is `400 malformed_json`; any
          *     other problem with the content (a checksum mismatch, a truncated file, a line
          *     out of order, a value out of bounds) is `422 invalid_import`; a session,
@@ -2937,6 +2949,20 @@ export interface components {
              *     batch.
              */
             idempotency_key?: string;
+            /**
+             * @description The client's embedding of this message (with `embedding_model`: both
+             *     or neither), stored in the append's own write and ready for search by
+             *     meaning at once (`embedding_state: ready`), as `PUT …/embedding`
+             *     would store it: finite numbers, under the session's agent, whose
+             *     model and dimensions it must match; an agent's first embedding (of a
+             *     message or a passage) pins them. A session without an agent, or whose
+             *     agent is not stored, is `422` naming the field. The server's own
+             *     endpoint, if the agent names one, leaves such a message as it is.
+             *     Only an append that carries an embedding pays for it.
+             */
+            embedding?: number[];
+            /** @description The model that made `embedding`. */
+            embedding_model?: string;
         };
         /**
          * @description One message to append, as a request of its own (`MessageInput` with the
@@ -2990,6 +3016,20 @@ export interface components {
              *     message under the same key is `409 idempotency_conflict`).
              */
             idempotency_key?: string;
+            /**
+             * @description The client's embedding of this message (with `embedding_model`: both
+             *     or neither), stored in the append's own write and ready for search by
+             *     meaning at once (`embedding_state: ready`), as `PUT …/embedding`
+             *     would store it: finite numbers, under the session's agent, whose
+             *     model and dimensions it must match; an agent's first embedding (of a
+             *     message or a passage) pins them. A session without an agent, or whose
+             *     agent is not stored, is `422` naming the field. The server's own
+             *     endpoint, if the agent names one, leaves such a message as it is.
+             *     Only an append that carries an embedding pays for it.
+             */
+            embedding?: number[];
+            /** @description The model that made `embedding`. */
+            embedding_model?: string;
             /**
              * Format: int64
              * @description The session's `last_seq` as the caller last saw it: if another write
@@ -3902,6 +3942,8 @@ export interface components {
          *     | `session_closed` | 409 | the session is completed or archived |
          *     | `conflict` | 409 | duplicate id, or a concurrent change |
          *     | `idempotency_conflict` | 409 | idempotency key reused with another body |
+         *     | `idempotency_in_progress` | 409 | a request with this `Idempotency-Key` is still being served |
+         *     | `idempotency_applied` | 409 | the request with this `Idempotency-Key` was applied; its answer was not kept |
          *     | `precondition_failed` | 412 | `If-Match` did not match |
          *     | `limit_exceeded` | 422 | a block would hold more characters than its `limit` |
          *     | `old_not_found` | 422 | the text to replace does not occur in the block |
@@ -3934,7 +3976,7 @@ export interface components {
          *     | `internal` | 500 | unexpected failure |
          * @enum {string}
          */
-        ErrorCode: "not_found" | "validation_failed" | "invalid_transition" | "session_closed" | "conflict" | "idempotency_conflict" | "precondition_failed" | "limit_exceeded" | "old_not_found" | "read_only" | "block_exists" | "block_attached" | "already_attached" | "not_attached" | "stale_iteration" | "no_checkpoint" | "stale_seq" | "rewound" | "stream_stopped" | "event_not_found" | "unknown_tool_call" | "duplicate_tool_result" | "corrupted" | "invalid_import" | "payload_too_large" | "malformed_json" | "invalid_query" | "invalid_cursor" | "method_not_allowed" | "unsupported_media_type" | "unauthorized" | "forbidden" | "rate_limited" | "storage_unavailable" | "embedding_unavailable" | "internal";
+        ErrorCode: "not_found" | "validation_failed" | "invalid_transition" | "session_closed" | "conflict" | "idempotency_conflict" | "idempotency_in_progress" | "idempotency_applied" | "precondition_failed" | "limit_exceeded" | "old_not_found" | "read_only" | "block_exists" | "block_attached" | "already_attached" | "not_attached" | "stale_iteration" | "no_checkpoint" | "stale_seq" | "rewound" | "stream_stopped" | "event_not_found" | "unknown_tool_call" | "duplicate_tool_result" | "corrupted" | "invalid_import" | "payload_too_large" | "malformed_json" | "invalid_query" | "invalid_cursor" | "method_not_allowed" | "unsupported_media_type" | "unauthorized" | "forbidden" | "rate_limited" | "storage_unavailable" | "embedding_unavailable" | "internal";
         /** @description One bad input field or query parameter. */
         FieldError: {
             /** @description The field's JSON path as the client wrote it (e.g. `messages[2].role`), a query parameter's name, or a header's name (`Idempotency-Key`). */
@@ -4062,7 +4104,13 @@ export interface components {
          *     - `session_closed`: the session is `completed` or `archived`; reopen it to
          *       append;
          *     - `idempotency_conflict`: the idempotency key was used before with a
-         *       different body (`errors` names the key's field).
+         *       different body, or on another route (`errors` names the key's field);
+         *     - `idempotency_in_progress`: a request with this `Idempotency-Key` is
+         *       still being served; retry in a moment for its answer;
+         *     - `idempotency_applied`: the request with this `Idempotency-Key` was
+         *       applied, but its answer was not kept (the server stopped before it
+         *       could keep it, or the route's answer is never kept): nothing was
+         *       applied again; read the resource to see the outcome.
          */
         Conflict: {
             headers: {
@@ -4073,7 +4121,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description `payload_too_large`: the request body exceeds the route's limit (default 1 MiB for JSON bodies). A `Content-Length` past the limit is refused at once, before any byte of the body is read, and the connection is then closed (`Connection: close`), so the unsent body need not be sent. */
+        /** @description `payload_too_large`: the request body exceeds its route's limit (see Conventions), or a file, import or stream its own limit. A `Content-Length` past the limit is refused at once, before any byte of the body is read, and the connection is then closed (`Connection: close`), so the unsent body need not be sent. */
         PayloadTooLarge: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
@@ -4188,7 +4236,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description `rate_limited`: the tenant sent more requests per second than the server allows. */
+        /** @description `rate_limited`: the tenant sent more requests per second than the server allows, or its requests in flight already hold as much of their large bodies as the server keeps for one tenant. Nothing was applied; retry after `Retry-After`. */
         RateLimited: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
@@ -4459,13 +4507,36 @@ export interface components {
         /**
          * @description Names this whole request (one message or one batch) within the session, so
          *     that a retry is answered with what the first attempt stored (`200`,
-         *     `Idempotent-Replayed: true`) instead of appending again. At most 255
-         *     characters (longer is `422`); an empty value means no key. The same key with a
-         *     different body (or a different shape: single vs batch) is
-         *     `409 idempotency_conflict`.
+         *     `Idempotent-Replayed: true`) instead of appending again. On an NDJSON
+         *     stream it names each line that names itself no `idempotency_key` (line
+         *     *n* gets a key made from it and *n*), so a resent stream appends only
+         *     what the first did not. 1–255 printable ASCII characters (else `422`);
+         *     an empty value means no key. The same key with a different body (or a
+         *     different shape: single vs batch) is `409 idempotency_conflict`.
          * @example 5f0c2a8e-turn-7
          */
         IdempotencyKey: string;
+        /**
+         * @description Makes the request safe to retry: the same key with the same request
+         *     (method, path, query, `Content-Type` and body) is answered as the first
+         *     was (its status, body, `Content-Type`, `Location`, `ETag`) with
+         *     `Idempotent-Replayed: true`, and applies nothing; with another request
+         *     it is `409 idempotency_conflict`; while the first is still being
+         *     served, `409 idempotency_in_progress` (retry in a moment). Keys are
+         *     scoped to the tenant, and to the user for a key bound to one; they are
+         *     remembered for the server's `--idempotency-ttl` (default 24 h). The
+         *     key is recorded in the same transaction as the request's write, so a
+         *     retry can never apply it twice: when the server stopped between that
+         *     write and its answer, the retry is `409 idempotency_applied` (read the
+         *     resource to see the outcome). That is also the retry's answer on
+         *     `POST /v1/admin/keys`, whose answer (a key's secret) is kept nowhere,
+         *     and when the answer was larger than 8 MiB. A request that writes
+         *     nothing (a search, a backup) is not recorded: its retry runs again.
+         *     1–255 printable ASCII characters (else `422`); an empty value means no
+         *     key.
+         * @example 5f0c2a8e-rewind-3
+         */
+        IdempotencyKeyWrite: string;
         /** @description Page size, 1–200. Outside that range is `400 invalid_query`. */
         Limit: number;
         /**
@@ -4856,7 +4927,29 @@ export interface operations {
     createSession: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: the same key with the same request
+                 *     (method, path, query, `Content-Type` and body) is answered as the first
+                 *     was (its status, body, `Content-Type`, `Location`, `ETag`) with
+                 *     `Idempotent-Replayed: true`, and applies nothing; with another request
+                 *     it is `409 idempotency_conflict`; while the first is still being
+                 *     served, `409 idempotency_in_progress` (retry in a moment). Keys are
+                 *     scoped to the tenant, and to the user for a key bound to one; they are
+                 *     remembered for the server's `--idempotency-ttl` (default 24 h). The
+                 *     key is recorded in the same transaction as the request's write, so a
+                 *     retry can never apply it twice: when the server stopped between that
+                 *     write and its answer, the retry is `409 idempotency_applied` (read the
+                 *     resource to see the outcome). That is also the retry's answer on
+                 *     `POST /v1/admin/keys`, whose answer (a key's secret) is kept nowhere,
+                 *     and when the answer was larger than 8 MiB. A request that writes
+                 *     nothing (a search, a backup) is not recorded: its retry runs again.
+                 *     1–255 printable ASCII characters (else `422`); an empty value means no
+                 *     key.
+                 * @example 5f0c2a8e-rewind-3
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyWrite"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4869,6 +4962,7 @@ export interface operations {
             /** @description The session was created (and committed). */
             201: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     "X-Request-Id": components["headers"]["XRequestId"];
                     Location: components["headers"]["Location"];
                     [name: string]: unknown;
@@ -5155,10 +5249,12 @@ export interface operations {
                 /**
                  * @description Names this whole request (one message or one batch) within the session, so
                  *     that a retry is answered with what the first attempt stored (`200`,
-                 *     `Idempotent-Replayed: true`) instead of appending again. At most 255
-                 *     characters (longer is `422`); an empty value means no key. The same key with a
-                 *     different body (or a different shape: single vs batch) is
-                 *     `409 idempotency_conflict`.
+                 *     `Idempotent-Replayed: true`) instead of appending again. On an NDJSON
+                 *     stream it names each line that names itself no `idempotency_key` (line
+                 *     *n* gets a key made from it and *n*), so a resent stream appends only
+                 *     what the first did not. 1–255 printable ASCII characters (else `422`);
+                 *     an empty value means no key. The same key with a different body (or a
+                 *     different shape: single vs batch) is `409 idempotency_conflict`.
                  * @example 5f0c2a8e-turn-7
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -5232,10 +5328,12 @@ export interface operations {
                 /**
                  * @description Names this whole request (one message or one batch) within the session, so
                  *     that a retry is answered with what the first attempt stored (`200`,
-                 *     `Idempotent-Replayed: true`) instead of appending again. At most 255
-                 *     characters (longer is `422`); an empty value means no key. The same key with a
-                 *     different body (or a different shape: single vs batch) is
-                 *     `409 idempotency_conflict`.
+                 *     `Idempotent-Replayed: true`) instead of appending again. On an NDJSON
+                 *     stream it names each line that names itself no `idempotency_key` (line
+                 *     *n* gets a key made from it and *n*), so a resent stream appends only
+                 *     what the first did not. 1–255 printable ASCII characters (else `422`);
+                 *     an empty value means no key. The same key with a different body (or a
+                 *     different shape: single vs batch) is `409 idempotency_conflict`.
                  * @example 5f0c2a8e-turn-7
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -5641,7 +5739,29 @@ export interface operations {
     createAgent: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: the same key with the same request
+                 *     (method, path, query, `Content-Type` and body) is answered as the first
+                 *     was (its status, body, `Content-Type`, `Location`, `ETag`) with
+                 *     `Idempotent-Replayed: true`, and applies nothing; with another request
+                 *     it is `409 idempotency_conflict`; while the first is still being
+                 *     served, `409 idempotency_in_progress` (retry in a moment). Keys are
+                 *     scoped to the tenant, and to the user for a key bound to one; they are
+                 *     remembered for the server's `--idempotency-ttl` (default 24 h). The
+                 *     key is recorded in the same transaction as the request's write, so a
+                 *     retry can never apply it twice: when the server stopped between that
+                 *     write and its answer, the retry is `409 idempotency_applied` (read the
+                 *     resource to see the outcome). That is also the retry's answer on
+                 *     `POST /v1/admin/keys`, whose answer (a key's secret) is kept nowhere,
+                 *     and when the answer was larger than 8 MiB. A request that writes
+                 *     nothing (a search, a backup) is not recorded: its retry runs again.
+                 *     1–255 printable ASCII characters (else `422`); an empty value means no
+                 *     key.
+                 * @example 5f0c2a8e-rewind-3
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyWrite"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5654,6 +5774,7 @@ export interface operations {
             /** @description The agent was created (and committed). */
             201: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     "X-Request-Id": components["headers"]["XRequestId"];
                     Location: components["headers"]["AgentLocation"];
                     [name: string]: unknown;
@@ -5868,7 +5989,29 @@ export interface operations {
                 /** @description Give the agent and its sessions (and their messages, checkpoints and compactions) new ids. */
                 as_new?: boolean;
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: the same key with the same request
+                 *     (method, path, query, `Content-Type` and body) is answered as the first
+                 *     was (its status, body, `Content-Type`, `Location`, `ETag`) with
+                 *     `Idempotent-Replayed: true`, and applies nothing; with another request
+                 *     it is `409 idempotency_conflict`; while the first is still being
+                 *     served, `409 idempotency_in_progress` (retry in a moment). Keys are
+                 *     scoped to the tenant, and to the user for a key bound to one; they are
+                 *     remembered for the server's `--idempotency-ttl` (default 24 h). The
+                 *     key is recorded in the same transaction as the request's write, so a
+                 *     retry can never apply it twice: when the server stopped between that
+                 *     write and its answer, the retry is `409 idempotency_applied` (read the
+                 *     resource to see the outcome). That is also the retry's answer on
+                 *     `POST /v1/admin/keys`, whose answer (a key's secret) is kept nowhere,
+                 *     and when the answer was larger than 8 MiB. A request that writes
+                 *     nothing (a search, a backup) is not recorded: its retry runs again.
+                 *     1–255 printable ASCII characters (else `422`); an empty value means no
+                 *     key.
+                 * @example 5f0c2a8e-rewind-3
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyWrite"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5881,6 +6024,7 @@ export interface operations {
             /** @description The imported agent (committed). */
             201: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     "X-Request-Id": components["headers"]["XRequestId"];
                     Location: components["headers"]["AgentLocation"];
                     [name: string]: unknown;
@@ -5969,7 +6113,29 @@ export interface operations {
     attachBlock: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: the same key with the same request
+                 *     (method, path, query, `Content-Type` and body) is answered as the first
+                 *     was (its status, body, `Content-Type`, `Location`, `ETag`) with
+                 *     `Idempotent-Replayed: true`, and applies nothing; with another request
+                 *     it is `409 idempotency_conflict`; while the first is still being
+                 *     served, `409 idempotency_in_progress` (retry in a moment). Keys are
+                 *     scoped to the tenant, and to the user for a key bound to one; they are
+                 *     remembered for the server's `--idempotency-ttl` (default 24 h). The
+                 *     key is recorded in the same transaction as the request's write, so a
+                 *     retry can never apply it twice: when the server stopped between that
+                 *     write and its answer, the retry is `409 idempotency_applied` (read the
+                 *     resource to see the outcome). That is also the retry's answer on
+                 *     `POST /v1/admin/keys`, whose answer (a key's secret) is kept nowhere,
+                 *     and when the answer was larger than 8 MiB. A request that writes
+                 *     nothing (a search, a backup) is not recorded: its retry runs again.
+                 *     1–255 printable ASCII characters (else `422`); an empty value means no
+                 *     key.
+                 * @example 5f0c2a8e-rewind-3
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyWrite"];
+            };
             path: {
                 /** @description The agent's id (server-made `agt_…`, or the id the client chose). */
                 id: components["parameters"]["AgentId"];
@@ -5991,6 +6157,7 @@ export interface operations {
             /** @description The block is attached (and committed); the block, as agent `{id}` sees it. */
             201: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     "X-Request-Id": components["headers"]["XRequestId"];
                     Location: components["headers"]["BlockLocation"];
                     ETag: components["headers"]["BlockETag"];
@@ -6199,7 +6366,29 @@ export interface operations {
     appendBlock: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: the same key with the same request
+                 *     (method, path, query, `Content-Type` and body) is answered as the first
+                 *     was (its status, body, `Content-Type`, `Location`, `ETag`) with
+                 *     `Idempotent-Replayed: true`, and applies nothing; with another request
+                 *     it is `409 idempotency_conflict`; while the first is still being
+                 *     served, `409 idempotency_in_progress` (retry in a moment). Keys are
+                 *     scoped to the tenant, and to the user for a key bound to one; they are
+                 *     remembered for the server's `--idempotency-ttl` (default 24 h). The
+                 *     key is recorded in the same transaction as the request's write, so a
+                 *     retry can never apply it twice: when the server stopped between that
+                 *     write and its answer, the retry is `409 idempotency_applied` (read the
+                 *     resource to see the outcome). That is also the retry's answer on
+                 *     `POST /v1/admin/keys`, whose answer (a key's secret) is kept nowhere,
+                 *     and when the answer was larger than 8 MiB. A request that writes
+                 *     nothing (a search, a backup) is not recorded: its retry runs again.
+                 *     1–255 printable ASCII characters (else `422`); an empty value means no
+                 *     key.
+                 * @example 5f0c2a8e-rewind-3
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyWrite"];
+            };
             path: {
                 /** @description The agent's id (server-made `agt_…`, or the id the client chose). */
                 id: components["parameters"]["AgentId"];
@@ -6222,6 +6411,7 @@ export interface operations {
             /** @description The block after the append (and commit). */
             200: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     "X-Request-Id": components["headers"]["XRequestId"];
                     ETag: components["headers"]["BlockETag"];
                     [name: string]: unknown;
@@ -6250,6 +6440,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["BlockUnprocessable"];
@@ -6262,7 +6453,29 @@ export interface operations {
     replaceBlock: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: the same key with the same request
+                 *     (method, path, query, `Content-Type` and body) is answered as the first
+                 *     was (its status, body, `Content-Type`, `Location`, `ETag`) with
+                 *     `Idempotent-Replayed: true`, and applies nothing; with another request
+                 *     it is `409 idempotency_conflict`; while the first is still being
+                 *     served, `409 idempotency_in_progress` (retry in a moment). Keys are
+                 *     scoped to the tenant, and to the user for a key bound to one; they are
+                 *     remembered for the server's `--idempotency-ttl` (default 24 h). The
+                 *     key is recorded in the same transaction as the request's write, so a
+                 *     retry can never apply it twice: when the server stopped between that
+                 *     write and its answer, the retry is `409 idempotency_applied` (read the
+                 *     resource to see the outcome). That is also the retry's answer on
+                 *     `POST /v1/admin/keys`, whose answer (a key's secret) is kept nowhere,
+                 *     and when the answer was larger than 8 MiB. A request that writes
+                 *     nothing (a search, a backup) is not recorded: its retry runs again.
+                 *     1–255 printable ASCII characters (else `422`); an empty value means no
+                 *     key.
+                 * @example 5f0c2a8e-rewind-3
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyWrite"];
+            };
             path: {
                 /** @description The agent's id (server-made `agt_…`, or the id the client chose). */
                 id: components["parameters"]["AgentId"];
@@ -6286,6 +6499,7 @@ export interface operations {
             /** @description The block after the change (and commit). */
             200: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     "X-Request-Id": components["headers"]["XRequestId"];
                     ETag: components["headers"]["BlockETag"];
                     [name: string]: unknown;
@@ -6298,6 +6512,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["BlockUnprocessable"];
@@ -6389,7 +6604,29 @@ export interface operations {
     detachBlock: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: the same key with the same request
+                 *     (method, path, query, `Content-Type` and body) is answered as the first
+                 *     was (its status, body, `Content-Type`, `Location`, `ETag`) with
+                 *     `Idempotent-Replayed: true`, and applies nothing; with another request
+                 *     it is `409 idempotency_conflict`; while the first is still being
+                 *     served, `409 idempotency_in_progress` (retry in a moment). Keys are
+                 *     scoped to the tenant, and to the user for a key bound to one; they are
+                 *     remembered for the server's `--idempotency-ttl` (default 24 h). The
+                 *     key is recorded in the same transaction as the request's write, so a
+                 *     retry can never apply it twice: when the server stopped between that
+                 *     write and its answer, the retry is `409 idempotency_applied` (read the
+                 *     resource to see the outcome). That is also the retry's answer on
+                 *     `POST /v1/admin/keys`, whose answer (a key's secret) is kept nowhere,
+                 *     and when the answer was larger than 8 MiB. A request that writes
+                 *     nothing (a search, a backup) is not recorded: its retry runs again.
+                 *     1–255 printable ASCII characters (else `422`); an empty value means no
+                 *     key.
+                 * @example 5f0c2a8e-rewind-3
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyWrite"];
+            };
             path: {
                 /** @description The agent's id (server-made `agt_…`, or the id the client chose). */
                 id: components["parameters"]["AgentId"];
@@ -6403,6 +6640,7 @@ export interface operations {
             /** @description The attachment was removed (and committed). */
             204: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
@@ -6412,6 +6650,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["NotAttached"];
+            422: components["responses"]["ValidationFailed"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -6487,7 +6726,29 @@ export interface operations {
     createPassage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: the same key with the same request
+                 *     (method, path, query, `Content-Type` and body) is answered as the first
+                 *     was (its status, body, `Content-Type`, `Location`, `ETag`) with
+                 *     `Idempotent-Replayed: true`, and applies nothing; with another request
+                 *     it is `409 idempotency_conflict`; while the first is still being
+                 *     served, `409 idempotency_in_progress` (retry in a moment). Keys are
+                 *     scoped to the tenant, and to the user for a key bound to one; they are
+                 *     remembered for the server's `--idempotency-ttl` (default 24 h). The
+                 *     key is recorded in the same transaction as the request's write, so a
+                 *     retry can never apply it twice: when the server stopped between that
+                 *     write and its answer, the retry is `409 idempotency_applied` (read the
+                 *     resource to see the outcome). That is also the retry's answer on
+                 *     `POST /v1/admin/keys`, whose answer (a key's secret) is kept nowhere,
+                 *     and when the answer was larger than 8 MiB. A request that writes
+                 *     nothing (a search, a backup) is not recorded: its retry runs again.
+                 *     1–255 printable ASCII characters (else `422`); an empty value means no
+                 *     key.
+                 * @example 5f0c2a8e-rewind-3
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyWrite"];
+            };
             path: {
                 /** @description The agent's id (server-made `agt_…`, or the id the client chose). */
                 id: components["parameters"]["AgentId"];
@@ -6515,6 +6776,7 @@ export interface operations {
             /** @description The passage was stored (and committed). */
             201: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     "X-Request-Id": components["headers"]["XRequestId"];
                     Location: components["headers"]["PassageLocation"];
                     [name: string]: unknown;
@@ -6546,6 +6808,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
@@ -6654,7 +6917,29 @@ export interface operations {
     searchPassagesByBody: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: the same key with the same request
+                 *     (method, path, query, `Content-Type` and body) is answered as the first
+                 *     was (its status, body, `Content-Type`, `Location`, `ETag`) with
+                 *     `Idempotent-Replayed: true`, and applies nothing; with another request
+                 *     it is `409 idempotency_conflict`; while the first is still being
+                 *     served, `409 idempotency_in_progress` (retry in a moment). Keys are
+                 *     scoped to the tenant, and to the user for a key bound to one; they are
+                 *     remembered for the server's `--idempotency-ttl` (default 24 h). The
+                 *     key is recorded in the same transaction as the request's write, so a
+                 *     retry can never apply it twice: when the server stopped between that
+                 *     write and its answer, the retry is `409 idempotency_applied` (read the
+                 *     resource to see the outcome). That is also the retry's answer on
+                 *     `POST /v1/admin/keys`, whose answer (a key's secret) is kept nowhere,
+                 *     and when the answer was larger than 8 MiB. A request that writes
+                 *     nothing (a search, a backup) is not recorded: its retry runs again.
+                 *     1–255 printable ASCII characters (else `422`); an empty value means no
+                 *     key.
+                 * @example 5f0c2a8e-rewind-3
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyWrite"];
+            };
             path: {
                 /** @description The agent's id (server-made `agt_…`, or the id the client chose). */
                 id: components["parameters"]["AgentId"];
@@ -6670,6 +6955,7 @@ export interface operations {
             /** @description The best hits, best first. */
             200: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
@@ -6681,6 +6967,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
@@ -6849,7 +7137,29 @@ export interface operations {
     uploadFile: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: the same key with the same request
+                 *     (method, path, query, `Content-Type` and body) is answered as the first
+                 *     was (its status, body, `Content-Type`, `Location`, `ETag`) with
+                 *     `Idempotent-Replayed: true`, and applies nothing; with another request
+                 *     it is `409 idempotency_conflict`; while the first is still being
+                 *     served, `409 idempotency_in_progress` (retry in a moment). Keys are
+                 *     scoped to the tenant, and to the user for a key bound to one; they are
+                 *     remembered for the server's `--idempotency-ttl` (default 24 h). The
+                 *     key is recorded in the same transaction as the request's write, so a
+                 *     retry can never apply it twice: when the server stopped between that
+                 *     write and its answer, the retry is `409 idempotency_applied` (read the
+                 *     resource to see the outcome). That is also the retry's answer on
+                 *     `POST /v1/admin/keys`, whose answer (a key's secret) is kept nowhere,
+                 *     and when the answer was larger than 8 MiB. A request that writes
+                 *     nothing (a search, a backup) is not recorded: its retry runs again.
+                 *     1–255 printable ASCII characters (else `422`); an empty value means no
+                 *     key.
+                 * @example 5f0c2a8e-rewind-3
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyWrite"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -6862,6 +7172,7 @@ export interface operations {
             /** @description The caller uploaded these bytes with this media type before; this is that file. */
             200: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     "X-Request-Id": components["headers"]["XRequestId"];
                     Location: components["headers"]["FileLocation"];
                     [name: string]: unknown;
@@ -6873,6 +7184,7 @@ export interface operations {
             /** @description Stored. */
             201: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     "X-Request-Id": components["headers"]["XRequestId"];
                     Location: components["headers"]["FileLocation"];
                     [name: string]: unknown;
@@ -6883,8 +7195,10 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["Default"];
@@ -6995,7 +7309,29 @@ export interface operations {
     runTool: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: the same key with the same request
+                 *     (method, path, query, `Content-Type` and body) is answered as the first
+                 *     was (its status, body, `Content-Type`, `Location`, `ETag`) with
+                 *     `Idempotent-Replayed: true`, and applies nothing; with another request
+                 *     it is `409 idempotency_conflict`; while the first is still being
+                 *     served, `409 idempotency_in_progress` (retry in a moment). Keys are
+                 *     scoped to the tenant, and to the user for a key bound to one; they are
+                 *     remembered for the server's `--idempotency-ttl` (default 24 h). The
+                 *     key is recorded in the same transaction as the request's write, so a
+                 *     retry can never apply it twice: when the server stopped between that
+                 *     write and its answer, the retry is `409 idempotency_applied` (read the
+                 *     resource to see the outcome). That is also the retry's answer on
+                 *     `POST /v1/admin/keys`, whose answer (a key's secret) is kept nowhere,
+                 *     and when the answer was larger than 8 MiB. A request that writes
+                 *     nothing (a search, a backup) is not recorded: its retry runs again.
+                 *     1–255 printable ASCII characters (else `422`); an empty value means no
+                 *     key.
+                 * @example 5f0c2a8e-rewind-3
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyWrite"];
+            };
             path: {
                 /** @description The agent's id (server-made `agt_…`, or the id the client chose). */
                 id: components["parameters"]["AgentId"];
@@ -7016,6 +7352,7 @@ export interface operations {
              */
             200: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
@@ -7076,7 +7413,29 @@ export interface operations {
     createAPIKey: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: the same key with the same request
+                 *     (method, path, query, `Content-Type` and body) is answered as the first
+                 *     was (its status, body, `Content-Type`, `Location`, `ETag`) with
+                 *     `Idempotent-Replayed: true`, and applies nothing; with another request
+                 *     it is `409 idempotency_conflict`; while the first is still being
+                 *     served, `409 idempotency_in_progress` (retry in a moment). Keys are
+                 *     scoped to the tenant, and to the user for a key bound to one; they are
+                 *     remembered for the server's `--idempotency-ttl` (default 24 h). The
+                 *     key is recorded in the same transaction as the request's write, so a
+                 *     retry can never apply it twice: when the server stopped between that
+                 *     write and its answer, the retry is `409 idempotency_applied` (read the
+                 *     resource to see the outcome). That is also the retry's answer on
+                 *     `POST /v1/admin/keys`, whose answer (a key's secret) is kept nowhere,
+                 *     and when the answer was larger than 8 MiB. A request that writes
+                 *     nothing (a search, a backup) is not recorded: its retry runs again.
+                 *     1–255 printable ASCII characters (else `422`); an empty value means no
+                 *     key.
+                 * @example 5f0c2a8e-rewind-3
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyWrite"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -7095,6 +7454,7 @@ export interface operations {
             /** @description The key, with its text shown this once. */
             201: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
@@ -7105,6 +7465,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
@@ -7189,7 +7550,29 @@ export interface operations {
     putCheckpoint: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: the same key with the same request
+                 *     (method, path, query, `Content-Type` and body) is answered as the first
+                 *     was (its status, body, `Content-Type`, `Location`, `ETag`) with
+                 *     `Idempotent-Replayed: true`, and applies nothing; with another request
+                 *     it is `409 idempotency_conflict`; while the first is still being
+                 *     served, `409 idempotency_in_progress` (retry in a moment). Keys are
+                 *     scoped to the tenant, and to the user for a key bound to one; they are
+                 *     remembered for the server's `--idempotency-ttl` (default 24 h). The
+                 *     key is recorded in the same transaction as the request's write, so a
+                 *     retry can never apply it twice: when the server stopped between that
+                 *     write and its answer, the retry is `409 idempotency_applied` (read the
+                 *     resource to see the outcome). That is also the retry's answer on
+                 *     `POST /v1/admin/keys`, whose answer (a key's secret) is kept nowhere,
+                 *     and when the answer was larger than 8 MiB. A request that writes
+                 *     nothing (a search, a backup) is not recorded: its retry runs again.
+                 *     1–255 printable ASCII characters (else `422`); an empty value means no
+                 *     key.
+                 * @example 5f0c2a8e-rewind-3
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyWrite"];
+            };
             path: {
                 /** @description The session's id (server-made `ses_…`, or the id the client chose). */
                 id: components["parameters"]["SessionId"];
@@ -7232,6 +7615,7 @@ export interface operations {
             /** @description The checkpoint (committed). */
             201: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
@@ -7255,7 +7639,29 @@ export interface operations {
     patchCheckpoint: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: the same key with the same request
+                 *     (method, path, query, `Content-Type` and body) is answered as the first
+                 *     was (its status, body, `Content-Type`, `Location`, `ETag`) with
+                 *     `Idempotent-Replayed: true`, and applies nothing; with another request
+                 *     it is `409 idempotency_conflict`; while the first is still being
+                 *     served, `409 idempotency_in_progress` (retry in a moment). Keys are
+                 *     scoped to the tenant, and to the user for a key bound to one; they are
+                 *     remembered for the server's `--idempotency-ttl` (default 24 h). The
+                 *     key is recorded in the same transaction as the request's write, so a
+                 *     retry can never apply it twice: when the server stopped between that
+                 *     write and its answer, the retry is `409 idempotency_applied` (read the
+                 *     resource to see the outcome). That is also the retry's answer on
+                 *     `POST /v1/admin/keys`, whose answer (a key's secret) is kept nowhere,
+                 *     and when the answer was larger than 8 MiB. A request that writes
+                 *     nothing (a search, a backup) is not recorded: its retry runs again.
+                 *     1–255 printable ASCII characters (else `422`); an empty value means no
+                 *     key.
+                 * @example 5f0c2a8e-rewind-3
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyWrite"];
+            };
             path: {
                 /** @description The session's id (server-made `ses_…`, or the id the client chose). */
                 id: components["parameters"]["SessionId"];
@@ -7288,6 +7694,7 @@ export interface operations {
             /** @description The checkpoint (committed), with the whole merged state. */
             201: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
@@ -7478,7 +7885,29 @@ export interface operations {
     createCompaction: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: the same key with the same request
+                 *     (method, path, query, `Content-Type` and body) is answered as the first
+                 *     was (its status, body, `Content-Type`, `Location`, `ETag`) with
+                 *     `Idempotent-Replayed: true`, and applies nothing; with another request
+                 *     it is `409 idempotency_conflict`; while the first is still being
+                 *     served, `409 idempotency_in_progress` (retry in a moment). Keys are
+                 *     scoped to the tenant, and to the user for a key bound to one; they are
+                 *     remembered for the server's `--idempotency-ttl` (default 24 h). The
+                 *     key is recorded in the same transaction as the request's write, so a
+                 *     retry can never apply it twice: when the server stopped between that
+                 *     write and its answer, the retry is `409 idempotency_applied` (read the
+                 *     resource to see the outcome). That is also the retry's answer on
+                 *     `POST /v1/admin/keys`, whose answer (a key's secret) is kept nowhere,
+                 *     and when the answer was larger than 8 MiB. A request that writes
+                 *     nothing (a search, a backup) is not recorded: its retry runs again.
+                 *     1–255 printable ASCII characters (else `422`); an empty value means no
+                 *     key.
+                 * @example 5f0c2a8e-rewind-3
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyWrite"];
+            };
             path: {
                 /** @description The session's id (server-made `ses_…`, or the id the client chose). */
                 id: components["parameters"]["SessionId"];
@@ -7501,6 +7930,7 @@ export interface operations {
             /** @description Recorded. */
             201: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
@@ -7660,7 +8090,29 @@ export interface operations {
     rewindSession: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: the same key with the same request
+                 *     (method, path, query, `Content-Type` and body) is answered as the first
+                 *     was (its status, body, `Content-Type`, `Location`, `ETag`) with
+                 *     `Idempotent-Replayed: true`, and applies nothing; with another request
+                 *     it is `409 idempotency_conflict`; while the first is still being
+                 *     served, `409 idempotency_in_progress` (retry in a moment). Keys are
+                 *     scoped to the tenant, and to the user for a key bound to one; they are
+                 *     remembered for the server's `--idempotency-ttl` (default 24 h). The
+                 *     key is recorded in the same transaction as the request's write, so a
+                 *     retry can never apply it twice: when the server stopped between that
+                 *     write and its answer, the retry is `409 idempotency_applied` (read the
+                 *     resource to see the outcome). That is also the retry's answer on
+                 *     `POST /v1/admin/keys`, whose answer (a key's secret) is kept nowhere,
+                 *     and when the answer was larger than 8 MiB. A request that writes
+                 *     nothing (a search, a backup) is not recorded: its retry runs again.
+                 *     1–255 printable ASCII characters (else `422`); an empty value means no
+                 *     key.
+                 * @example 5f0c2a8e-rewind-3
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyWrite"];
+            };
             path: {
                 /** @description The session's id (server-made `ses_…`, or the id the client chose). */
                 id: components["parameters"]["SessionId"];
@@ -7682,6 +8134,7 @@ export interface operations {
             /** @description Rewound (and the tail appended). */
             200: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
@@ -7705,7 +8158,29 @@ export interface operations {
     repairSession: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: the same key with the same request
+                 *     (method, path, query, `Content-Type` and body) is answered as the first
+                 *     was (its status, body, `Content-Type`, `Location`, `ETag`) with
+                 *     `Idempotent-Replayed: true`, and applies nothing; with another request
+                 *     it is `409 idempotency_conflict`; while the first is still being
+                 *     served, `409 idempotency_in_progress` (retry in a moment). Keys are
+                 *     scoped to the tenant, and to the user for a key bound to one; they are
+                 *     remembered for the server's `--idempotency-ttl` (default 24 h). The
+                 *     key is recorded in the same transaction as the request's write, so a
+                 *     retry can never apply it twice: when the server stopped between that
+                 *     write and its answer, the retry is `409 idempotency_applied` (read the
+                 *     resource to see the outcome). That is also the retry's answer on
+                 *     `POST /v1/admin/keys`, whose answer (a key's secret) is kept nowhere,
+                 *     and when the answer was larger than 8 MiB. A request that writes
+                 *     nothing (a search, a backup) is not recorded: its retry runs again.
+                 *     1–255 printable ASCII characters (else `422`); an empty value means no
+                 *     key.
+                 * @example 5f0c2a8e-rewind-3
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyWrite"];
+            };
             path: {
                 /** @description The session's id (server-made `ses_…`, or the id the client chose). */
                 id: components["parameters"]["SessionId"];
@@ -7726,6 +8201,7 @@ export interface operations {
             /** @description What was repaired (committed), and what was not. */
             200: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
@@ -7749,7 +8225,29 @@ export interface operations {
     forkSession: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: the same key with the same request
+                 *     (method, path, query, `Content-Type` and body) is answered as the first
+                 *     was (its status, body, `Content-Type`, `Location`, `ETag`) with
+                 *     `Idempotent-Replayed: true`, and applies nothing; with another request
+                 *     it is `409 idempotency_conflict`; while the first is still being
+                 *     served, `409 idempotency_in_progress` (retry in a moment). Keys are
+                 *     scoped to the tenant, and to the user for a key bound to one; they are
+                 *     remembered for the server's `--idempotency-ttl` (default 24 h). The
+                 *     key is recorded in the same transaction as the request's write, so a
+                 *     retry can never apply it twice: when the server stopped between that
+                 *     write and its answer, the retry is `409 idempotency_applied` (read the
+                 *     resource to see the outcome). That is also the retry's answer on
+                 *     `POST /v1/admin/keys`, whose answer (a key's secret) is kept nowhere,
+                 *     and when the answer was larger than 8 MiB. A request that writes
+                 *     nothing (a search, a backup) is not recorded: its retry runs again.
+                 *     1–255 printable ASCII characters (else `422`); an empty value means no
+                 *     key.
+                 * @example 5f0c2a8e-rewind-3
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyWrite"];
+            };
             path: {
                 /** @description The session's id (server-made `ses_…`, or the id the client chose). */
                 id: components["parameters"]["SessionId"];
@@ -7771,6 +8269,7 @@ export interface operations {
             /** @description The fork. */
             201: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     "X-Request-Id": components["headers"]["XRequestId"];
                     Location: components["headers"]["Location"];
                     [name: string]: unknown;
@@ -7795,7 +8294,29 @@ export interface operations {
     purgeSessions: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: the same key with the same request
+                 *     (method, path, query, `Content-Type` and body) is answered as the first
+                 *     was (its status, body, `Content-Type`, `Location`, `ETag`) with
+                 *     `Idempotent-Replayed: true`, and applies nothing; with another request
+                 *     it is `409 idempotency_conflict`; while the first is still being
+                 *     served, `409 idempotency_in_progress` (retry in a moment). Keys are
+                 *     scoped to the tenant, and to the user for a key bound to one; they are
+                 *     remembered for the server's `--idempotency-ttl` (default 24 h). The
+                 *     key is recorded in the same transaction as the request's write, so a
+                 *     retry can never apply it twice: when the server stopped between that
+                 *     write and its answer, the retry is `409 idempotency_applied` (read the
+                 *     resource to see the outcome). That is also the retry's answer on
+                 *     `POST /v1/admin/keys`, whose answer (a key's secret) is kept nowhere,
+                 *     and when the answer was larger than 8 MiB. A request that writes
+                 *     nothing (a search, a backup) is not recorded: its retry runs again.
+                 *     1–255 printable ASCII characters (else `422`); an empty value means no
+                 *     key.
+                 * @example 5f0c2a8e-rewind-3
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyWrite"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -7815,6 +8336,7 @@ export interface operations {
             /** @description What was erased (or, with `dry_run`, what would be). */
             200: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
@@ -7834,6 +8356,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
@@ -7986,7 +8509,29 @@ export interface operations {
     backupDatabase: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: the same key with the same request
+                 *     (method, path, query, `Content-Type` and body) is answered as the first
+                 *     was (its status, body, `Content-Type`, `Location`, `ETag`) with
+                 *     `Idempotent-Replayed: true`, and applies nothing; with another request
+                 *     it is `409 idempotency_conflict`; while the first is still being
+                 *     served, `409 idempotency_in_progress` (retry in a moment). Keys are
+                 *     scoped to the tenant, and to the user for a key bound to one; they are
+                 *     remembered for the server's `--idempotency-ttl` (default 24 h). The
+                 *     key is recorded in the same transaction as the request's write, so a
+                 *     retry can never apply it twice: when the server stopped between that
+                 *     write and its answer, the retry is `409 idempotency_applied` (read the
+                 *     resource to see the outcome). That is also the retry's answer on
+                 *     `POST /v1/admin/keys`, whose answer (a key's secret) is kept nowhere,
+                 *     and when the answer was larger than 8 MiB. A request that writes
+                 *     nothing (a search, a backup) is not recorded: its retry runs again.
+                 *     1–255 printable ASCII characters (else `422`); an empty value means no
+                 *     key.
+                 * @example 5f0c2a8e-rewind-3
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyWrite"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -8004,6 +8549,7 @@ export interface operations {
             /** @description The backup file. */
             201: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
@@ -8073,7 +8619,29 @@ export interface operations {
                 /** @description Give the session, its messages and its checkpoints new ids. */
                 as_new?: boolean;
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: the same key with the same request
+                 *     (method, path, query, `Content-Type` and body) is answered as the first
+                 *     was (its status, body, `Content-Type`, `Location`, `ETag`) with
+                 *     `Idempotent-Replayed: true`, and applies nothing; with another request
+                 *     it is `409 idempotency_conflict`; while the first is still being
+                 *     served, `409 idempotency_in_progress` (retry in a moment). Keys are
+                 *     scoped to the tenant, and to the user for a key bound to one; they are
+                 *     remembered for the server's `--idempotency-ttl` (default 24 h). The
+                 *     key is recorded in the same transaction as the request's write, so a
+                 *     retry can never apply it twice: when the server stopped between that
+                 *     write and its answer, the retry is `409 idempotency_applied` (read the
+                 *     resource to see the outcome). That is also the retry's answer on
+                 *     `POST /v1/admin/keys`, whose answer (a key's secret) is kept nowhere,
+                 *     and when the answer was larger than 8 MiB. A request that writes
+                 *     nothing (a search, a backup) is not recorded: its retry runs again.
+                 *     1–255 printable ASCII characters (else `422`); an empty value means no
+                 *     key.
+                 * @example 5f0c2a8e-rewind-3
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKeyWrite"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -8086,6 +8654,7 @@ export interface operations {
             /** @description The imported session (committed). */
             201: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     "X-Request-Id": components["headers"]["XRequestId"];
                     Location: components["headers"]["Location"];
                     [name: string]: unknown;

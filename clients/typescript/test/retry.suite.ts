@@ -131,7 +131,7 @@ describe("what is retried", () => {
     assert.equal(proxy.requests("POST", path).length, 3);
   });
 
-  it("a fenced rewind is not resent after its answer was lost", async () => {
+  it("a fenced rewind whose answer was lost is resent under its key and answered as the first was", async () => {
     const s = await direct.createSession();
     await direct.appendMessages(s.id, [
       { role: "user", content: "1" },
@@ -139,12 +139,24 @@ describe("what is retried", () => {
     ]);
     const path = `/v1/sessions/${s.id}/rewind`;
     proxy.inject({ kind: "drop-answer" }, post(path));
-    await assert.rejects(lb.rewind(s.id, { to_seq: 1, expected_last_seq: 2 }), (err: unknown) => {
-      assert.ok(err instanceof ConnectionError, String(err));
-      assert.equal(err.maybeApplied, true);
-      return true;
-    });
-    assert.equal(proxy.requests("POST", path).length, 1);
-    assert.equal((await direct.getSession(s.id)).last_seq, 1, "it had landed");
+    const r = await lb.rewind(s.id, { to_seq: 1, expected_last_seq: 2, messages: [{ role: "user", content: "3" }] });
+    assert.equal(r.session.last_seq, 2);
+    const sent = proxy.requests("POST", path);
+    assert.equal(sent.length, 2);
+    const keys = sent.map((x) => x.headers["idempotency-key"]);
+    assert.ok(keys[0], "the client keyed the rewind");
+    assert.equal(keys[0], keys[1]);
+    assert.equal((await direct.getSession(s.id)).last_seq, 2, "it applied once");
+  });
+
+  it("a key still in flight is waited for", async () => {
+    const s = await direct.createSession();
+    const path = `/v1/sessions/${s.id}/compactions`;
+    await direct.appendMessage(s.id, { role: "user", content: "1" });
+    const busy = { type: "urn:logbook:problem:idempotency_in_progress", title: "Conflict", status: 409, detail: "x", code: "idempotency_in_progress" };
+    proxy.inject({ kind: "answer", status: 409, body: busy }, post(path));
+    const c = await lb.createCompaction(s.id, { through_seq: 1, summary: "one" });
+    assert.equal(c.through_seq, 1);
+    assert.equal(proxy.requests("POST", path).length, 2);
   });
 });

@@ -22,6 +22,8 @@ type appendRowPG struct {
 	files        []string // the files the parts reference
 	key          *string
 	hash         []byte
+	embedding    []byte // the message's own embedding, encoded; nil: none
+	embedModel   string
 }
 
 // appendOpPG is one append request.
@@ -88,5 +90,24 @@ func prepareAppendRowPG(sessionID string, now model.Time, in model.NewMessage) (
 		r.key = &k
 		r.hash = repo.HashMessage(in)
 	}
+	if len(in.Embedding) > 0 {
+		r.embedding, r.embedModel = repo.EncodeVector(in.Embedding), in.EmbeddingModel
+	}
 	return r, nil
+}
+
+// embeds reports whether any message of the append carries its own embedding.
+func (a *appendOpPG) embeds() bool {
+	for i := range a.rows {
+		if a.rows[i].embedding != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// carried is the embedding message i carries.
+func (a *appendOpPG) carried(i int) repo.Carried {
+	r := &a.rows[i]
+	return repo.Carried{Model: r.embedModel, Dims: len(r.embedding) / 4}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/logbook/logbook/internal/model"
+	"github.com/logbook/logbook/internal/repo"
 )
 
 // appendInsertsPG gathers what the appends of one transaction store, a column
@@ -32,6 +33,13 @@ type appendInsertsPG struct {
 	reqKey, reqSeqs []string
 	reqHash         [][]byte
 	reqCreated      []int64
+
+	embAgent        string // the session's agent, which the embeddings are stored under
+	embSeq          []int64
+	embID, embModel []string
+	embVec          [][]byte
+	pinModel        string // the model and dimensions the embeddings pin the agent to; "": none
+	pinDims         int
 }
 
 func newAppendInsertsPG(tenant, session string) *appendInsertsPG {
@@ -64,6 +72,24 @@ func (w *appendInsertsPG) addMessage(r *appendRowPG, cumTokens int64, cumCost fl
 	}
 	if m.Role == model.RoleTool && m.ToolCallID != nil {
 		w.resultSeq, w.resultID = append(w.resultSeq, m.Seq), append(w.resultID, *m.ToolCallID)
+	}
+}
+
+// addEmbeddings gathers the embeddings the fresh rows of a carry (numbered
+// already), stored ready under pin's agent; pins says the agent had none
+// and they pin it.
+func (w *appendInsertsPG) addEmbeddings(a *appendOpPG, fresh []int, pin repo.EmbeddingPin, pins bool) {
+	w.embAgent = *pin.AgentID
+	for _, i := range fresh {
+		r := &a.rows[i]
+		if r.embedding == nil {
+			continue
+		}
+		w.embSeq, w.embID = append(w.embSeq, r.msg.Seq), append(w.embID, r.msg.ID)
+		w.embModel, w.embVec = append(w.embModel, r.embedModel), append(w.embVec, r.embedding)
+	}
+	if pins {
+		w.pinModel, w.pinDims = pin.Model, pin.Dims
 	}
 }
 
@@ -122,6 +148,19 @@ func (w *appendInsertsPG) queue(b *pgx.Batch) {
 		b.Queue(`INSERT INTO tool_results (tenant_id, session_id, call_id, seq)
 			SELECT $1, $2, u.call_id, u.seq FROM unnest($3::text[], $4::bigint[]) AS u(call_id, seq)
 			ON CONFLICT DO NOTHING`, w.tenant, w.session, w.resultID, w.resultSeq)
+	}
+	if len(w.embSeq) > 0 {
+		// A place may hold the embedding of a message a rewind removed: it is replaced.
+		b.Queue(`INSERT INTO message_embeddings (tenant_id, session_id, seq, message_id, agent_id, state, model, embedding)
+			SELECT $1, $2, u.seq, u.id, $3, 'ready', u.model, u.vec
+			FROM unnest($4::bigint[], $5::text[], $6::text[], $7::bytea[]) AS u(seq, id, model, vec)
+			ON CONFLICT (tenant_id, session_id, seq) DO UPDATE SET message_id = excluded.message_id, agent_id = excluded.agent_id,
+				state = 'ready', model = excluded.model, embedding = excluded.embedding, error = NULL, attempts = 0, due = NULL`,
+			w.tenant, w.session, w.embAgent, w.embSeq, w.embID, w.embModel, w.embVec)
+	}
+	if w.pinModel != "" {
+		b.Queue(`UPDATE agents SET embedding_model = $3, embedding_dims = $4
+			WHERE tenant_id = $1 AND id = $2 AND embedding_dims IS NULL`, w.tenant, w.embAgent, w.pinModel, w.pinDims)
 	}
 	if len(w.reqKey) > 0 {
 		b.Queue(`INSERT INTO request_keys (tenant_id, session_id, key, request_hash, seqs, created_at)

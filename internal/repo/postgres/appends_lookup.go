@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/logbook/logbook/internal/model"
+	"github.com/logbook/logbook/internal/repo"
 )
 
 // appendSessionPG is what an append needs of its session row.
@@ -34,6 +35,11 @@ type appendViewPG struct {
 	readable    map[string]bool // those that filesUser may read (repo.Files)
 	filesUser   string          // the user the group's bound keys act for
 	toolSeqs    map[string]appendToolSeqsPG
+	// embed is the session's agent and its pin, read only for appends that
+	// carry embeddings; agentLocked says the agent's row is locked, so
+	// that no other transaction pins it meanwhile.
+	embed       repo.EmbeddingPin
+	agentLocked bool
 }
 
 // mayName reports whether an append by a key bound to user ("" for none) may
@@ -88,8 +94,9 @@ func newAppendViewPG() *appendViewPG {
 func appendQueueLookupsPG(b *pgx.Batch, ops []*appendOpPG, v *appendViewPG, lock appendLock) {
 	tenant, session := ops[0].tenant, ops[0].session
 	var reqKeys, keys, files, toolIDs []string
-	toolResults := false
+	toolResults, embeds := false, false
 	for _, a := range ops {
+		embeds = embeds || a.embeds()
 		if a.req.RequestKey != "" {
 			reqKeys = append(reqKeys, a.req.RequestKey)
 		}
@@ -193,6 +200,48 @@ func appendQueueLookupsPG(b *pgx.Batch, ops []*appendOpPG, v *appendViewPG, lock
 	if toolResults {
 		appendQueueToolSeqsPG(b, tenant, session, toolIDs, v.toolSeqs)
 	}
+	if embeds {
+		appendQueueEmbeddingPinPG(b, tenant, session, v, lock)
+	}
+}
+
+// appendQueueEmbeddingPinPG reads the session's agent and locks its row
+// while it reads its pin, as a passage's embedding does (pinEmbedding). With
+// appendLockTry a row another transaction holds is skipped: the appends that
+// carry embeddings then wait for the second look.
+func appendQueueEmbeddingPinPG(b *pgx.Batch, tenant, session string, v *appendViewPG, lock appendLock) {
+	b.Queue(`SELECT agent_id FROM sessions WHERE tenant_id = $1 AND id = $2`, tenant, session).QueryRow(func(row pgx.Row) error {
+		err := row.Scan(&v.embed.AgentID)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		return err
+	})
+	lockSQL := ` FOR NO KEY UPDATE`
+	if lock == appendLockTry {
+		lockSQL += ` SKIP LOCKED`
+	}
+	b.Queue(`SELECT embedding_model, embedding_dims FROM agents
+		WHERE tenant_id = $1 AND id = (SELECT agent_id FROM sessions WHERE tenant_id = $1 AND id = $2)`+lockSQL,
+		tenant, session).QueryRow(func(row pgx.Row) error {
+		var (
+			pinned *string
+			dims   *int64
+		)
+		err := row.Scan(&pinned, &dims)
+		if errors.Is(err, pgx.ErrNoRows) {
+			v.agentLocked = lock == appendLockWait // no agent: decided on as surely as one locked
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		v.embed.Stored, v.agentLocked = true, true
+		if pinned != nil && dims != nil {
+			v.embed.Model, v.embed.Dims = *pinned, int(*dims)
+		}
+		return nil
+	})
 }
 
 // appendQueueRequestKeysPG reads what the request keys recorded and, in the

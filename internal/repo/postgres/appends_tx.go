@@ -18,7 +18,8 @@ import (
 type appendPlanPG struct {
 	res   model.AppendResult
 	wrote bool
-	fresh []int // the rows it stores
+	fresh []int              // the rows it stores
+	pin   *repo.EmbeddingPin // the agent's pin after it, when it carries embeddings
 }
 
 // appendDecidePG decides an append from v, as SQLite's stageAppend does, in
@@ -83,8 +84,9 @@ func appendDecidePG(a *appendOpPG, v *appendViewPG, w *appendInsertsPG) (plan ap
 			out[i] = stored.msg
 		}
 	}
-	if !v.locked && (len(fresh) > 0 || a.req.RequestKey != "") {
-		return plan, false, nil // a write, or a new request key: decided only under the lock
+	embeds := a.embeds()
+	if (!v.locked || (embeds && !v.agentLocked)) && (len(fresh) > 0 || a.req.RequestKey != "") {
+		return plan, false, nil // a write, or a new request key: decided only under the locks
 	}
 	plan.res = model.AppendResult{Messages: out, Replayed: len(fresh) == 0}
 	if !v.locked {
@@ -97,7 +99,17 @@ func appendDecidePG(a *appendOpPG, v *appendViewPG, w *appendInsertsPG) (plan ap
 		if err := appendCheckPG(a, v, fresh); err != nil {
 			return plan, true, err
 		}
+		if embeds {
+			pin, err := repo.CheckMessageEmbeddings(a.carried, fresh, a.req.Batch, v.embed)
+			if err != nil {
+				return plan, true, err
+			}
+			plan.pin = &pin
+		}
 		appendNumberRowsPG(w, a, v.ses, fresh, out)
+		if plan.pin != nil {
+			w.addEmbeddings(a, fresh, *plan.pin, v.embed.Dims == 0)
+		}
 	}
 	if a.req.RequestKey != "" {
 		w.addRequest(a.req.RequestKey, a.reqHash, out, a.now)
@@ -111,6 +123,9 @@ func appendDecidePG(a *appendOpPG, v *appendViewPG, w *appendInsertsPG) (plan ap
 // its request key, its calls and results.
 func appendApplyPG(v *appendViewPG, a *appendOpPG, plan appendPlanPG) {
 	out := plan.res.Messages
+	if plan.pin != nil {
+		v.embed = *plan.pin
+	}
 	for _, i := range plan.fresh {
 		m, r := &out[i], &a.rows[i]
 		v.ses.lastSeq, v.ses.count = m.Seq, v.ses.count+1

@@ -252,7 +252,8 @@ func (s *Store) QueueMessageEmbeddings(ctx context.Context, serverDefault bool, 
 			WHERE ev.pos > $2 AND ev.pos <= $3 AND ev.type = $4 AND s.agent_id IS NOT NULL AND m.content <> ''
 				AND (a.embedding_config IS NOT NULL OR t.tenant_id IS NOT NULL OR $5::boolean)
 			ON CONFLICT (tenant_id, session_id, seq) DO UPDATE SET message_id = excluded.message_id, agent_id = excluded.agent_id,
-				state = 'pending', model = NULL, embedding = NULL, error = NULL, attempts = 0, due = excluded.due`,
+				state = 'pending', model = NULL, embedding = NULL, error = NULL, attempts = 0, due = excluded.due
+			WHERE message_embeddings.message_id <> excluded.message_id`,
 			int64(model.Now()), from, to, string(model.EventMessageAppended), serverDefault); err != nil {
 			return err
 		}

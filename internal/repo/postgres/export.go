@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/logbook/logbook/internal/model"
+	"github.com/logbook/logbook/internal/repo"
 	"github.com/logbook/logbook/internal/repo/ckstate"
 	"github.com/logbook/logbook/internal/repo/transfer"
 )
@@ -82,6 +83,11 @@ func exportSessionTxPG(ctx context.Context, tx pgx.Tx, e *transfer.Writer, tenan
 			return err
 		}
 	}
+	for _, g := range segs {
+		if err := exportEmbeddingsPG(ctx, tx, e, tenant, g); err != nil {
+			return err
+		}
+	}
 	rd := newCkReaderPG(ctx, tx, tenant, id)
 	if err := exportEachCheckpointPG(ctx, tx, rd, tenant, id, iters, e.Checkpoint); err != nil {
 		return err
@@ -152,6 +158,46 @@ func exportSegmentPG(ctx context.Context, tx pgx.Tx, e *transfer.Writer, tenant,
 				return err
 			}
 			after = m.Seq
+			n++
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return mapErr(err)
+		}
+		if n < exportMsgChunkPG {
+			return nil
+		}
+	}
+}
+
+// exportEmbeddingsPG writes the ready embeddings of one stored run of the
+// session's messages, as SQLite's exportEmbeddings does.
+func exportEmbeddingsPG(ctx context.Context, tx pgx.Tx, e *transfer.Writer, tenant string, g lineageSegment) error {
+	after := g.lo
+	for {
+		rows, err := tx.Query(ctx, `SELECT e.seq, e.message_id, e.model, e.embedding FROM message_embeddings e
+			JOIN messages m ON m.tenant_id = e.tenant_id AND m.session_id = e.session_id AND m.seq = e.seq AND m.id = e.message_id
+			WHERE e.tenant_id = $1 AND e.session_id = $2 AND e.seq > $3 AND e.seq <= $4 AND e.state = 'ready'
+			ORDER BY e.seq LIMIT $5`, tenant, g.owner, after, g.hi, exportMsgChunkPG)
+		if err != nil {
+			return mapErr(err)
+		}
+		n := 0
+		for rows.Next() {
+			var (
+				x   model.ExportEmbedding
+				vec []byte
+			)
+			if err := rows.Scan(&x.Seq, &x.MessageID, &x.Model, &vec); err != nil {
+				rows.Close()
+				return mapErr(err)
+			}
+			x.Embedding = repo.DecodeVector(vec)
+			if err := e.Embedding(&x); err != nil {
+				rows.Close()
+				return err
+			}
+			after = x.Seq
 			n++
 		}
 		rows.Close()

@@ -75,6 +75,7 @@ type importTxPG struct {
 	ckps      transfer.CheckpointRows
 	fileChunk int // the next chunk's n, or -1 while a file the tenant has is skipped
 	cmpN      int64
+	pin       *repo.EmbeddingPin // the session's agent's, read at its first embedding line
 
 	// Messages are sent in batches; checks[i] judges the outcome of the
 	// batch's i-th statement (nil: nothing to judge), so that a conflict is
@@ -123,14 +124,72 @@ func (im *importTxPG) take(ctx context.Context, line int, l model.ExportLine) er
 		err = im.checkpoint(ctx, line, l.Checkpoint)
 	case model.LineCompaction:
 		err = im.compaction(ctx, line, l.Compaction)
+	case model.LineEmbedding:
+		err = im.embedding(ctx, line, l.Embedding)
 	}
 	return err
+}
+
+// embedding stores a message's embedding as SQLite's import does: ready,
+// under the session's agent, whose row it locks while it checks (or sets)
+// the agent's pin, as an append's embedding does.
+func (im *importTxPG) embedding(ctx context.Context, line int, x *model.ExportEmbedding) error {
+	if im.pin == nil {
+		p, err := agentPinPG(ctx, im.tx, im.tenant, im.ses.AgentID)
+		if err != nil {
+			return err
+		}
+		im.pin = &p
+	}
+	after, _, problem := im.pin.Admit(x.Model, len(x.Embedding))
+	if problem != "" {
+		return model.InvalidImport(line, "embedding: "+problem)
+	}
+	*im.pin = after
+	_, err := im.tx.Exec(ctx, `INSERT INTO message_embeddings (tenant_id, session_id, seq, message_id, agent_id, state, model, embedding)
+		SELECT $1, $2, $3, m.id, $4, 'ready', $5, $6 FROM messages m WHERE m.tenant_id = $1 AND m.session_id = $2 AND m.seq = $3
+		ON CONFLICT (tenant_id, session_id, seq) DO UPDATE SET message_id = excluded.message_id, agent_id = excluded.agent_id,
+			state = 'ready', model = excluded.model, embedding = excluded.embedding, error = NULL, attempts = 0, due = NULL`,
+		im.tenant, im.ses.ID, x.Seq, *im.ses.AgentID, x.Model, repo.EncodeVector(x.Embedding))
+	return err
+}
+
+// agentPinPG is the agent's pin as stored (nil agent: none), its row locked
+// as pinEmbedding locks it.
+func agentPinPG(ctx context.Context, tx pgx.Tx, tenant string, agent *string) (repo.EmbeddingPin, error) {
+	pin := repo.EmbeddingPin{AgentID: agent}
+	if agent == nil {
+		return pin, nil
+	}
+	var (
+		pinned *string
+		dims   *int64
+	)
+	err := tx.QueryRow(ctx, `SELECT embedding_model, embedding_dims FROM agents WHERE tenant_id = $1 AND id = $2 FOR NO KEY UPDATE`,
+		tenant, *agent).Scan(&pinned, &dims)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return pin, nil
+	case err != nil:
+		return pin, err
+	}
+	pin.Stored = true
+	if pinned != nil && dims != nil {
+		pin.Model, pin.Dims = *pinned, int(*dims)
+	}
+	return pin, nil
 }
 
 // finish completes the session row once its lines are stored.
 func (im *importTxPG) finish(ctx context.Context) (model.Session, error) {
 	if err := im.flushMessages(ctx); err != nil {
 		return model.Session{}, err
+	}
+	if p := im.pin; p != nil && p.Pins {
+		if _, err := im.tx.Exec(ctx, `UPDATE agents SET embedding_model = $3, embedding_dims = $4
+			WHERE tenant_id = $1 AND id = $2 AND embedding_dims IS NULL`, im.tenant, *p.AgentID, p.Model, p.Dims); err != nil {
+			return model.Session{}, err
+		}
 	}
 	if pause := im.ckps.PauseUntil(); pause != nil {
 		if _, err := im.tx.Exec(ctx, `UPDATE sessions SET pause_until = $1 WHERE tenant_id = $2 AND id = $3`,

@@ -129,7 +129,27 @@ func (s *Store) Ping(ctx context.Context) error {
 // tx runs fn in one transaction, again when PostgreSQL aborted it for a
 // serialization failure or a deadlock (another process's write came first;
 // fn re-reads and decides again), at most a few times.
-func (s *Store) tx(ctx context.Context, fn func(pgx.Tx) error) error {
+//
+// Every write goes through here, so this is where a pending Idempotency-Key
+// claim in ctx (repo.WithIdempotencyClaim) is recorded: first in the
+// transaction, so it commits with the write or not at all. Only the first
+// write of a request claims; appends, which keep keys of their own, never
+// come here.
+func (s *Store) tx(ctx context.Context, fn func(pgx.Tx) error) (err error) {
+	if c := repo.PendingClaim(ctx); c != nil {
+		fp, write := c.Fingerprint(), fn // here: it may read the rest of the request's body
+		fn = func(tx pgx.Tx) error {
+			if err := claimIdempotencyKeyPG(ctx, tx, c, fp); err != nil {
+				return err
+			}
+			return write(tx)
+		}
+		defer func() {
+			if err == nil {
+				c.Committed()
+			}
+		}()
+	}
 	for try := 0; ; try++ {
 		err := pgx.BeginFunc(ctx, s.pool, fn)
 		if !retryable(err) || try == 8 {

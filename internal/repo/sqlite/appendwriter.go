@@ -93,10 +93,13 @@ type group struct {
 	rows     []stagedRow
 	touched  []sessionKey // sessions whose record changed, in first-touch order
 	reqKeys  []stagedRequestKey
-	byReqKey map[keyRef]*appendOp // Idempotency-Key headers staged in this group
-	byMsgKey map[keyRef]int       // per-message keys staged in this group: index into rows
-	tools    map[keyRef]toolSeqs  // tool calls and results staged in this group, by call id
+	byReqKey map[keyRef]*appendOp           // Idempotency-Key headers staged in this group
+	byMsgKey map[keyRef]int                 // per-message keys staged in this group: index into rows
+	tools    map[keyRef]toolSeqs            // tool calls and results staged in this group, by call id
+	pins     map[agentRef]repo.EmbeddingPin // agents whose embeddings an append staged: their pin after it
 }
+
+type agentRef struct{ tenant, agent string }
 
 type keyRef struct{ tenant, session, key string }
 
@@ -218,6 +221,18 @@ func (s *Store) stageAppend(ctx context.Context, tx *sql.Tx, g *group, a *append
 		if err := s.checkToolResults(ctx, tx, g, a, fresh, st.lastSeq); err != nil {
 			return err
 		}
+		// Only an append that carries an embedding reads its agent.
+		var pin *repo.EmbeddingPin
+		if a.embeds() {
+			p, err := s.embeddingPin(ctx, tx, g, a.tenant, a.session)
+			if err == nil {
+				p, err = repo.CheckMessageEmbeddings(a.carried, fresh, a.req.Batch, p)
+			}
+			if err != nil {
+				return err
+			}
+			pin = &p
+		}
 		tokens, cost, turns := st.tokens, st.cost, st.turns
 		for _, i := range fresh {
 			r := &a.rows[i]
@@ -227,6 +242,9 @@ func (s *Store) stageAppend(ctx context.Context, tx *sql.Tx, g *group, a *append
 				turns++
 			}
 			r.msg.Seq = seq
+			if r.embedding != nil {
+				r.embedAgent = *pin.AgentID
+			}
 			g.noteToolRows(a.tenant, a.session, &r.msg)
 			g.rows = append(g.rows, stagedRow{tenant: a.tenant, session: a.session, r: r, gid: s.nextGID(),
 				cumTokens: tokens, cumCost: cost, cumTurns: turns})
@@ -234,6 +252,12 @@ func (s *Store) stageAppend(ctx context.Context, tx *sql.Tx, g *group, a *append
 				g.byMsgKey[keyRef{a.tenant, a.session, *r.key}] = len(g.rows) - 1
 			}
 			out[i] = r.msg
+		}
+		if pin != nil {
+			if g.pins == nil { // made only for a group that carries embeddings
+				g.pins = map[agentRef]repo.EmbeddingPin{}
+			}
+			g.pins[agentRef{a.tenant, *pin.AgentID}] = *pin
 		}
 		if !st.dirty {
 			g.touched = append(g.touched, sessionKey{a.tenant, a.session})
@@ -325,7 +349,17 @@ func (s *Store) flush(ctx context.Context, tx *sql.Tx, g *group) error {
 		if err := indexToolRows(ctx, tx, sr.tenant, sr.session, m); err != nil {
 			return err
 		}
+		if r.embedAgent != "" {
+			if err := insertMessageEmbedding(ctx, tx, sr.tenant, sr.session, m.Seq, m.ID, r.embedAgent, r.embedModel, r.embedding); err != nil {
+				return err
+			}
+		}
 		if err := s.recordEvent(ctx, tx, sr.tenant, sr.session, model.EventMessageAppended, m.ID, m.Seq, nil); err != nil {
+			return err
+		}
+	}
+	for k, p := range g.pins {
+		if err := pinAgent(ctx, tx, k.tenant, p); err != nil {
 			return err
 		}
 	}
@@ -401,4 +435,85 @@ func (s *Store) checkFiles(ctx context.Context, tx *sql.Tx, tenant, user string,
 		}
 	}
 	return nil
+}
+
+// embeddingPin is what an append's embeddings are checked against: the
+// session's agent and its pin, as this group staged it or as stored.
+func (s *Store) embeddingPin(ctx context.Context, tx *sql.Tx, g *group, tenant, session string) (repo.EmbeddingPin, error) {
+	var (
+		pin   repo.EmbeddingPin
+		agent sql.NullString
+	)
+	if err := tx.QueryRowContext(ctx, `SELECT agent_id FROM sessions WHERE tenant_id = ? AND id = ?`, tenant, session).Scan(&agent); err != nil {
+		return pin, err
+	}
+	if !agent.Valid {
+		return pin, nil
+	}
+	if p, ok := g.pins[agentRef{tenant, agent.String}]; ok {
+		return p, nil
+	}
+	return agentPin(ctx, tx, tenant, &agent.String)
+}
+
+// agentPin is the agent's pin as stored (nil agent: none).
+func agentPin(ctx context.Context, tx *sql.Tx, tenant string, agent *string) (repo.EmbeddingPin, error) {
+	pin := repo.EmbeddingPin{AgentID: agent}
+	if agent == nil {
+		return pin, nil
+	}
+	var (
+		pinned sql.NullString
+		dims   sql.NullInt64
+	)
+	err := tx.QueryRowContext(ctx, `SELECT embedding_model, embedding_dims FROM agents WHERE tenant_id = ? AND id = ?`,
+		tenant, *agent).Scan(&pinned, &dims)
+	switch {
+	case err == sql.ErrNoRows:
+		return pin, nil
+	case err != nil:
+		return pin, err
+	}
+	pin.Stored = true
+	if dims.Valid {
+		pin.Model, pin.Dims = pinned.String, int(dims.Int64)
+	}
+	return pin, nil
+}
+
+// pinAgent stores what an embedding pinned an agent to, if nothing had.
+func pinAgent(ctx context.Context, tx *sql.Tx, tenant string, pin repo.EmbeddingPin) error {
+	if !pin.Pins || pin.AgentID == nil {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, `UPDATE agents SET embedding_model = ?, embedding_dims = ?
+		WHERE tenant_id = ? AND id = ? AND embedding_dims IS NULL`, pin.Model, pin.Dims, tenant, *pin.AgentID)
+	return err
+}
+
+// insertMessageEmbedding stores a message's own embedding, ready. The place
+// may hold the embedding of a message a rewind removed: it is replaced.
+func insertMessageEmbedding(ctx context.Context, tx *sql.Tx, tenant, session string, seq int64, id, agent, embModel string, vec []byte) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO message_embeddings (tenant_id, session_id, seq, message_id, agent_id, state, model, embedding)
+		VALUES (?, ?, ?, ?, ?, 'ready', ?, ?)
+		ON CONFLICT (tenant_id, session_id, seq) DO UPDATE SET message_id = excluded.message_id, agent_id = excluded.agent_id,
+			state = 'ready', model = excluded.model, embedding = excluded.embedding, error = NULL, attempts = 0, due = NULL`,
+		tenant, session, seq, id, agent, embModel, vec)
+	return err
+}
+
+// embeds reports whether any message of the append carries its own embedding.
+func (a *appendOp) embeds() bool {
+	for i := range a.rows {
+		if a.rows[i].embedding != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// carried is the embedding message i carries.
+func (a *appendOp) carried(i int) repo.Carried {
+	r := &a.rows[i]
+	return repo.Carried{Model: r.embedModel, Dims: len(r.embedding) / 4}
 }

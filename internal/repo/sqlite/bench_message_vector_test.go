@@ -108,3 +108,35 @@ func BenchmarkMessageSearchByMeaning(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAppendBatchOwnEmbedding is BenchmarkAppendBatch1000 with each
+// message carrying its own 768-d embedding: what storing it in the append's
+// write costs (one more INSERT a message, one read of the agent an append).
+// Run beside BenchmarkAppendBatch1000, which pays none of it.
+func BenchmarkAppendBatchOwnEmbedding(b *testing.B) {
+	s := mustOpen(b)
+	ctx := context.Background()
+	if _, err := s.CreateAgent(ctx, "t", model.CreateAgent{ID: "a", Name: "a"}); err != nil {
+		b.Fatal(err)
+	}
+	ses, err := s.CreateSession(ctx, "t", model.CreateSession{AgentID: new("a")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	vec := make([]float32, 768)
+	for i := range vec {
+		vec[i] = float32(i%7) / 7
+	}
+	msgs := make([]model.NewMessage, 1000)
+	for i := range msgs {
+		msgs[i] = benchMessage(i)
+		msgs[i].Embedding, msgs[i].EmbeddingModel = vec, "bench"
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := s.AppendMessages(ctx, "t", ses.ID, model.AppendRequest{Messages: msgs}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*1000)/b.Elapsed().Seconds(), "msgs/s")
+}

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/logbook/logbook/internal/model"
+	"github.com/logbook/logbook/internal/repo"
 	"github.com/logbook/logbook/internal/repo/transfer"
 )
 
@@ -69,6 +70,11 @@ func exportSessionTx(ctx context.Context, tx *sql.Tx, e *transfer.Writer, tenant
 			return err
 		}
 	}
+	for _, g := range segs {
+		if err := exportEmbeddings(ctx, tx, e, tenant, g); err != nil {
+			return err
+		}
+	}
 	err = eachCheckpoint(ctx, tx, tenant, id, func(c model.Checkpoint) error {
 		return e.Checkpoint(&c)
 	})
@@ -104,6 +110,48 @@ func exportSegment(ctx context.Context, tx *sql.Tx, e *transfer.Writer, tenant, 
 				return err
 			}
 			after = m.Seq
+			n++
+		}
+		if err := rows.Err(); err != nil {
+			rows.Close()
+			return mapErr(err)
+		}
+		rows.Close()
+		if n < exportChunk {
+			return nil
+		}
+	}
+}
+
+// exportEmbeddings writes the ready embeddings of one stored run of the
+// session's messages, in seq order, a chunk at a time: only those of the
+// message at their place (a rewind may have put another there).
+func exportEmbeddings(ctx context.Context, tx *sql.Tx, e *transfer.Writer, tenant string, g segment) error {
+	after := g.lo
+	for {
+		rows, err := tx.QueryContext(ctx, `SELECT e.seq, e.message_id, e.model, e.embedding FROM message_embeddings e
+			JOIN messages m ON m.tenant_id = e.tenant_id AND m.session_id = e.session_id AND m.seq = e.seq AND m.id = e.message_id
+			WHERE e.tenant_id = ? AND e.session_id = ? AND e.seq > ? AND e.seq <= ? AND e.state = 'ready'
+			ORDER BY e.seq LIMIT ?`, tenant, g.owner, after, g.hi, exportChunk)
+		if err != nil {
+			return mapErr(err)
+		}
+		n := 0
+		for rows.Next() {
+			var (
+				x   model.ExportEmbedding
+				vec []byte
+			)
+			if err := rows.Scan(&x.Seq, &x.MessageID, &x.Model, &vec); err != nil {
+				rows.Close()
+				return mapErr(err)
+			}
+			x.Embedding = repo.DecodeVector(vec)
+			if err := e.Embedding(&x); err != nil {
+				rows.Close()
+				return err
+			}
+			after = x.Seq
 			n++
 		}
 		if err := rows.Err(); err != nil {

@@ -105,6 +105,7 @@ type sessionImport struct {
 	fileChunk int // the next chunk's n, or -1 while a file the tenant has is skipped
 	cmpN      int64
 	insert    *sql.Stmt
+	pin       *repo.EmbeddingPin // the session's agent's, read at its first embedding line
 }
 
 func (s *Store) newSessionImport(ctx context.Context, tx *sql.Tx, tenant string, opts model.ImportOptions) *sessionImport {
@@ -178,6 +179,8 @@ func (im *sessionImport) take(ctx context.Context, line int, l model.ExportLine)
 		var err error
 		im.fileChunk, err = importFileChunk(ctx, tx, tenant, l.File, im.fileChunk)
 		return err
+	case model.LineEmbedding:
+		return im.embedding(ctx, line, l.Embedding)
 	case model.LineCompaction:
 		c := l.Compaction
 		if opts.AsNew {
@@ -213,9 +216,38 @@ func (im *sessionImport) take(ctx context.Context, line int, l model.ExportLine)
 	return nil
 }
 
+// embedding stores a message's embedding, ready, under the session's agent,
+// checked against the agent's pin (or pinning it) as an append's would be.
+// The message is the one stored at its seq (its id may be new: as_new).
+func (im *sessionImport) embedding(ctx context.Context, line int, x *model.ExportEmbedding) error {
+	if im.pin == nil {
+		p, err := agentPin(ctx, im.tx, im.tenant, im.ses.AgentID)
+		if err != nil {
+			return err
+		}
+		im.pin = &p
+	}
+	after, _, problem := im.pin.Admit(x.Model, len(x.Embedding))
+	if problem != "" {
+		return model.InvalidImport(line, "embedding: "+problem)
+	}
+	*im.pin = after
+	var id string
+	if err := im.tx.QueryRowContext(ctx, `SELECT id FROM messages WHERE tenant_id = ? AND session_id = ? AND seq = ?`,
+		im.tenant, im.ses.ID, x.Seq).Scan(&id); err != nil {
+		return err
+	}
+	return insertMessageEmbedding(ctx, im.tx, im.tenant, im.ses.ID, x.Seq, id, *im.ses.AgentID, x.Model, repo.EncodeVector(x.Embedding))
+}
+
 // finish completes the session row once its lines are stored.
 func (im *sessionImport) finish(ctx context.Context) (model.Session, error) {
 	tx, tenant, ses := im.tx, im.tenant, im.ses
+	if im.pin != nil {
+		if err := pinAgent(ctx, tx, tenant, *im.pin); err != nil {
+			return model.Session{}, err
+		}
+	}
 	if pauseUntil := im.ckps.PauseUntil(); pauseUntil != nil {
 		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET pause_until = ? WHERE tenant_id = ? AND id = ?`,
 			*pauseUntil, tenant, ses.ID); err != nil {

@@ -26,6 +26,11 @@ type newRow struct {
 	files        []string // the files the parts reference
 	key          *string
 	hash         []byte
+	// The message's own embedding, encoded (nil: none), and the agent it is
+	// stored under once the writer has checked it.
+	embedding  []byte
+	embedModel string
+	embedAgent string
 }
 
 // AppendMessages appends messages to a session in one all-or-nothing write and
@@ -87,6 +92,9 @@ func prepareRow(sessionID string, now model.Time, in model.NewMessage) (newRow, 
 		k := in.IdempotencyKey
 		r.key = &k
 		r.hash = repo.HashMessage(in)
+	}
+	if len(in.Embedding) > 0 {
+		r.embedding, r.embedModel = repo.EncodeVector(in.Embedding), in.EmbeddingModel
 	}
 	return r, nil
 }

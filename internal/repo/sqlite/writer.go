@@ -50,8 +50,27 @@ var errClosed = &model.Error{Kind: model.KindUnavailable, Code: "storage_unavail
 //
 // Once queued, the write's true outcome is returned even if ctx ends meanwhile:
 // a client that went away must not be told "canceled" about a row that committed.
+//
+// A write whose ctx carries a pending Idempotency-Key claim
+// (repo.WithIdempotencyClaim) records the key in its own savepoint, before
+// fn: the key commits with the write, or not at all. Only the first write of
+// a request claims; appends, which keep keys of their own, never do.
 func (s *Store) write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
-	return s.submit(ctx, &writeOp{fn: fn})
+	c := repo.PendingClaim(ctx)
+	if c == nil {
+		return s.submit(ctx, &writeOp{fn: fn})
+	}
+	fp := c.Fingerprint() // here: it may read the rest of the request's body
+	err := s.submit(ctx, &writeOp{fn: func(ctx context.Context, tx *sql.Tx) error {
+		if err := claimIdempotencyKey(ctx, tx, c, fp); err != nil {
+			return err
+		}
+		return fn(ctx, tx)
+	}})
+	if err == nil {
+		c.Committed()
+	}
+	return err
 }
 
 func (s *Store) submit(ctx context.Context, op *writeOp) error {

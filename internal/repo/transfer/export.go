@@ -15,7 +15,7 @@ import (
 // as it goes, so that both backends write the same bytes for the same
 // session: the lines a store reads are encoded here and nowhere else. The
 // caller writes them in the export's order (session, files, messages,
-// checkpoints, compactions), then End.
+// embeddings, checkpoints, compactions), then End.
 type Writer struct {
 	w      io.Writer
 	h      hash.Hash
@@ -88,6 +88,15 @@ func (e *Writer) Message(m *model.Message) error {
 		return err
 	}
 	e.counts.Messages++
+	return nil
+}
+
+// Embedding writes one message's embedding, after every message line.
+func (e *Writer) Embedding(x *model.ExportEmbedding) error {
+	if err := e.line(model.ExportLine{Type: model.LineEmbedding, Embedding: x}); err != nil {
+		return err
+	}
+	e.counts.Embeddings++
 	return nil
 }
 

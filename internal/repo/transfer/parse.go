@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/logbook/logbook/internal/model"
 	"github.com/logbook/logbook/internal/repo/ckstate"
@@ -66,6 +67,11 @@ type importParser struct {
 	cmps     int64
 	cmpIDs   map[string]int
 	cmpSeq   int64 // the latest compaction's through_seq
+	msgLine  int   // the first message line: message seq n is on line msgLine+n-1
+	embs     int64
+	embSeq   int64  // the latest embedding's seq
+	embModel string // the model and length every embedding of the export shares
+	embDims  int
 
 	err     error // the first problem found
 	end     *model.ExportLine
@@ -148,7 +154,7 @@ func (p *importParser) take(raw []byte, whole bool) {
 	if derr == nil && l.Type == model.LineEnd {
 		p.end, p.endLine, p.sum = &l, p.line, hex.EncodeToString(p.h.Sum(nil))
 		if p.err == nil && (l.Counts == nil || l.SHA256 == "" || l.Session != nil || l.Message != nil || l.Checkpoint != nil ||
-			l.File != nil || l.Compaction != nil) {
+			l.File != nil || l.Compaction != nil || l.Embedding != nil) {
 			p.err = model.InvalidImport(p.line, `an end line holds "counts" and "sha256" and nothing else`)
 		}
 		return
@@ -208,17 +214,18 @@ func malformedLine(line int, msg string) *model.Error {
 func (p *importParser) add(l model.ExportLine) error {
 	set := 0
 	for _, ok := range []bool{l.Session != nil, l.Message != nil, l.Checkpoint != nil, l.File != nil, l.Compaction != nil,
-		l.Counts != nil, l.SHA256 != ""} {
+		l.Embedding != nil, l.Counts != nil, l.SHA256 != ""} {
 		if ok {
 			set++
 		}
 	}
 	rank, known := model.LineOrder[l.Type]
 	holds := map[string]bool{model.LineSession: l.Session != nil, model.LineMessage: l.Message != nil,
-		model.LineCheckpoint: l.Checkpoint != nil, model.LineFile: l.File != nil, model.LineCompaction: l.Compaction != nil}
+		model.LineCheckpoint: l.Checkpoint != nil, model.LineFile: l.File != nil, model.LineCompaction: l.Compaction != nil,
+		model.LineEmbedding: l.Embedding != nil}
 	switch {
 	case !known:
-		return model.InvalidImport(p.line, fmt.Sprintf("unknown line type %q; want session, file, message, checkpoint, compaction or end", l.Type))
+		return model.InvalidImport(p.line, fmt.Sprintf("unknown line type %q; want session, file, message, embedding, checkpoint, compaction or end", l.Type))
 	case set != 1 || !holds[l.Type]:
 		return model.InvalidImport(p.line, fmt.Sprintf("a %s line holds %q and nothing else", l.Type, l.Type))
 	case p.section == "" && l.Type != model.LineSession:
@@ -226,7 +233,7 @@ func (p *importParser) add(l model.ExportLine) error {
 	case p.section != "" && l.Type == model.LineSession:
 		return model.InvalidImport(p.line, "a second session line: an export holds one session")
 	case rank < model.LineOrder[p.section]:
-		return model.InvalidImport(p.line, fmt.Sprintf("a %s line after the %s lines: an export holds the session, files, messages, checkpoints, then compactions",
+		return model.InvalidImport(p.line, fmt.Sprintf("a %s line after the %s lines: an export holds the session, files, messages, embeddings, checkpoints, then compactions",
 			l.Type, p.section))
 	case p.file != nil && l.Type != model.LineFile:
 		return model.InvalidImport(p.line, fmt.Sprintf("file %s ends at %d of its %d bytes: its chunks are missing", p.file.f.ID, p.file.offset, p.file.f.Size))
@@ -241,8 +248,38 @@ func (p *importParser) add(l model.ExportLine) error {
 		return p.addMessage(*l.Message)
 	case model.LineCompaction:
 		return p.addCompaction(*l.Compaction)
+	case model.LineEmbedding:
+		return p.addEmbedding(l.Embedding)
 	}
 	return p.addCheckpoint(*l.Checkpoint)
+}
+
+// addEmbedding checks a message's embedding: a message of the export, once,
+// in seq order, with the numbers an append's would need, of the one model
+// and length every embedding of a session (its agent's) shares.
+func (p *importParser) addEmbedding(x *model.ExportEmbedding) error {
+	switch {
+	case x.Seq < 1 || x.Seq > p.messages:
+		return p.fail("embedding.seq %d is outside the session's messages (1 to %d)", x.Seq, p.messages)
+	case x.Seq <= p.embSeq:
+		return p.fail("embedding.seq %d is not past the one before it (%d): embeddings come in seq order, one a message", x.Seq, p.embSeq)
+	case p.msgIDs[x.MessageID] != p.msgLine+int(x.Seq)-1:
+		return p.fail("embedding.message_id %q is not the id of message %d", x.MessageID, x.Seq)
+	case x.Model == "" || utf8.RuneCountInString(x.Model) > 256:
+		return p.fail("embedding.model must be 1 to 256 characters long")
+	}
+	if err := model.CheckVector("embedding.embedding", x.Embedding); err != nil {
+		return lineError(p.line, "", model.AsError(err))
+	}
+	if p.embs == 0 {
+		p.embModel, p.embDims = x.Model, len(x.Embedding)
+	} else if x.Model != p.embModel || len(x.Embedding) != p.embDims {
+		return p.fail("embedding of message %d is %d numbers of %q; the session's others are %d of %q (one agent's embeddings share a model)",
+			x.Seq, len(x.Embedding), x.Model, p.embDims, p.embModel)
+	}
+	p.embSeq = x.Seq
+	p.embs++
+	return nil
 }
 
 // fileInProgress is a file whose chunks are being read, hashed as they come.
@@ -342,6 +379,9 @@ func (p *importParser) addMessage(m model.Message) error {
 		return p.fail("the messages' tokens or cost add up past a session's limits (%d tokens, %g cost)",
 			int64(model.MaxTotalTokens), float64(model.MaxTotalCost))
 	}
+	if p.messages == 0 {
+		p.msgLine = p.line
+	}
 	p.msgIDs[m.ID] = p.line
 	p.messages++
 	return nil
@@ -404,9 +444,10 @@ func (p *importParser) finish() error {
 	if p.file != nil {
 		return model.InvalidImport(p.endLine, fmt.Sprintf("file %s ends at %d of its %d bytes: its chunks are missing", p.file.f.ID, p.file.offset, p.file.f.Size))
 	}
-	if c := p.end.Counts; c.Messages != p.messages || c.Checkpoints != p.ckps || c.Files != p.files || c.Compactions != p.cmps {
-		return model.InvalidImport(p.endLine, fmt.Sprintf("counts say %d files, %d messages, %d checkpoints and %d compactions; the export holds %d, %d, %d and %d",
-			c.Files, c.Messages, c.Checkpoints, c.Compactions, p.files, p.messages, p.ckps, p.cmps))
+	if c := p.end.Counts; c.Messages != p.messages || c.Checkpoints != p.ckps || c.Files != p.files || c.Compactions != p.cmps ||
+		c.Embeddings != p.embs {
+		return model.InvalidImport(p.endLine, fmt.Sprintf("counts say %d files, %d messages, %d embeddings, %d checkpoints and %d compactions; the export holds %d, %d, %d, %d and %d",
+			c.Files, c.Messages, c.Embeddings, c.Checkpoints, c.Compactions, p.files, p.messages, p.embs, p.ckps, p.cmps))
 	}
 	ses := p.session
 	switch {
