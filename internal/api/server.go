@@ -75,6 +75,9 @@ type Embeddings struct {
 // QueryEmbedder embeds a search's query text (embed.Query).
 type QueryEmbedder interface {
 	EmbedQuery(ctx context.Context, tenant, agentID, text string) ([]float32, error)
+	// EmbedItemsQuery embeds a search's query for the tenant's items, and
+	// names the model that made the vector.
+	EmbedItemsQuery(ctx context.Context, tenant, text string) ([]float32, string, error)
 }
 
 // Server holds the handlers' dependencies; it has no globals.
@@ -102,6 +105,7 @@ type Server struct {
 	requests       RequestObserver
 	pprof          bool
 	embeddings     Embeddings
+	itemOps        ItemObserver // nil: nobody counts
 }
 
 // New builds the server and its router.
@@ -127,6 +131,7 @@ func New(cfg Config) *Server {
 		requests:       cfg.Requests,
 		pprof:          cfg.Pprof,
 	}
+	s.itemOps, _ = cfg.Requests.(ItemObserver)
 	if s.streamGrace <= 0 {
 		s.streamGrace = defaultStreamGrace
 	}

@@ -60,14 +60,41 @@ func (q *Query) EmbedQuery(ctx context.Context, tenant, agentID, text string) ([
 		return nil, model.Invalid(model.FieldError{Field: "query_embedding",
 			Message: "is required: no embedding endpoint is configured for the agent or the server to embed q"})
 	}
-	key := queryKey{*cfg, text}
+	return q.embed(ctx, *cfg, text)
+}
+
+// EmbedItemsQuery embeds a search's query text for the tenant's items with
+// the tenant's endpoint, else the server's, and names the model: an item's
+// texts are compared with it only if that model embedded them. Errors:
+// KindInvalid naming query when no endpoint applies; embedding_unavailable
+// (503) when the endpoint fails.
+func (q *Query) EmbedItemsQuery(ctx context.Context, tenant, text string) ([]float32, string, error) {
+	cfg := q.Default
+	tc, err := q.Store.TenantEmbedding(ctx, tenant)
+	if err != nil {
+		return nil, "", err
+	}
+	if tc != nil {
+		cfg = tc
+	}
+	if cfg == nil {
+		return nil, "", model.Invalid(model.FieldError{Field: "query",
+			Message: "needs an embedding endpoint: none is configured for the tenant (PUT /v1/admin/embedding) or the server (--embedding-url)"})
+	}
+	v, err := q.embed(ctx, *cfg, text)
+	return v, cfg.Model, err
+}
+
+// embed embeds text with cfg's endpoint, through the cache of recent queries.
+func (q *Query) embed(ctx context.Context, cfg model.EmbeddingConfig, text string) ([]float32, error) {
+	key := queryKey{cfg, text}
 	q.mu.Lock()
 	v, ok := q.cache[key]
 	q.mu.Unlock()
 	if ok {
 		return v, nil
 	}
-	vecs, err := q.Client.Embed(ctx, *cfg, []string{text})
+	vecs, err := q.Client.Embed(ctx, cfg, []string{text})
 	if err != nil {
 		return nil, model.Errorf(model.KindUnavailable, "embedding_unavailable", "embedding q: %s", err)
 	}

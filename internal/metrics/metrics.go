@@ -37,6 +37,7 @@ type Registry struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	expired  *prometheus.CounterVec
+	itemOps  *prometheus.CounterVec
 }
 
 // New returns a registry with the Go runtime's and the process's collectors,
@@ -61,12 +62,20 @@ func New(version string, log zerolog.Logger) *Registry {
 		}, []string{"method", "route"}),
 		expired: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "expired_removed_total",
-			Help: "Sessions and archival passages past their expires_at that the server's expiry sweep (--expiry-sweep) erased, by kind: session or passage.",
+			Help: "Sessions, archival passages and items past their expires_at that the server's expiry sweep (--expiry-sweep) erased, by kind: session, passage or item.",
 		}, []string{"kind"}),
+		itemOps: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "item_operations_total",
+			Help: "Item store operations done, by operation: get, put, delete, search or list_namespaces; a batch counts each of its operations.",
+		}, []string{"op"}),
+	}
+	for _, op := range []string{"get", "put", "delete", "search", "list_namespaces"} {
+		r.itemOps.WithLabelValues(op)
 	}
 	// Both series exist from the start, at 0, so that a rate() has a base.
 	r.expired.WithLabelValues("session")
 	r.expired.WithLabelValues("passage")
+	r.expired.WithLabelValues("item")
 	build := prometheus.NewGauge(prometheus.GaugeOpts{
 		Namespace: namespace, Name: "build_info",
 		Help:        "Always 1; the build's version is its label.",
@@ -76,7 +85,7 @@ func New(version string, log zerolog.Logger) *Registry {
 	r.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		build, r.requests, r.duration, r.expired,
+		build, r.requests, r.duration, r.expired, r.itemOps,
 	)
 	return r
 }
@@ -109,9 +118,15 @@ func (r *Registry) ObserveRequest(method, route string, status int, took time.Du
 }
 
 // ExpiredRemoved counts what the expiry sweep erased; it is the sweep's
-// Observer. kind is "session" or "passage".
+// Observer. kind is "session", "passage" or "item".
 func (r *Registry) ExpiredRemoved(kind string, n int64) {
 	r.expired.WithLabelValues(kind).Add(float64(n))
+}
+
+// ItemOperations counts item store operations; it is the API's
+// ItemObserver. op is one of the five operations, so the label stays small.
+func (r *Registry) ItemOperations(op string, n int) {
+	r.itemOps.WithLabelValues(op).Add(float64(n))
 }
 
 func knownMethod(m string) string {

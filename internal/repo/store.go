@@ -27,6 +27,7 @@ type Store interface {
 	Events
 	Usage
 	Embeddings
+	Items
 	Ping(ctx context.Context) error
 	Close() error
 }

@@ -20,7 +20,8 @@ func (s *Store) ClaimEmbeddings(ctx context.Context, limit int, lease time.Durat
 	var due bool
 	now := int64(model.Now())
 	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM passages WHERE embedding_state = 'pending' AND embedding_due <= $1)
-		OR EXISTS (SELECT 1 FROM message_embeddings WHERE state = 'pending' AND due <= $1)`, now).Scan(&due); err != nil || !due {
+		OR EXISTS (SELECT 1 FROM message_embeddings WHERE state = 'pending' AND due <= $1)
+		OR EXISTS (SELECT 1 FROM item_vectors WHERE state = 'pending' AND due <= $1)`, now).Scan(&due); err != nil || !due {
 		return nil, mapErr(err) // nothing due: no write
 	}
 	var jobs []model.EmbeddingJob
@@ -71,6 +72,31 @@ func (s *Store) ClaimEmbeddings(ctx context.Context, limit int, lease time.Durat
 				return err
 			}
 		}
+		if len(jobs) < limit {
+			rows, err := tx.Query(ctx, `SELECT v.tenant_id, v.item_id, v.field, v.text, v.attempts, t.embedding_config::text
+				FROM item_vectors v LEFT JOIN tenant_embedding t ON t.tenant_id = v.tenant_id
+				WHERE v.state = 'pending' AND v.due <= $1 ORDER BY v.due LIMIT $2
+				FOR UPDATE OF v SKIP LOCKED`, now, limit-len(jobs))
+			if err != nil {
+				return err
+			}
+			got, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (model.EmbeddingJob, error) {
+				var (
+					j   = model.EmbeddingJob{Kind: model.JobItem}
+					cfg *string
+				)
+				if err := r.Scan(&j.Tenant, &j.ID, &j.Field, &j.Text, &j.Attempts, &cfg); err != nil {
+					return j, err
+				}
+				var err error
+				j.Config, err = repo.DecodeEmbeddingConfig(cfg)
+				return j, err
+			})
+			if err != nil {
+				return err
+			}
+			jobs = append(jobs, got...)
+		}
 		until := now + lease.Milliseconds()
 		for _, j := range jobs {
 			if err := execEmbeddingPG(ctx, tx, j, `embedding_due = $1`, `due = $1`, until); err != nil {
@@ -88,6 +114,11 @@ func execEmbeddingPG(ctx context.Context, tx pgx.Tx, j model.EmbeddingJob, passa
 	n := len(args)
 	p := func(i int) string { return "$" + strconv.Itoa(n+i) }
 	var err error
+	if j.Kind == model.JobItem {
+		_, err = tx.Exec(ctx, `UPDATE item_vectors SET `+messageSet+` WHERE tenant_id = `+p(1)+` AND item_id = `+p(2)+
+			` AND field = `+p(3)+` AND text = `+p(4)+` AND state = 'pending'`, append(args, j.Tenant, j.ID, j.Field, j.Text)...)
+		return err
+	}
 	if j.SessionID == "" {
 		_, err = tx.Exec(ctx, `UPDATE passages SET `+passageSet+` WHERE tenant_id = `+p(1)+` AND agent_id = `+p(2)+` AND id = `+p(3)+`
 			AND embedding_state = 'pending'`, append(args, j.Tenant, j.AgentID, j.ID)...)
@@ -104,6 +135,12 @@ func (s *Store) SaveEmbeddings(ctx context.Context, results []repo.EmbeddingOutc
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		stored = stored[:0]
 		for _, r := range results {
+			if r.Job.Kind == model.JobItem {
+				if err := saveItemEmbeddingPG(ctx, tx, r, maxAttempts); err != nil {
+					return err
+				}
+				continue
+			}
 			if r.Err == "" {
 				msg, err := pinServerEmbeddingPG(ctx, tx, r)
 				if err != nil {
@@ -221,4 +258,20 @@ func (s *Store) QueueMessageEmbeddings(ctx context.Context, serverDefault bool, 
 		return err
 	})
 	return n, err
+}
+
+// saveItemEmbeddingPG is SQLite's saveItemEmbedding.
+func saveItemEmbeddingPG(ctx context.Context, tx pgx.Tx, r repo.EmbeddingOutcome, maxAttempts int) error {
+	var err error
+	if r.Err == "" {
+		err = execEmbeddingPG(ctx, tx, r.Job, "", `embedding = $1, model = $2, state = 'ready', error = NULL, due = NULL, attempts = attempts + 1`,
+			repo.EncodeVector(r.Vector), r.Model)
+	} else {
+		state, due := repo.EmbeddingRetry(r, maxAttempts)
+		err = execEmbeddingPG(ctx, tx, r.Job, "", `state = $1, error = $2, due = $3, attempts = attempts + 1`, state, r.Err, due)
+	}
+	if err != nil {
+		return err
+	}
+	return itemEmbeddingStatePG(ctx, tx, r.Job.Tenant, r.Job.ID)
 }

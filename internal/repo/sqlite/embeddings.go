@@ -16,7 +16,8 @@ func (s *Store) ClaimEmbeddings(ctx context.Context, limit int, lease time.Durat
 	var due bool
 	now := int64(model.Now())
 	if err := s.rdb.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM passages WHERE embedding_state = 'pending' AND embedding_due <= ?1)
-		OR EXISTS (SELECT 1 FROM message_embeddings WHERE state = 'pending' AND due <= ?1)`, now).Scan(&due); err != nil || !due {
+		OR EXISTS (SELECT 1 FROM message_embeddings WHERE state = 'pending' AND due <= ?1)
+		OR EXISTS (SELECT 1 FROM item_vectors WHERE state = 'pending' AND due <= ?1)`, now).Scan(&due); err != nil || !due {
 		return nil, mapErr(err) // nothing due: no write
 	}
 	var jobs []model.EmbeddingJob
@@ -55,6 +56,19 @@ func (s *Store) ClaimEmbeddings(ctx context.Context, limit int, lease time.Durat
 				return err
 			}
 		}
+		if len(jobs) < limit {
+			rows, err := tx.QueryContext(ctx, `SELECT v.tenant_id, v.item_id, v.field, v.text, v.attempts, t.embedding_config
+				FROM item_vectors v LEFT JOIN tenant_embedding t ON t.tenant_id = v.tenant_id
+				WHERE v.state = 'pending' AND v.due <= ? ORDER BY v.due LIMIT ?`, now, limit-len(jobs))
+			if err != nil {
+				return err
+			}
+			got, err := collect(rows, scanItemJob)
+			if err != nil {
+				return err
+			}
+			jobs = append(jobs, got...)
+		}
 		until := now + lease.Milliseconds()
 		for _, j := range jobs {
 			if err := execEmbedding(ctx, tx, j, `embedding_due = ?`, `due = ?`, until); err != nil {
@@ -79,11 +93,32 @@ func scanEmbeddingJob(sc scanner) (model.EmbeddingJob, error) {
 	return j, err
 }
 
+// scanItemJob reads an item's text to embed, with the tenant's endpoint.
+func scanItemJob(sc scanner) (model.EmbeddingJob, error) {
+	var (
+		j   = model.EmbeddingJob{Kind: model.JobItem}
+		cfg *string
+	)
+	if err := sc.Scan(&j.Tenant, &j.ID, &j.Field, &j.Text, &j.Attempts, &cfg); err != nil {
+		return j, err
+	}
+	var err error
+	j.Config, err = repo.DecodeEmbeddingConfig(cfg)
+	return j, err
+}
+
 // execEmbedding updates a job's row: a passage's with passageSet, a message's
-// with messageSet, each followed by args; only while the row still waits for
-// this job (pending, and for a message the same message).
+// or an item text's with messageSet (their columns have the same names),
+// each followed by args; only while the row still waits for this job
+// (pending, and for a message the same message, for an item's text the same
+// text: a put may have changed it since the claim).
 func execEmbedding(ctx context.Context, tx *sql.Tx, j model.EmbeddingJob, passageSet, messageSet string, args ...any) error {
 	var err error
+	if j.Kind == model.JobItem {
+		_, err = tx.ExecContext(ctx, `UPDATE item_vectors SET `+messageSet+` WHERE tenant_id = ? AND item_id = ? AND field = ?
+			AND text = ? AND state = 'pending'`, append(args, j.Tenant, j.ID, j.Field, j.Text)...)
+		return err
+	}
 	if j.SessionID == "" {
 		_, err = tx.ExecContext(ctx, `UPDATE passages SET `+passageSet+` WHERE tenant_id = ? AND agent_id = ? AND id = ?
 			AND embedding_state = 'pending'`, append(args, j.Tenant, j.AgentID, j.ID)...)
@@ -100,6 +135,12 @@ func (s *Store) SaveEmbeddings(ctx context.Context, results []repo.EmbeddingOutc
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		stored = stored[:0]
 		for _, r := range results {
+			if r.Job.Kind == model.JobItem {
+				if err := saveItemEmbedding(ctx, tx, r, maxAttempts); err != nil {
+					return err
+				}
+				continue
+			}
 			if r.Err == "" {
 				msg, err := pinServerEmbedding(ctx, tx, r)
 				if err != nil {
@@ -216,4 +257,23 @@ func (s *Store) QueueMessageEmbeddings(ctx context.Context, serverDefault bool, 
 		return err
 	})
 	return n, err
+}
+
+// saveItemEmbedding stores the outcome of an item's text and sums it up in
+// the item's embedding_state. An item's texts are pinned to nothing: each
+// keeps the model that embedded it, and a search compares only those of
+// its query's model.
+func saveItemEmbedding(ctx context.Context, tx *sql.Tx, r repo.EmbeddingOutcome, maxAttempts int) error {
+	var err error
+	if r.Err == "" {
+		err = execEmbedding(ctx, tx, r.Job, "", `embedding = ?, model = ?, state = 'ready', error = NULL, due = NULL, attempts = attempts + 1`,
+			repo.EncodeVector(r.Vector), r.Model)
+	} else {
+		state, due := repo.EmbeddingRetry(r, maxAttempts)
+		err = execEmbedding(ctx, tx, r.Job, "", `state = ?, error = ?, due = ?, attempts = attempts + 1`, state, r.Err, due)
+	}
+	if err != nil {
+		return err
+	}
+	return itemEmbeddingState(ctx, tx, r.Job.Tenant, r.Job.ID)
 }
