@@ -1853,7 +1853,9 @@ type ItemSearchRequest struct {
 	//
 	// Examples: {"kind":"preference","stars":{"$gte":3}}
 	Filter *ItemFilter `json:"filter,omitempty"`
-	Limit  *int        `json:"limit,omitempty"`
+
+	// Limit At most this many items (left out, 10, as LangGraph's search).
+	Limit *int `json:"limit,omitempty"`
 
 	// NamespacePrefix Search the items under this prefix; `[]` or left out, every item of the space.
 	NamespacePrefix []string `json:"namespace_prefix,omitempty"`
@@ -3568,7 +3570,7 @@ type ExportItemsParams struct {
 
 // ImportItemsParams defines parameters for ImportItems.
 type ImportItemsParams struct {
-	// Replace Overwrite the items the tenant has instead of refusing the import.
+	// Replace Overwrite the items the tenant has instead of refusing the import (left out, `false`).
 	Replace *bool `form:"replace,omitempty" json:"replace,omitempty"`
 }
 
@@ -3589,7 +3591,7 @@ type ListItemNamespacesParams struct {
 	// MaxDepth Cut each namespace to this many labels (1–16); left out, whole.
 	MaxDepth *int `form:"max_depth,omitempty" json:"max_depth,omitempty"`
 
-	// Limit At most this many namespaces (1–1000, default 100).
+	// Limit At most this many namespaces (1–1000; left out, 100).
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// Offset Skip this many (at most 10000).

@@ -4190,8 +4190,8 @@ export interface components {
             filter?: components["schemas"]["ItemFilter"];
             /** @description Rank by meaning against this text. */
             query?: string;
-            /** @default 10 */
-            limit: number;
+            /** @description At most this many items (left out, 10, as LangGraph's search). */
+            limit?: number;
             /** @description Skip this many; not with `cursor`. */
             offset?: number;
             /** @description The `next_cursor` of the previous page (not with `query` or `offset`). */
@@ -7593,7 +7593,7 @@ export interface operations {
                 suffix?: string;
                 /** @description Cut each namespace to this many labels (1–16); left out, whole. */
                 max_depth?: number;
-                /** @description At most this many namespaces (1–1000, default 100). */
+                /** @description At most this many namespaces (1–1000; left out, 100). */
                 limit?: number;
                 /** @description Skip this many (at most 10000). */
                 offset?: number;
@@ -7687,7 +7687,7 @@ export interface operations {
     importItems: {
         parameters: {
             query?: {
-                /** @description Overwrite the items the tenant has instead of refusing the import. */
+                /** @description Overwrite the items the tenant has instead of refusing the import (left out, `false`). */
                 replace?: boolean;
             };
             header?: never;
