@@ -124,9 +124,14 @@ function notSent(err: unknown): boolean {
   return false;
 }
 
-/** `/v1/sessions/${id}` with each value percent-encoded as one path segment. */
+/**
+ * `/v1/sessions/${id}` with each value percent-encoded as one path segment,
+ * but ":" (which ids may hold) kept: the server routes the path as sent, so
+ * "%3A" would reach it as three characters of the id.
+ */
 function path(strings: TemplateStringsArray, ...values: (string | number)[]): string {
-  return strings.reduce((out, s, i) => out + s + (i < values.length ? encodeURIComponent(String(values[i])) : ""), "");
+  const seg = (v: string | number) => encodeURIComponent(String(v)).replaceAll("%3A", ":");
+  return strings.reduce((out, s, i) => out + s + (i < values.length ? seg(values[i]!) : ""), "");
 }
 
 /** Arrays repeat the parameter; objects (`metadata`) go as `name[key]=value`, as the contract's deepObject says. */

@@ -12,6 +12,7 @@ import "./retry.suite.js";
 import "./events.suite.js";
 import "./agents.suite.js";
 import "./langgraph-store.suite.js";
+import "./adk.suite.js";
 
 after(async () => {
   await stopStandin();
