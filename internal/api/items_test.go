@@ -136,6 +136,8 @@ func TestItemValidation(t *testing.T) {
 		{"filter_bad_gt", "POST", "/v1/items/search", map[string]any{"filter": map[string]any{"a": map[string]any{"$gt": true}}}, 422, "validation_failed", "filter.a.$gt"},
 		{"filter_list", "POST", "/v1/items/search", map[string]any{"filter": map[string]any{"a": []int{1}}}, 422, "validation_failed", "filter.a"},
 		{"search_limit", "POST", "/v1/items/search", map[string]any{"limit": 201}, 422, "validation_failed", "limit"},
+		{"search_offset", "POST", "/v1/items/search", map[string]any{"offset": 10001}, 422, "validation_failed", "offset"},
+		{"namespaces_limit", "GET", "/v1/items/namespaces?limit=1001", nil, 400, "invalid_query", "limit"},
 		{"search_cursor_and_offset", "POST", "/v1/items/search", map[string]any{"cursor": "x", "offset": 1}, 422, "validation_failed", "cursor"},
 		{"query_without_endpoint", "POST", "/v1/items/search", map[string]any{"query": "food"}, 422, "validation_failed", "query"},
 		{"bad_cursor", "POST", "/v1/items/search", map[string]any{"cursor": "nope"}, 400, "invalid_cursor", "cursor"},
