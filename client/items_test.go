@@ -37,8 +37,8 @@ func TestItems(t *testing.T) {
 	if _, err := c.PutItem(ctx, ns, key, api.ItemPut{Value: map[string]any{}}, client.ForUser("ada"), client.IfAbsent()); client.Code(err) != api.ErrorCodePreconditionFailed {
 		t.Fatalf("if absent: %v", err)
 	}
-	if it, err = c.PutItem(ctx, ns, "pet", api.ItemPut{Value: map[string]any{"text": "a dog", "stars": 2}}, client.ForUser("ada")); err != nil {
-		t.Fatal(err)
+	if pet, err := c.PutItem(ctx, ns, "pet", api.ItemPut{Value: map[string]any{"text": "a dog", "stars": 2}}, client.ForUser("ada")); err != nil || pet.Version != 1 {
+		t.Fatalf("put pet: %+v %v", pet, err)
 	}
 
 	page, err := c.SearchItems(ctx, api.ItemSearchRequest{NamespacePrefix: []string{"client-test"},

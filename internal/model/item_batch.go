@@ -105,7 +105,7 @@ type ListNamespaces struct {
 
 // Compile validates the listing, naming fields under prefix.
 func (b ListNamespaces) Compile(prefix string) (NamespaceQuery, error) {
-	q := NamespaceQuery{Prefix: b.Prefix, Suffix: b.Suffix, MaxDepth: b.MaxDepth, Limit: b.Limit, Offset: b.Offset}
+	q := NamespaceQuery(b)
 	if err := CheckPattern(prefix+"prefix", q.Prefix); err != nil {
 		return q, err
 	}
