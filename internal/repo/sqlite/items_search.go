@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"strings"
 
 	"github.com/logbook/logbook/internal/model"
@@ -112,7 +113,7 @@ func (s *Store) searchItemsByMeaning(ctx context.Context, tenant string, in mode
 		defer rows.Close()
 		var (
 			c   repo.ItemCandidate
-			raw []byte
+			raw sql.RawBytes // read in place: a copy of every embedding would cost more than scoring it
 			buf []float32
 		)
 		for rows.Next() {
