@@ -131,7 +131,7 @@ func (s *Server) putItem(w http.ResponseWriter, r *http.Request) {
 	status := http.StatusOK
 	if out[0].Created {
 		status = http.StatusCreated
-		w.Header().Set("Location", r.URL.Path)
+		w.Header().Set("Location", r.URL.EscapedPath()) // a key may hold what a URL must escape
 	}
 	s.writeItem(w, r, status, it)
 }

@@ -97,9 +97,11 @@ func TestItemPutGetDelete(t *testing.T) {
 	t.Run("escaped_key", func(t *testing.T) {
 		key := "a/b c?d"
 		path := "users.u1.memories/" + url.PathEscape(key)
-		it := mustPutItem(t, c, path, map[string]any{"value": map[string]any{"k": key}})
-		if it.Key != key {
-			t.Fatalf("key %q", it.Key)
+		res := c.do("PUT", "/v1/items/"+path, map[string]any{"value": map[string]any{"k": key}})
+		var it model.Item
+		res.want(t, http.StatusCreated, &it)
+		if it.Key != key || res.Header.Get("Location") != "/v1/items/"+path {
+			t.Fatalf("key %q, Location %q", it.Key, res.Header.Get("Location"))
 		}
 		var got model.Item
 		c.do("GET", "/v1/items/"+path, nil).want(t, http.StatusOK, &got)

@@ -173,7 +173,7 @@ function label(s: string): string {
 const appStateNs = (app: string) => ["adk", label(app), "app_state"];
 const userStateNs = (app: string) => ["adk", label(app), "user_state"];
 const sessionStateNs = (app: string, id: string) => ["adk", label(app), "session_state", label(id)];
-const memoryNs = (app: string) => ["adk", label(app), "memory"];
+const memoryNs = (app: string, sessionId: string) => ["adk", label(app), "memory", label(sessionId)];
 
 /** The state keys of a delta by scope, their prefixes cut; temp: keys go nowhere. */
 function splitState(delta: Json): { app: Json; user: Json; session: Json } {
@@ -200,6 +200,18 @@ function unwrapAll(hits: ItemHit[]): Json {
 
 function putOps(namespace: string[], state: Json): ItemOp[] {
   return Object.entries(state).map(([key, v]) => ({ op: "put", namespace, key, value: wrap(v), index: false }));
+}
+
+/** Every live item under namespace in one space, following cursors. */
+async function searchAll(client: Client, namespace: string[], userId?: string): Promise<ItemHit[]> {
+  const out: ItemHit[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await client.searchItems({ namespace_prefix: namespace, limit: PAGE, ...(cursor ? { cursor } : {}) }, { userId });
+    out.push(...page.data);
+    cursor = page.has_more && page.next_cursor ? page.next_cursor : undefined;
+  } while (cursor);
+  return out;
 }
 
 export interface LogbookSessionServiceOptions {
@@ -351,16 +363,8 @@ export class LogbookSessionService extends BaseSessionService {
     return newest.reverse().map(messageToEvent);
   }
 
-  /** Every live item under namespace in one space, following cursors. */
-  async #search(namespace: string[], userId?: string): Promise<ItemHit[]> {
-    const out: ItemHit[] = [];
-    let cursor: string | undefined;
-    do {
-      const page = await this.client.searchItems({ namespace_prefix: namespace, limit: PAGE, ...(cursor ? { cursor } : {}) }, { userId });
-      out.push(...page.data);
-      cursor = page.has_more && page.next_cursor ? page.next_cursor : undefined;
-    } while (cursor);
-    return out;
+  #search(namespace: string[], userId?: string): Promise<ItemHit[]> {
+    return searchAll(this.client, namespace, userId);
   }
 
   async #readState(app: string, userId: string, sessionId: string): Promise<{ app: Json; user: Json; session: Json }> {
@@ -444,8 +448,9 @@ function memoryText(event: Event): string {
  * ADK's `BaseMemoryService` over Logbook's archival memory: each event of a
  * session that has text becomes a passage of the app's agent, tagged with
  * the user, its event (author, time, content) in the passage's metadata.
- * Adding a session again adds only its events not added yet (the item store
- * remembers which). `searchMemory` is the agent's archival search, within
+ * Adding a session again adds only its events not added yet: an item per
+ * event added (the user's `["adk", app, "memory", sessionId]`) remembers
+ * which. `searchMemory` is the agent's archival search, within
  * the user's passages.
  */
 export class LogbookMemoryService implements BaseMemoryService {
@@ -465,17 +470,12 @@ export class LogbookMemoryService implements BaseMemoryService {
   async addSessionToMemory(session: Session): Promise<void> {
     const agentId = await this.#agent(session.appName);
     const tag = userTag(session.userId);
-    let added: Record<string, string> = {};
-    try {
-      const it = await this.client.getItem(memoryNs(session.appName), session.id, { userId: session.userId });
-      added = ((it.value as Json).events as Record<string, string>) ?? {};
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-    }
-    let changed = false;
+    const ns = memoryNs(session.appName, session.id);
+    const added = new Set((await searchAll(this.client, ns, session.userId)).map((h) => h.key));
+    const marks: ItemOp[] = [];
     for (const event of session.events) {
       const text = memoryText(event);
-      if (!text || added[event.id]) continue;
+      if (!text || added.has(event.id)) continue;
       const content = event.content as unknown as Json;
       const memory: StoredMemory = {
         app: session.appName,
@@ -488,12 +488,10 @@ export class LogbookMemoryService implements BaseMemoryService {
       };
       if (event.author) memory.author = event.author;
       const p = await this.client.insertPassage(agentId, { content: text, tags: [tag], metadata: { adk: memory } });
-      added[event.id] = p.id;
-      changed = true;
+      added.add(event.id);
+      marks.push({ op: "put", namespace: ns, key: event.id, value: { passage_id: p.id }, index: false });
     }
-    if (changed) {
-      await this.client.putItem(memoryNs(session.appName), session.id, { value: { events: added }, index: false }, { userId: session.userId });
-    }
+    for (let i = 0; i < marks.length; i += BATCH) await this.client.itemBatch(marks.slice(i, i + BATCH), { userId: session.userId });
   }
 
   async searchMemory({ appName, userId, query }: SearchMemoryRequest): Promise<SearchMemoryResponse> {

@@ -143,10 +143,11 @@ for (const backend of ["SQLite", "PostgreSQL"] as const) {
       assert.deepEqual([session.user_id, session.metadata.adk_app], ["ada", APP]);
       const own = await client.searchItems({ namespace_prefix: ["adk"], limit: 200 }, { userId: "ada" });
       const shared = await client.searchItems({ namespace_prefix: ["adk"], limit: 200 });
-      const keys = [...own.data, ...shared.data].map((i) => `${i.user_id ?? "shared"} ${i.namespace.join("/")} ${i.key}`).sort();
+      const all = [...own.data, ...shared.data];
+      const marks = all.filter((i) => i.namespace[2] === "memory");
+      assert.deepEqual(marks.map((i) => i.namespace[3]).sort(), ["s1", "s1", "s1", "s1", "s2", "s2"], "one mark per event added to memory");
+      const keys = all.filter((i) => i.namespace[2] !== "memory").map((i) => `${i.user_id ?? "shared"} ${i.namespace.join("/")} ${i.key}`).sort();
       assert.deepEqual(keys, [
-        "ada adk/food_app/memory s1",
-        "ada adk/food_app/memory s2",
         "ada adk/food_app/session_state/s1 last_reply",
         "ada adk/food_app/session_state/s1 topic",
         "ada adk/food_app/session_state/s1 turns",
