@@ -254,6 +254,75 @@ func (e IndexDriftKind) Valid() bool {
 	}
 }
 
+// Defines values for ItemIndex0.
+const (
+	False ItemIndex0 = false
+)
+
+// Valid indicates whether the value is a known member of the ItemIndex0 enum.
+func (e ItemIndex0) Valid() bool {
+	switch e {
+	case False:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ItemOpOp.
+const (
+	ItemOpDelete         ItemOpOp = "delete"
+	ItemOpGet            ItemOpOp = "get"
+	ItemOpListNamespaces ItemOpOp = "list_namespaces"
+	ItemOpPut            ItemOpOp = "put"
+	ItemOpSearch         ItemOpOp = "search"
+)
+
+// Valid indicates whether the value is a known member of the ItemOpOp enum.
+func (e ItemOpOp) Valid() bool {
+	switch e {
+	case ItemOpDelete:
+		return true
+	case ItemOpGet:
+		return true
+	case ItemOpListNamespaces:
+		return true
+	case ItemOpPut:
+		return true
+	case ItemOpSearch:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ItemResultOp.
+const (
+	ItemResultDelete         ItemResultOp = "delete"
+	ItemResultGet            ItemResultOp = "get"
+	ItemResultListNamespaces ItemResultOp = "list_namespaces"
+	ItemResultPut            ItemResultOp = "put"
+	ItemResultSearch         ItemResultOp = "search"
+)
+
+// Valid indicates whether the value is a known member of the ItemResultOp enum.
+func (e ItemResultOp) Valid() bool {
+	switch e {
+	case ItemResultDelete:
+		return true
+	case ItemResultGet:
+		return true
+	case ItemResultListNamespaces:
+		return true
+	case ItemResultPut:
+		return true
+	case ItemResultSearch:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for MemoryToolArgsCommand.
 const (
 	MemoryCommandCreate     MemoryToolArgsCommand = "create"
@@ -1570,6 +1639,270 @@ type IntegrityReport struct {
 	Repaired []CounterDrift `json:"repaired"`
 }
 
+// Item One entry of the item store: a JSON object under a namespace and a
+// key, in the tenant's shared space or one end user's (`user_id`).
+// Every key is always present; optional values are `null`.
+type Item struct {
+	// CreatedAt An RFC 3339 instant in UTC with millisecond precision.
+	//
+	// Examples: 2026-11-22T02:36:54.323Z
+	CreatedAt Timestamp `json:"created_at"`
+
+	// EmbeddingError Why a text could not be embedded (`failed`).
+	EmbeddingError *string `json:"embedding_error"`
+
+	// EmbeddingState `null` when nothing of the item is embedded; `pending` while the server embeds its texts, `ready` when all are, `failed` when one could not be.
+	EmbeddingState *EmbeddingState `json:"embedding_state"`
+
+	// ExpiresAt When the item stops being found; `null` never.
+	ExpiresAt *time.Time `json:"expires_at"`
+
+	// Index The value's paths whose texts are embedded; `null` when none are.
+	Index []string `json:"index"`
+
+	// Key The item's key within its namespace.
+	Key string `json:"key"`
+
+	// Namespace A namespace, a path of 1–16 labels (1–128 characters each, no `.`, not `*`).
+	//
+	// Examples: ["users","u_42","memories"]
+	Namespace Namespace `json:"namespace"`
+
+	// TTLSeconds How far a read that refreshes the item moves `expires_at` ahead of now; `null` when it has no TTL.
+	TTLSeconds *int64 `json:"ttl_seconds"`
+
+	// UpdatedAt An RFC 3339 instant in UTC with millisecond precision.
+	//
+	// Examples: 2026-11-22T02:36:54.323Z
+	UpdatedAt Timestamp `json:"updated_at"`
+
+	// UserID The end user whose item it is; `null` for the tenant's shared items.
+	UserID *string `json:"user_id"`
+
+	// Value The item's value, kept byte for byte.
+	Value map[string]interface{} `json:"value"`
+
+	// Version 1 when made, one more with each put; the item's `ETag` is `"<version>"`.
+	Version int64 `json:"version"`
+}
+
+// ItemBatchRequest The body of `POST /v1/items/batch`.
+type ItemBatchRequest struct {
+	Ops []ItemOp `json:"ops"`
+}
+
+// ItemBatchResult The answer of `POST /v1/items/batch`.
+type ItemBatchResult struct {
+	Results []ItemResult `json:"results"`
+}
+
+// ItemFilter Conditions on the value's top-level fields, all of which must hold:
+// `{"field": value}` (equality) or `{"field": {"$op": value, …}}` with
+// `$eq $ne $gt $gte $lt $lte $in $nin` (at most 32 conditions).
+//
+// Examples: {"kind":"preference","stars":{"$gte":3}}
+type ItemFilter map[string]interface{}
+
+// ItemHit An item found by a search, with its `score` (`null` without a query, or when none of its texts is embedded).
+type ItemHit struct {
+	// CreatedAt An RFC 3339 instant in UTC with millisecond precision.
+	//
+	// Examples: 2026-11-22T02:36:54.323Z
+	CreatedAt Timestamp `json:"created_at"`
+
+	// EmbeddingError Why a text could not be embedded (`failed`).
+	EmbeddingError *string `json:"embedding_error"`
+
+	// EmbeddingState `null` when nothing of the item is embedded; `pending` while the server embeds its texts, `ready` when all are, `failed` when one could not be.
+	EmbeddingState *EmbeddingState `json:"embedding_state"`
+
+	// ExpiresAt When the item stops being found; `null` never.
+	ExpiresAt *time.Time `json:"expires_at"`
+
+	// Index The value's paths whose texts are embedded; `null` when none are.
+	Index []string `json:"index"`
+
+	// Key The item's key within its namespace.
+	Key string `json:"key"`
+
+	// Namespace A namespace, a path of 1–16 labels (1–128 characters each, no `.`, not `*`).
+	//
+	// Examples: ["users","u_42","memories"]
+	Namespace Namespace `json:"namespace"`
+
+	// Score The best cosine similarity of the query with any of the item's embedded texts; higher is better.
+	Score *float32 `json:"score"`
+
+	// TTLSeconds How far a read that refreshes the item moves `expires_at` ahead of now; `null` when it has no TTL.
+	TTLSeconds *int64 `json:"ttl_seconds"`
+
+	// UpdatedAt An RFC 3339 instant in UTC with millisecond precision.
+	//
+	// Examples: 2026-11-22T02:36:54.323Z
+	UpdatedAt Timestamp `json:"updated_at"`
+
+	// UserID The end user whose item it is; `null` for the tenant's shared items.
+	UserID *string `json:"user_id"`
+
+	// Value The item's value, kept byte for byte.
+	Value map[string]interface{} `json:"value"`
+
+	// Version 1 when made, one more with each put; the item's `ETag` is `"<version>"`.
+	Version int64 `json:"version"`
+}
+
+// ItemIndex What of the value is embedded for search by meaning, as LangGraph's
+// `index`: `false` (nothing, as when left out), or up to 16 paths:
+// `"$"` (the whole value as indented JSON), fields joined by dots
+// (`"meta.title"`), array elements (`"tags[0]"`, `"tags[-1]"`,
+// `"tags[*]"`), any member (`"*"`), several fields (`"{title,body}"`).
+// A string is embedded as it is, a number or boolean as its JSON, an
+// object or array as indented JSON; at most 64 texts per item.
+type ItemIndex struct {
+	union json.RawMessage
+}
+
+// ItemIndex0 defines model for ItemIndex.0.
+type ItemIndex0 bool
+
+// ItemIndex1 defines model for ItemIndex.1.
+type ItemIndex1 = []string
+
+// ItemOp One operation of a batch. `op` says which, and which fields it takes
+// (any other is `422`): `get` (`namespace`, `key`, `refresh_ttl`), `put`
+// (`namespace`, `key`, `value`, `index`, `ttl_seconds`, `expires_at`,
+// `if_version`), `delete` (`namespace`, `key`, `if_version`), `search`
+// (the fields of `ItemSearchRequest`), `list_namespaces` (`prefix`,
+// `suffix`, `max_depth`, `limit`, `offset`, as arrays of labels).
+type ItemOp struct {
+	Cursor    *string    `json:"cursor,omitempty"`
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+
+	// Filter Conditions on the value's top-level fields, all of which must hold:
+	// `{"field": value}` (equality) or `{"field": {"$op": value, …}}` with
+	// `$eq $ne $gt $gte $lt $lte $in $nin` (at most 32 conditions).
+	//
+	//
+	// Examples: {"kind":"preference","stars":{"$gte":3}}
+	Filter *ItemFilter `json:"filter,omitempty"`
+
+	// IfVersion Write only if the item is at this version; `0`, only if it does not exist.
+	IfVersion *int64 `json:"if_version,omitempty"`
+
+	// Index What of the value is embedded for search by meaning, as LangGraph's
+	// `index`: `false` (nothing, as when left out), or up to 16 paths:
+	// `"$"` (the whole value as indented JSON), fields joined by dots
+	// (`"meta.title"`), array elements (`"tags[0]"`, `"tags[-1]"`,
+	// `"tags[*]"`), any member (`"*"`), several fields (`"{title,body}"`).
+	// A string is embedded as it is, a number or boolean as its JSON, an
+	// object or array as indented JSON; at most 64 texts per item.
+	Index    *ItemIndex `json:"index,omitempty"`
+	Key      *string    `json:"key,omitempty"`
+	Limit    *int       `json:"limit,omitempty"`
+	MaxDepth *int       `json:"max_depth,omitempty"`
+
+	// Namespace A namespace, a path of 1–16 labels (1–128 characters each, no `.`, not `*`).
+	//
+	// Examples: ["users","u_42","memories"]
+	Namespace       *Namespace             `json:"namespace,omitempty"`
+	NamespacePrefix []string               `json:"namespace_prefix,omitempty"`
+	Offset          *int                   `json:"offset,omitempty"`
+	Op              ItemOpOp               `json:"op"`
+	Prefix          []string               `json:"prefix,omitempty"`
+	Query           *string                `json:"query,omitempty"`
+	RefreshTTL      *bool                  `json:"refresh_ttl,omitempty"`
+	Suffix          []string               `json:"suffix,omitempty"`
+	TTLSeconds      *int64                 `json:"ttl_seconds,omitempty"`
+	Value           map[string]interface{} `json:"value,omitempty"`
+}
+
+// ItemOpOp defines model for ItemOp.Op.
+type ItemOpOp string
+
+// ItemPage A page of a search.
+type ItemPage struct {
+	Data []ItemHit `json:"data"`
+
+	// HasMore Whether more items follow.
+	HasMore bool `json:"has_more"`
+
+	// NextCursor Pass as `cursor` for the next page (a search without `query`); `null` on the last page or with `query`.
+	NextCursor *string `json:"next_cursor"`
+}
+
+// ItemPut The body of `PUT /v1/items/{namespace}/{key}`. Unknown fields are `422`.
+type ItemPut struct {
+	// ExpiresAt Expire the item at this time. Not with `ttl_seconds`.
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+
+	// Index What of the value is embedded for search by meaning, as LangGraph's
+	// `index`: `false` (nothing, as when left out), or up to 16 paths:
+	// `"$"` (the whole value as indented JSON), fields joined by dots
+	// (`"meta.title"`), array elements (`"tags[0]"`, `"tags[-1]"`,
+	// `"tags[*]"`), any member (`"*"`), several fields (`"{title,body}"`).
+	// A string is embedded as it is, a number or boolean as its JSON, an
+	// object or array as indented JSON; at most 64 texts per item.
+	Index *ItemIndex `json:"index,omitempty"`
+
+	// TTLSeconds Expire the item this long after the put (and after each read that refreshes it). Not with `expires_at`.
+	TTLSeconds *int64 `json:"ttl_seconds,omitempty"`
+
+	// Value The whole value, a JSON object of at most 64 KiB, nested at most 64 levels.
+	Value map[string]interface{} `json:"value"`
+}
+
+// ItemResult One operation's result: `get` has `item` (`null` when there is none),
+// `put` the stored `item`, `delete` `deleted` (whether there was an
+// item), `search` `items`, `has_more` and `next_cursor`,
+// `list_namespaces` `namespaces` and `has_more`.
+type ItemResult struct {
+	Deleted    *bool        `json:"deleted,omitempty"`
+	HasMore    *bool        `json:"has_more,omitempty"`
+	Item       *Item        `json:"item,omitempty"`
+	Items      []ItemHit    `json:"items,omitempty"`
+	Namespaces [][]string   `json:"namespaces,omitempty"`
+	NextCursor *string      `json:"next_cursor,omitempty"`
+	Op         ItemResultOp `json:"op"`
+}
+
+// ItemResultOp defines model for ItemResult.Op.
+type ItemResultOp string
+
+// ItemSearchRequest The body of `POST /v1/items/search`, and a batch's search. Unknown fields are `422`.
+type ItemSearchRequest struct {
+	// Cursor The `next_cursor` of the previous page (not with `query` or `offset`).
+	Cursor *string `json:"cursor,omitempty"`
+
+	// Filter Conditions on the value's top-level fields, all of which must hold:
+	// `{"field": value}` (equality) or `{"field": {"$op": value, …}}` with
+	// `$eq $ne $gt $gte $lt $lte $in $nin` (at most 32 conditions).
+	//
+	//
+	// Examples: {"kind":"preference","stars":{"$gte":3}}
+	Filter *ItemFilter `json:"filter,omitempty"`
+
+	// Limit At most this many items (left out, 10, as LangGraph's search).
+	Limit *int `json:"limit,omitempty"`
+
+	// NamespacePrefix Search the items under this prefix; `[]` or left out, every item of the space.
+	NamespacePrefix []string `json:"namespace_prefix,omitempty"`
+
+	// Offset Skip this many; not with `cursor`.
+	Offset *int `json:"offset,omitempty"`
+
+	// Query Rank by meaning against this text.
+	Query *string `json:"query,omitempty"`
+
+	// RefreshTTL Refresh the TTL of the items found (a write).
+	RefreshTTL *bool `json:"refresh_ttl,omitempty"`
+}
+
+// ItemsImportResult The answer of `POST /v1/items/import`.
+type ItemsImportResult struct {
+	// Items How many items the import stored.
+	Items int `json:"items"`
+}
+
 // MemoryInsertArgs Inserts `new_str` into the block `label` after line `insert_line`.
 type MemoryInsertArgs struct {
 	// InsertLine The line after which to insert (`0`: at the top); `-1` or absent: at the end.
@@ -1985,6 +2318,19 @@ type MessageSearchResult struct {
 // Examples: {"customer":"c_42","priority":2}
 type Metadata map[string]interface{}
 
+// Namespace A namespace, a path of 1–16 labels (1–128 characters each, no `.`, not `*`).
+//
+// Examples: ["users","u_42","memories"]
+type Namespace = []string
+
+// NamespacePage A page of a namespace listing.
+type NamespacePage struct {
+	Data [][]string `json:"data"`
+
+	// HasMore Whether more follow (ask again with a greater `offset`).
+	HasMore bool `json:"has_more"`
+}
+
 // NewAPIKey A key just made, with its text (`key`), shown this once.
 type NewAPIKey struct {
 	// CreatedAt When the key was made.
@@ -2365,8 +2711,8 @@ type PurgeRequest struct {
 	DryRun *bool `json:"dry_run,omitempty"`
 
 	// Expired `true`: erase instead every session whose `expires_at` has passed (each as a purge
-	// erases a session), then delete every archival passage whose `expires_at` has passed,
-	// in batches. Run it on a schedule (cron) to enforce time to live; until then,
+	// erases a session), then delete every archival passage and every item whose
+	// `expires_at` has passed, in batches. Run it on a schedule (cron) to enforce time to live; until then,
 	// expired sessions and passages are hidden from reads. Left out means `false`.
 	Expired *bool `json:"expired,omitempty"`
 
@@ -2384,6 +2730,9 @@ type PurgeResult struct {
 
 	// DryRun Whether this was a dry run (nothing was erased).
 	DryRun bool `json:"dry_run"`
+
+	// Items Expired items of the item store deleted (or that would be); always `0` unless `expired` was `true`.
+	Items int `json:"items"`
 
 	// Messages Messages the erased sessions stored themselves (a fork's shared prefix counts under the session that stored it).
 	Messages int `json:"messages"`
@@ -2928,11 +3277,29 @@ type IfMatch = string
 // IfNoneMatch defines model for IfNoneMatch.
 type IfNoneMatch = string
 
+// ItemIfMatch defines model for ItemIfMatch.
+type ItemIfMatch = string
+
+// ItemIfNoneMatch defines model for ItemIfNoneMatch.
+type ItemIfNoneMatch = string
+
+// ItemKey defines model for ItemKey.
+type ItemKey = string
+
+// ItemNamespace defines model for ItemNamespace.
+type ItemNamespace = string
+
+// ItemUserID defines model for ItemUserId.
+type ItemUserID = string
+
 // LastEventID defines model for LastEventId.
 type LastEventID = string
 
 // Limit defines model for Limit.
 type Limit = int
+
+// RefreshTTL defines model for RefreshTTL.
+type RefreshTTL = bool
 
 // SearchAfter defines model for SearchAfter.
 type SearchAfter = time.Time
@@ -3029,6 +3396,12 @@ type ImportUnprocessable = Problem
 // `from` and `to` only on `invalid_transition` (the session's current status
 // and the refused one). Branch on `code`.
 type Internal = Problem
+
+// ItemPreconditionFailed An RFC 9457 problem details object (`application/problem+json`). `errors`
+// is present when the problem is about particular fields or query parameters;
+// `from` and `to` only on `invalid_transition` (the session's current status
+// and the refused one). Branch on `code`.
+type ItemPreconditionFailed = Problem
 
 // NotAttached An RFC 9457 problem details object (`application/problem+json`). `errors`
 // is present when the problem is about particular fields or query parameters;
@@ -3540,6 +3913,110 @@ type DownloadFileParams struct {
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
+// ItemBatchParams defines parameters for ItemBatch.
+type ItemBatchParams struct {
+	// UserID Whose items: an end user's (1–128 characters), or, left out, the
+	// tenant's shared items. A key bound to a user acts on that user's
+	// items whether or not it says so; naming another user is
+	// `403 forbidden`.
+	UserID *ItemUserID `form:"user_id,omitempty" json:"user_id,omitempty"`
+}
+
+// ExportItemsParams defines parameters for ExportItems.
+type ExportItemsParams struct {
+	// UserID Whose items: an end user's (1–128 characters), or, left out, the
+	// tenant's shared items. A key bound to a user acts on that user's
+	// items whether or not it says so; naming another user is
+	// `403 forbidden`.
+	UserID *ItemUserID `form:"user_id,omitempty" json:"user_id,omitempty"`
+
+	// AllUsers Export every space of the tenant (the shared items and every user's); not with `user_id`.
+	AllUsers *bool `form:"all_users,omitempty" json:"all_users,omitempty"`
+
+	// NamespacePrefix Only the items under this prefix, its labels joined by dots.
+	NamespacePrefix *string `form:"namespace_prefix,omitempty" json:"namespace_prefix,omitempty"`
+}
+
+// ImportItemsParams defines parameters for ImportItems.
+type ImportItemsParams struct {
+	// Replace Overwrite the items the tenant has instead of refusing the import (left out, `false`).
+	Replace *bool `form:"replace,omitempty" json:"replace,omitempty"`
+}
+
+// ListItemNamespacesParams defines parameters for ListItemNamespaces.
+type ListItemNamespacesParams struct {
+	// UserID Whose items: an end user's (1–128 characters), or, left out, the
+	// tenant's shared items. A key bound to a user acts on that user's
+	// items whether or not it says so; naming another user is
+	// `403 forbidden`.
+	UserID *ItemUserID `form:"user_id,omitempty" json:"user_id,omitempty"`
+
+	// Prefix Labels joined by dots (`users.*.memories`); `*` matches any label.
+	Prefix *string `form:"prefix,omitempty" json:"prefix,omitempty"`
+
+	// Suffix Labels joined by dots that the namespace ends with.
+	Suffix *string `form:"suffix,omitempty" json:"suffix,omitempty"`
+
+	// MaxDepth Cut each namespace to this many labels (1–16); left out, whole.
+	MaxDepth *int `form:"max_depth,omitempty" json:"max_depth,omitempty"`
+
+	// Limit At most this many namespaces (1–1000; left out, 100).
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Offset Skip this many (at most 10000).
+	Offset *int `form:"offset,omitempty" json:"offset,omitempty"`
+}
+
+// SearchItemsParams defines parameters for SearchItems.
+type SearchItemsParams struct {
+	// UserID Whose items: an end user's (1–128 characters), or, left out, the
+	// tenant's shared items. A key bound to a user acts on that user's
+	// items whether or not it says so; naming another user is
+	// `403 forbidden`.
+	UserID *ItemUserID `form:"user_id,omitempty" json:"user_id,omitempty"`
+}
+
+// DeleteItemParams defines parameters for DeleteItem.
+type DeleteItemParams struct {
+	// UserID Whose items: an end user's (1–128 characters), or, left out, the
+	// tenant's shared items. A key bound to a user acts on that user's
+	// items whether or not it says so; naming another user is
+	// `403 forbidden`.
+	UserID *ItemUserID `form:"user_id,omitempty" json:"user_id,omitempty"`
+
+	// IfMatch `"<version>"` (the item's `ETag`): write only if the item is at that
+	// version; `*`: only if it exists. Otherwise `412 precondition_failed`.
+	IfMatch *ItemIfMatch `json:"If-Match,omitempty"`
+}
+
+// GetItemParams defines parameters for GetItem.
+type GetItemParams struct {
+	// RefreshTTL `true`: move the expiry of an item with `ttl_seconds` that long ahead of now (a write: needs `write` scope).
+	RefreshTTL *RefreshTTL `form:"refresh_ttl,omitempty" json:"refresh_ttl,omitempty"`
+
+	// UserID Whose items: an end user's (1–128 characters), or, left out, the
+	// tenant's shared items. A key bound to a user acts on that user's
+	// items whether or not it says so; naming another user is
+	// `403 forbidden`.
+	UserID *ItemUserID `form:"user_id,omitempty" json:"user_id,omitempty"`
+}
+
+// PutItemParams defines parameters for PutItem.
+type PutItemParams struct {
+	// UserID Whose items: an end user's (1–128 characters), or, left out, the
+	// tenant's shared items. A key bound to a user acts on that user's
+	// items whether or not it says so; naming another user is
+	// `403 forbidden`.
+	UserID *ItemUserID `form:"user_id,omitempty" json:"user_id,omitempty"`
+
+	// IfMatch `"<version>"` (the item's `ETag`): write only if the item is at that
+	// version; `*`: only if it exists. Otherwise `412 precondition_failed`.
+	IfMatch *ItemIfMatch `json:"If-Match,omitempty"`
+
+	// IfNoneMatch `*`: create the item only if it does not exist, else `412 precondition_failed`. Nothing else is taken (`422`).
+	IfNoneMatch *ItemIfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
 // SearchMessagesParams defines parameters for SearchMessages.
 type SearchMessagesParams struct {
 	// Q The words to search for. Messages or passages containing any of them match
@@ -3998,6 +4475,15 @@ type ReplaceBlockJSONRequestBody = BlockReplace
 
 // RunToolJSONRequestBody defines body for RunTool for application/json ContentType.
 type RunToolJSONRequestBody = ToolArguments
+
+// ItemBatchJSONRequestBody defines body for ItemBatch for application/json ContentType.
+type ItemBatchJSONRequestBody = ItemBatchRequest
+
+// SearchItemsJSONRequestBody defines body for SearchItems for application/json ContentType.
+type SearchItemsJSONRequestBody = ItemSearchRequest
+
+// PutItemJSONRequestBody defines body for PutItem for application/json ContentType.
+type PutItemJSONRequestBody = ItemPut
 
 // CreateSessionJSONRequestBody defines body for CreateSession for application/json ContentType.
 type CreateSessionJSONRequestBody = SessionCreate
@@ -4620,6 +5106,68 @@ func (t Event_Data) MarshalJSON() ([]byte, error) {
 }
 
 func (t *Event_Data) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsItemIndex0 returns the union data inside the ItemIndex as a ItemIndex0
+func (t ItemIndex) AsItemIndex0() (ItemIndex0, error) {
+	var body ItemIndex0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromItemIndex0 overwrites any union data inside the ItemIndex as the provided ItemIndex0
+func (t *ItemIndex) FromItemIndex0(v ItemIndex0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeItemIndex0 performs a merge with any union data inside the ItemIndex, using the provided ItemIndex0
+func (t *ItemIndex) MergeItemIndex0(v ItemIndex0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsItemIndex1 returns the union data inside the ItemIndex as a ItemIndex1
+func (t ItemIndex) AsItemIndex1() (ItemIndex1, error) {
+	var body ItemIndex1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromItemIndex1 overwrites any union data inside the ItemIndex as the provided ItemIndex1
+func (t *ItemIndex) FromItemIndex1(v ItemIndex1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeItemIndex1 performs a merge with any union data inside the ItemIndex, using the provided ItemIndex1
+func (t *ItemIndex) MergeItemIndex1(v ItemIndex1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t ItemIndex) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *ItemIndex) UnmarshalJSON(b []byte) error {
 	err := t.union.UnmarshalJSON(b)
 	return err
 }
@@ -5956,6 +6504,219 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/files/{id} (the `DownloadFile` operationId).
 	DownloadFile(ctx context.Context, id string, params *DownloadFileParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ItemBatchWithBody Run several item operations in one request
+	//
+	// Up to 100 gets, puts, deletes, searches and namespace listings, as
+	// LangGraph's `BaseStore.batch` sends them, answered in order. The
+	// reads run first, each on the items as they stood before the batch;
+	// then the writes (and the TTL refreshes the reads asked for), in
+	// order, in one transaction: all of them or none. A batch that fails
+	// writes nothing, and its problem names the operation
+	// (`ops[3].if_version`). Needs `read` scope for reads alone, `write`
+	// as soon as one operation writes.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/items/batch (the `ItemBatch` operationId).
+	ItemBatchWithBody(ctx context.Context, params *ItemBatchParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ItemBatch Run several item operations in one request
+	//
+	// Up to 100 gets, puts, deletes, searches and namespace listings, as
+	// LangGraph's `BaseStore.batch` sends them, answered in order. The
+	// reads run first, each on the items as they stood before the batch;
+	// then the writes (and the TTL refreshes the reads asked for), in
+	// order, in one transaction: all of them or none. A batch that fails
+	// writes nothing, and its problem names the operation
+	// (`ops[3].if_version`). Needs `read` scope for reads alone, `write`
+	// as soon as one operation writes.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/items/batch (the `ItemBatch` operationId).
+	ItemBatch(ctx context.Context, params *ItemBatchParams, body ItemBatchJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ExportItems Export items as NDJSON
+	//
+	// Streams the live items of one space (the shared one, or `user_id`'s)
+	// under `namespace_prefix`, or with `all_users=true` every space's, as
+	// NDJSON (`application/x-ndjson`) from one consistent snapshot, in
+	// (user, namespace, key) order:
+	//
+	// 1. `{"type":"header","format":"logbook.items","version":1}`
+	// 2. one line per item, `{"type":"item","item":{"namespace","key","user_id",
+	//    "value","version","index","created_at","updated_at","expires_at",
+	//    "ttl_seconds","vectors":[{"field","text","model","embedding"}]}}`,
+	//    with the embeddings of its embedded texts bit for bit
+	// 3. `{"type":"items_end","counts":{"items":N},"sha256":"<hex>"}`, the
+	//    SHA-256 of every byte of the lines before it.
+	//
+	// `POST /v1/items/import` restores it. Both backends write the same
+	// bytes for the same items. A key bound to a user exports its own
+	// items; `all_users` is `403` for it. Read scope.
+	//
+	// Corresponds with GET /v1/items/export (the `ExportItems` operationId).
+	ExportItems(ctx context.Context, params *ExportItemsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ImportItemsWithBody Import items from an items export
+	//
+	// Restores the items of `GET /v1/items/export`, sent as
+	// `application/x-ndjson`, into the caller's tenant, each in the space
+	// its line names, with its version and times. The whole body is
+	// checked first (format, `sha256`, `counts`, every item with the rules
+	// a put follows) and then stored all or nothing: a line that is not JSON
+	// is `400 malformed_json`, any other problem `422 invalid_import`, an
+	// item the tenant has (same space, namespace and key) `409 conflict`
+	// unless `replace=true` overwrites it; each names its line. Embedded
+	// texts the export carries are kept; texts it lacks wait for the
+	// embedding worker. The body limit and pace are a session import's. A
+	// key bound to one end user may not import (`403`). Write scope.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/items/import (the `ImportItems` operationId).
+	ImportItemsWithBody(ctx context.Context, params *ImportItemsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListItemNamespaces List namespaces
+	//
+	// The distinct namespaces of the space's live items that start with
+	// `prefix` and end with `suffix` (`*` matches any one label), cut to
+	// `max_depth` labels, without repeats, in label order. Needs `read`
+	// scope.
+	//
+	// Corresponds with GET /v1/items/namespaces (the `ListItemNamespaces` operationId).
+	ListItemNamespaces(ctx context.Context, params *ListItemNamespacesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SearchItemsWithBody Search items under a namespace prefix
+	//
+	// The space's live items under `namespace_prefix` (every item for `[]`)
+	// that pass `filter`. Needs `read` scope (`refresh_ttl` needs `write`).
+	//
+	// - Without `query`: in (namespace, key) order, bytewise; page with
+	//   `next_cursor` (keyset) or `offset`.
+	// - With `query`: ranked by meaning, as LangGraph's stores rank: `query`
+	//   is embedded by the tenant's endpoint (or the server's), and each
+	//   item scores the best cosine similarity of any of its embedded texts
+	//   (`score`, higher is better); items with no embedded text follow,
+	//   with `score` `null`. Page with `offset`. Only texts embedded by the
+	//   query's model count.
+	//
+	// `filter` is LangGraph's: `{"field": value}` for equality, or
+	// `{"field": {"$op": value}}` with `$eq $ne $gt $gte $lt $lte $in $nin`,
+	// on the value's top-level fields. Values are strings, numbers,
+	// booleans or `null` (lists of them for `$in`, `$nin`); numbers compare
+	// by value, strings bytewise, and a field of another kind (or missing)
+	// never matches, except for `$ne` and `$nin`, which it does.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/items/search (the `SearchItems` operationId).
+	SearchItemsWithBody(ctx context.Context, params *SearchItemsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SearchItems Search items under a namespace prefix
+	//
+	// The space's live items under `namespace_prefix` (every item for `[]`)
+	// that pass `filter`. Needs `read` scope (`refresh_ttl` needs `write`).
+	//
+	// - Without `query`: in (namespace, key) order, bytewise; page with
+	//   `next_cursor` (keyset) or `offset`.
+	// - With `query`: ranked by meaning, as LangGraph's stores rank: `query`
+	//   is embedded by the tenant's endpoint (or the server's), and each
+	//   item scores the best cosine similarity of any of its embedded texts
+	//   (`score`, higher is better); items with no embedded text follow,
+	//   with `score` `null`. Page with `offset`. Only texts embedded by the
+	//   query's model count.
+	//
+	// `filter` is LangGraph's: `{"field": value}` for equality, or
+	// `{"field": {"$op": value}}` with `$eq $ne $gt $gte $lt $lte $in $nin`,
+	// on the value's top-level fields. Values are strings, numbers,
+	// booleans or `null` (lists of them for `$in`, `$nin`); numbers compare
+	// by value, strings bytewise, and a field of another kind (or missing)
+	// never matches, except for `$ne` and `$nin`, which it does.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/items/search (the `SearchItems` operationId).
+	SearchItems(ctx context.Context, params *SearchItemsParams, body SearchItemsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteItem Delete an item
+	//
+	// Deletes the item and its embeddings: `204`; a missing (or expired)
+	// item is `404`. `If-Match` fences it as it does a put. Needs `write`
+	// scope.
+	//
+	// Corresponds with DELETE /v1/items/{namespace}/{key} (the `DeleteItem` operationId).
+	DeleteItem(ctx context.Context, namespace ItemNamespace, key ItemKey, params *DeleteItemParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetItem Get an item
+	//
+	// Returns one live item of the space (an expired one is `404`, as a
+	// missing one), with its `version` as the `ETag` header (`"<version>"`).
+	// Needs `read` scope; `refresh_ttl=true`, which writes, needs `write`.
+	//
+	// Corresponds with GET /v1/items/{namespace}/{key} (the `GetItem` operationId).
+	GetItem(ctx context.Context, namespace ItemNamespace, key ItemKey, params *GetItemParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutItemWithBody Create or replace an item
+	//
+	// Writes the item's **whole** value (a JSON object of at most 64 KiB):
+	// `201` with `Location` for a new key (at `version` 1), `200` for an
+	// existing one (`version` grows by one); `created_at` stays,
+	// `updated_at` moves. Needs `write` scope.
+	//
+	// - `index` picks the value's texts that are embedded for search by
+	//   meaning (LangGraph's `index`): `false` or left out embeds nothing;
+	//   an array of paths (`"text"`, `"meta.title"`, `"tags[*]"`, `"$"` for
+	//   the whole value) embeds each text it picks, through the tenant's
+	//   endpoint (`PUT /v1/admin/embedding`) or the server's. The item is
+	//   stored at once; `embedding_state` is `pending` until the embedding
+	//   worker has embedded every text, then `ready`. A text a new version
+	//   did not change keeps its embedding.
+	// - `ttl_seconds` makes the item expire that long after the put, and
+	//   after each read that asks to refresh it (`refresh_ttl`);
+	//   `expires_at` is a fixed time instead. Expired items are hidden at
+	//   once and erased by the expiry sweep.
+	//
+	// **Optimistic concurrency.** `If-Match: "<version>"` (the `ETag` of a
+	// read) replaces the item only if it is still at that version,
+	// `If-Match: *` only if it exists, `If-None-Match: *` only creates it;
+	// otherwise `412 precondition_failed` and nothing is written.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /v1/items/{namespace}/{key} (the `PutItem` operationId).
+	PutItemWithBody(ctx context.Context, namespace ItemNamespace, key ItemKey, params *PutItemParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutItem Create or replace an item
+	//
+	// Writes the item's **whole** value (a JSON object of at most 64 KiB):
+	// `201` with `Location` for a new key (at `version` 1), `200` for an
+	// existing one (`version` grows by one); `created_at` stays,
+	// `updated_at` moves. Needs `write` scope.
+	//
+	// - `index` picks the value's texts that are embedded for search by
+	//   meaning (LangGraph's `index`): `false` or left out embeds nothing;
+	//   an array of paths (`"text"`, `"meta.title"`, `"tags[*]"`, `"$"` for
+	//   the whole value) embeds each text it picks, through the tenant's
+	//   endpoint (`PUT /v1/admin/embedding`) or the server's. The item is
+	//   stored at once; `embedding_state` is `pending` until the embedding
+	//   worker has embedded every text, then `ready`. A text a new version
+	//   did not change keeps its embedding.
+	// - `ttl_seconds` makes the item expire that long after the put, and
+	//   after each read that asks to refresh it (`refresh_ttl`);
+	//   `expires_at` is a fixed time instead. Expired items are hidden at
+	//   once and erased by the expiry sweep.
+	//
+	// **Optimistic concurrency.** `If-Match: "<version>"` (the `ETag` of a
+	// read) replaces the item only if it is still at that version,
+	// `If-Match: *` only if it exists, `If-None-Match: *` only creates it;
+	// otherwise `412 precondition_failed` and nothing is written.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /v1/items/{namespace}/{key} (the `PutItem` operationId).
+	PutItem(ctx context.Context, namespace ItemNamespace, key ItemKey, params *PutItemParams, body PutItemJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// SearchMessages Search the tenant's messages
 	//
@@ -8512,6 +9273,329 @@ func (c *Client) UploadFileWithBody(ctx context.Context, params *UploadFileParam
 // Corresponds with GET /v1/files/{id} (the `DownloadFile` operationId).
 func (c *Client) DownloadFile(ctx context.Context, id string, params *DownloadFileParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDownloadFileRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ItemBatchWithBody Run several item operations in one request
+//
+// Up to 100 gets, puts, deletes, searches and namespace listings, as
+// LangGraph's `BaseStore.batch` sends them, answered in order. The
+// reads run first, each on the items as they stood before the batch;
+// then the writes (and the TTL refreshes the reads asked for), in
+// order, in one transaction: all of them or none. A batch that fails
+// writes nothing, and its problem names the operation
+// (`ops[3].if_version`). Needs `read` scope for reads alone, `write`
+// as soon as one operation writes.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/items/batch (the `ItemBatch` operationId).
+func (c *Client) ItemBatchWithBody(ctx context.Context, params *ItemBatchParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewItemBatchRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ItemBatch Run several item operations in one request
+//
+// Up to 100 gets, puts, deletes, searches and namespace listings, as
+// LangGraph's `BaseStore.batch` sends them, answered in order. The
+// reads run first, each on the items as they stood before the batch;
+// then the writes (and the TTL refreshes the reads asked for), in
+// order, in one transaction: all of them or none. A batch that fails
+// writes nothing, and its problem names the operation
+// (`ops[3].if_version`). Needs `read` scope for reads alone, `write`
+// as soon as one operation writes.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/items/batch (the `ItemBatch` operationId).
+func (c *Client) ItemBatch(ctx context.Context, params *ItemBatchParams, body ItemBatchJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewItemBatchRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ExportItems Export items as NDJSON
+//
+// Streams the live items of one space (the shared one, or `user_id`'s)
+// under `namespace_prefix`, or with `all_users=true` every space's, as
+// NDJSON (`application/x-ndjson`) from one consistent snapshot, in
+// (user, namespace, key) order:
+//
+//  1. `{"type":"header","format":"logbook.items","version":1}`
+//  2. one line per item, `{"type":"item","item":{"namespace","key","user_id",
+//     "value","version","index","created_at","updated_at","expires_at",
+//     "ttl_seconds","vectors":[{"field","text","model","embedding"}]}}`,
+//     with the embeddings of its embedded texts bit for bit
+//  3. `{"type":"items_end","counts":{"items":N},"sha256":"<hex>"}`, the
+//     SHA-256 of every byte of the lines before it.
+//
+// `POST /v1/items/import` restores it. Both backends write the same
+// bytes for the same items. A key bound to a user exports its own
+// items; `all_users` is `403` for it. Read scope.
+//
+// Corresponds with GET /v1/items/export (the `ExportItems` operationId).
+func (c *Client) ExportItems(ctx context.Context, params *ExportItemsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewExportItemsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ImportItemsWithBody Import items from an items export
+//
+// Restores the items of `GET /v1/items/export`, sent as
+// `application/x-ndjson`, into the caller's tenant, each in the space
+// its line names, with its version and times. The whole body is
+// checked first (format, `sha256`, `counts`, every item with the rules
+// a put follows) and then stored all or nothing: a line that is not JSON
+// is `400 malformed_json`, any other problem `422 invalid_import`, an
+// item the tenant has (same space, namespace and key) `409 conflict`
+// unless `replace=true` overwrites it; each names its line. Embedded
+// texts the export carries are kept; texts it lacks wait for the
+// embedding worker. The body limit and pace are a session import's. A
+// key bound to one end user may not import (`403`). Write scope.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/items/import (the `ImportItems` operationId).
+func (c *Client) ImportItemsWithBody(ctx context.Context, params *ImportItemsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewImportItemsRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListItemNamespaces List namespaces
+//
+// The distinct namespaces of the space's live items that start with
+// `prefix` and end with `suffix` (`*` matches any one label), cut to
+// `max_depth` labels, without repeats, in label order. Needs `read`
+// scope.
+//
+// Corresponds with GET /v1/items/namespaces (the `ListItemNamespaces` operationId).
+func (c *Client) ListItemNamespaces(ctx context.Context, params *ListItemNamespacesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListItemNamespacesRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SearchItemsWithBody Search items under a namespace prefix
+//
+// The space's live items under `namespace_prefix` (every item for `[]`)
+// that pass `filter`. Needs `read` scope (`refresh_ttl` needs `write`).
+//
+//   - Without `query`: in (namespace, key) order, bytewise; page with
+//     `next_cursor` (keyset) or `offset`.
+//   - With `query`: ranked by meaning, as LangGraph's stores rank: `query`
+//     is embedded by the tenant's endpoint (or the server's), and each
+//     item scores the best cosine similarity of any of its embedded texts
+//     (`score`, higher is better); items with no embedded text follow,
+//     with `score` `null`. Page with `offset`. Only texts embedded by the
+//     query's model count.
+//
+// `filter` is LangGraph's: `{"field": value}` for equality, or
+// `{"field": {"$op": value}}` with `$eq $ne $gt $gte $lt $lte $in $nin`,
+// on the value's top-level fields. Values are strings, numbers,
+// booleans or `null` (lists of them for `$in`, `$nin`); numbers compare
+// by value, strings bytewise, and a field of another kind (or missing)
+// never matches, except for `$ne` and `$nin`, which it does.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/items/search (the `SearchItems` operationId).
+func (c *Client) SearchItemsWithBody(ctx context.Context, params *SearchItemsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSearchItemsRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SearchItems Search items under a namespace prefix
+//
+// The space's live items under `namespace_prefix` (every item for `[]`)
+// that pass `filter`. Needs `read` scope (`refresh_ttl` needs `write`).
+//
+//   - Without `query`: in (namespace, key) order, bytewise; page with
+//     `next_cursor` (keyset) or `offset`.
+//   - With `query`: ranked by meaning, as LangGraph's stores rank: `query`
+//     is embedded by the tenant's endpoint (or the server's), and each
+//     item scores the best cosine similarity of any of its embedded texts
+//     (`score`, higher is better); items with no embedded text follow,
+//     with `score` `null`. Page with `offset`. Only texts embedded by the
+//     query's model count.
+//
+// `filter` is LangGraph's: `{"field": value}` for equality, or
+// `{"field": {"$op": value}}` with `$eq $ne $gt $gte $lt $lte $in $nin`,
+// on the value's top-level fields. Values are strings, numbers,
+// booleans or `null` (lists of them for `$in`, `$nin`); numbers compare
+// by value, strings bytewise, and a field of another kind (or missing)
+// never matches, except for `$ne` and `$nin`, which it does.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/items/search (the `SearchItems` operationId).
+func (c *Client) SearchItems(ctx context.Context, params *SearchItemsParams, body SearchItemsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSearchItemsRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteItem Delete an item
+//
+// Deletes the item and its embeddings: `204`; a missing (or expired)
+// item is `404`. `If-Match` fences it as it does a put. Needs `write`
+// scope.
+//
+// Corresponds with DELETE /v1/items/{namespace}/{key} (the `DeleteItem` operationId).
+func (c *Client) DeleteItem(ctx context.Context, namespace ItemNamespace, key ItemKey, params *DeleteItemParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteItemRequest(c.Server, namespace, key, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetItem Get an item
+//
+// Returns one live item of the space (an expired one is `404`, as a
+// missing one), with its `version` as the `ETag` header (`"<version>"`).
+// Needs `read` scope; `refresh_ttl=true`, which writes, needs `write`.
+//
+// Corresponds with GET /v1/items/{namespace}/{key} (the `GetItem` operationId).
+func (c *Client) GetItem(ctx context.Context, namespace ItemNamespace, key ItemKey, params *GetItemParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetItemRequest(c.Server, namespace, key, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutItemWithBody Create or replace an item
+//
+// Writes the item's **whole** value (a JSON object of at most 64 KiB):
+// `201` with `Location` for a new key (at `version` 1), `200` for an
+// existing one (`version` grows by one); `created_at` stays,
+// `updated_at` moves. Needs `write` scope.
+//
+//   - `index` picks the value's texts that are embedded for search by
+//     meaning (LangGraph's `index`): `false` or left out embeds nothing;
+//     an array of paths (`"text"`, `"meta.title"`, `"tags[*]"`, `"$"` for
+//     the whole value) embeds each text it picks, through the tenant's
+//     endpoint (`PUT /v1/admin/embedding`) or the server's. The item is
+//     stored at once; `embedding_state` is `pending` until the embedding
+//     worker has embedded every text, then `ready`. A text a new version
+//     did not change keeps its embedding.
+//   - `ttl_seconds` makes the item expire that long after the put, and
+//     after each read that asks to refresh it (`refresh_ttl`);
+//     `expires_at` is a fixed time instead. Expired items are hidden at
+//     once and erased by the expiry sweep.
+//
+// **Optimistic concurrency.** `If-Match: "<version>"` (the `ETag` of a
+// read) replaces the item only if it is still at that version,
+// `If-Match: *` only if it exists, `If-None-Match: *` only creates it;
+// otherwise `412 precondition_failed` and nothing is written.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /v1/items/{namespace}/{key} (the `PutItem` operationId).
+func (c *Client) PutItemWithBody(ctx context.Context, namespace ItemNamespace, key ItemKey, params *PutItemParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutItemRequestWithBody(c.Server, namespace, key, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutItem Create or replace an item
+//
+// Writes the item's **whole** value (a JSON object of at most 64 KiB):
+// `201` with `Location` for a new key (at `version` 1), `200` for an
+// existing one (`version` grows by one); `created_at` stays,
+// `updated_at` moves. Needs `write` scope.
+//
+//   - `index` picks the value's texts that are embedded for search by
+//     meaning (LangGraph's `index`): `false` or left out embeds nothing;
+//     an array of paths (`"text"`, `"meta.title"`, `"tags[*]"`, `"$"` for
+//     the whole value) embeds each text it picks, through the tenant's
+//     endpoint (`PUT /v1/admin/embedding`) or the server's. The item is
+//     stored at once; `embedding_state` is `pending` until the embedding
+//     worker has embedded every text, then `ready`. A text a new version
+//     did not change keeps its embedding.
+//   - `ttl_seconds` makes the item expire that long after the put, and
+//     after each read that asks to refresh it (`refresh_ttl`);
+//     `expires_at` is a fixed time instead. Expired items are hidden at
+//     once and erased by the expiry sweep.
+//
+// **Optimistic concurrency.** `If-Match: "<version>"` (the `ETag` of a
+// read) replaces the item only if it is still at that version,
+// `If-Match: *` only if it exists, `If-None-Match: *` only creates it;
+// otherwise `412 precondition_failed` and nothing is written.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /v1/items/{namespace}/{key} (the `PutItem` operationId).
+func (c *Client) PutItem(ctx context.Context, namespace ItemNamespace, key ItemKey, params *PutItemParams, body PutItemJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutItemRequest(c.Server, namespace, key, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -12198,6 +13282,658 @@ func NewDownloadFileRequest(server string, id string, params *DownloadFileParams
 	return req, nil
 }
 
+// NewItemBatchRequest calls the generic ItemBatch builder with application/json body
+func NewItemBatchRequest(server string, params *ItemBatchParams, body ItemBatchJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewItemBatchRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewItemBatchRequestWithBody constructs an http.Request for the ItemBatch method, with any body, and a specified content type
+func NewItemBatchRequestWithBody(server string, params *ItemBatchParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/items/batch")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.UserID != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "user_id", *params.UserID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewExportItemsRequest constructs an http.Request for the ExportItems method
+func NewExportItemsRequest(server string, params *ExportItemsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/items/export")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.UserID != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "user_id", *params.UserID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.AllUsers != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "all_users", *params.AllUsers, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.NamespacePrefix != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "namespace_prefix", *params.NamespacePrefix, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewImportItemsRequestWithBody constructs an http.Request for the ImportItems method, with any body, and a specified content type
+func NewImportItemsRequestWithBody(server string, params *ImportItemsParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/items/import")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Replace != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "replace", *params.Replace, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewListItemNamespacesRequest constructs an http.Request for the ListItemNamespaces method
+func NewListItemNamespacesRequest(server string, params *ListItemNamespacesParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/items/namespaces")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.UserID != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "user_id", *params.UserID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Prefix != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "prefix", *params.Prefix, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Suffix != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "suffix", *params.Suffix, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.MaxDepth != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "max_depth", *params.MaxDepth, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Offset != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "offset", *params.Offset, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewSearchItemsRequest calls the generic SearchItems builder with application/json body
+func NewSearchItemsRequest(server string, params *SearchItemsParams, body SearchItemsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSearchItemsRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewSearchItemsRequestWithBody constructs an http.Request for the SearchItems method, with any body, and a specified content type
+func NewSearchItemsRequestWithBody(server string, params *SearchItemsParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/items/search")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.UserID != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "user_id", *params.UserID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewDeleteItemRequest constructs an http.Request for the DeleteItem method
+func NewDeleteItemRequest(server string, namespace ItemNamespace, key ItemKey, params *DeleteItemParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "namespace", namespace, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "key", key, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/items/%s/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.UserID != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "user_id", *params.UserID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Match", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetItemRequest constructs an http.Request for the GetItem method
+func NewGetItemRequest(server string, namespace ItemNamespace, key ItemKey, params *GetItemParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "namespace", namespace, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "key", key, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/items/%s/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.RefreshTTL != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "refresh_ttl", *params.RefreshTTL, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.UserID != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "user_id", *params.UserID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPutItemRequest calls the generic PutItem builder with application/json body
+func NewPutItemRequest(server string, namespace ItemNamespace, key ItemKey, params *PutItemParams, body PutItemJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPutItemRequestWithBody(server, namespace, key, params, "application/json", bodyReader)
+}
+
+// NewPutItemRequestWithBody constructs an http.Request for the PutItem method, with any body, and a specified content type
+func NewPutItemRequestWithBody(server string, namespace ItemNamespace, key ItemKey, params *PutItemParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "namespace", namespace, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "key", key, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/items/%s/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.UserID != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "user_id", *params.UserID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IfMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Match", headerParam0)
+		}
+
+		if params.IfNoneMatch != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewSearchMessagesRequest constructs an http.Request for the SearchMessages method
 func NewSearchMessagesRequest(server string, params *SearchMessagesParams) (*http.Request, error) {
 	var err error
@@ -15279,6 +17015,227 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/files/{id} (the `DownloadFile` operationId).
 	DownloadFileWithResponse(ctx context.Context, id string, params *DownloadFileParams, reqEditors ...RequestEditorFn) (*DownloadFileResponse, error)
+
+	// ItemBatchWithBodyWithResponse Run several item operations in one request
+	//
+	// Up to 100 gets, puts, deletes, searches and namespace listings, as
+	// LangGraph's `BaseStore.batch` sends them, answered in order. The
+	// reads run first, each on the items as they stood before the batch;
+	// then the writes (and the TTL refreshes the reads asked for), in
+	// order, in one transaction: all of them or none. A batch that fails
+	// writes nothing, and its problem names the operation
+	// (`ops[3].if_version`). Needs `read` scope for reads alone, `write`
+	// as soon as one operation writes.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/items/batch (the `ItemBatch` operationId).
+	ItemBatchWithBodyWithResponse(ctx context.Context, params *ItemBatchParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ItemBatchResponse, error)
+
+	// ItemBatchWithResponse Run several item operations in one request
+	//
+	// Up to 100 gets, puts, deletes, searches and namespace listings, as
+	// LangGraph's `BaseStore.batch` sends them, answered in order. The
+	// reads run first, each on the items as they stood before the batch;
+	// then the writes (and the TTL refreshes the reads asked for), in
+	// order, in one transaction: all of them or none. A batch that fails
+	// writes nothing, and its problem names the operation
+	// (`ops[3].if_version`). Needs `read` scope for reads alone, `write`
+	// as soon as one operation writes.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/items/batch (the `ItemBatch` operationId).
+	ItemBatchWithResponse(ctx context.Context, params *ItemBatchParams, body ItemBatchJSONRequestBody, reqEditors ...RequestEditorFn) (*ItemBatchResponse, error)
+
+	// ExportItemsWithResponse Export items as NDJSON
+	//
+	// Streams the live items of one space (the shared one, or `user_id`'s)
+	// under `namespace_prefix`, or with `all_users=true` every space's, as
+	// NDJSON (`application/x-ndjson`) from one consistent snapshot, in
+	// (user, namespace, key) order:
+	//
+	// 1. `{"type":"header","format":"logbook.items","version":1}`
+	// 2. one line per item, `{"type":"item","item":{"namespace","key","user_id",
+	//    "value","version","index","created_at","updated_at","expires_at",
+	//    "ttl_seconds","vectors":[{"field","text","model","embedding"}]}}`,
+	//    with the embeddings of its embedded texts bit for bit
+	// 3. `{"type":"items_end","counts":{"items":N},"sha256":"<hex>"}`, the
+	//    SHA-256 of every byte of the lines before it.
+	//
+	// `POST /v1/items/import` restores it. Both backends write the same
+	// bytes for the same items. A key bound to a user exports its own
+	// items; `all_users` is `403` for it. Read scope.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/items/export (the `ExportItems` operationId).
+	ExportItemsWithResponse(ctx context.Context, params *ExportItemsParams, reqEditors ...RequestEditorFn) (*ExportItemsResponse, error)
+
+	// ImportItemsWithBodyWithResponse Import items from an items export
+	//
+	// Restores the items of `GET /v1/items/export`, sent as
+	// `application/x-ndjson`, into the caller's tenant, each in the space
+	// its line names, with its version and times. The whole body is
+	// checked first (format, `sha256`, `counts`, every item with the rules
+	// a put follows) and then stored all or nothing: a line that is not JSON
+	// is `400 malformed_json`, any other problem `422 invalid_import`, an
+	// item the tenant has (same space, namespace and key) `409 conflict`
+	// unless `replace=true` overwrites it; each names its line. Embedded
+	// texts the export carries are kept; texts it lacks wait for the
+	// embedding worker. The body limit and pace are a session import's. A
+	// key bound to one end user may not import (`403`). Write scope.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/items/import (the `ImportItems` operationId).
+	ImportItemsWithBodyWithResponse(ctx context.Context, params *ImportItemsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ImportItemsResponse, error)
+
+	// ListItemNamespacesWithResponse List namespaces
+	//
+	// The distinct namespaces of the space's live items that start with
+	// `prefix` and end with `suffix` (`*` matches any one label), cut to
+	// `max_depth` labels, without repeats, in label order. Needs `read`
+	// scope.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/items/namespaces (the `ListItemNamespaces` operationId).
+	ListItemNamespacesWithResponse(ctx context.Context, params *ListItemNamespacesParams, reqEditors ...RequestEditorFn) (*ListItemNamespacesResponse, error)
+
+	// SearchItemsWithBodyWithResponse Search items under a namespace prefix
+	//
+	// The space's live items under `namespace_prefix` (every item for `[]`)
+	// that pass `filter`. Needs `read` scope (`refresh_ttl` needs `write`).
+	//
+	// - Without `query`: in (namespace, key) order, bytewise; page with
+	//   `next_cursor` (keyset) or `offset`.
+	// - With `query`: ranked by meaning, as LangGraph's stores rank: `query`
+	//   is embedded by the tenant's endpoint (or the server's), and each
+	//   item scores the best cosine similarity of any of its embedded texts
+	//   (`score`, higher is better); items with no embedded text follow,
+	//   with `score` `null`. Page with `offset`. Only texts embedded by the
+	//   query's model count.
+	//
+	// `filter` is LangGraph's: `{"field": value}` for equality, or
+	// `{"field": {"$op": value}}` with `$eq $ne $gt $gte $lt $lte $in $nin`,
+	// on the value's top-level fields. Values are strings, numbers,
+	// booleans or `null` (lists of them for `$in`, `$nin`); numbers compare
+	// by value, strings bytewise, and a field of another kind (or missing)
+	// never matches, except for `$ne` and `$nin`, which it does.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/items/search (the `SearchItems` operationId).
+	SearchItemsWithBodyWithResponse(ctx context.Context, params *SearchItemsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SearchItemsResponse, error)
+
+	// SearchItemsWithResponse Search items under a namespace prefix
+	//
+	// The space's live items under `namespace_prefix` (every item for `[]`)
+	// that pass `filter`. Needs `read` scope (`refresh_ttl` needs `write`).
+	//
+	// - Without `query`: in (namespace, key) order, bytewise; page with
+	//   `next_cursor` (keyset) or `offset`.
+	// - With `query`: ranked by meaning, as LangGraph's stores rank: `query`
+	//   is embedded by the tenant's endpoint (or the server's), and each
+	//   item scores the best cosine similarity of any of its embedded texts
+	//   (`score`, higher is better); items with no embedded text follow,
+	//   with `score` `null`. Page with `offset`. Only texts embedded by the
+	//   query's model count.
+	//
+	// `filter` is LangGraph's: `{"field": value}` for equality, or
+	// `{"field": {"$op": value}}` with `$eq $ne $gt $gte $lt $lte $in $nin`,
+	// on the value's top-level fields. Values are strings, numbers,
+	// booleans or `null` (lists of them for `$in`, `$nin`); numbers compare
+	// by value, strings bytewise, and a field of another kind (or missing)
+	// never matches, except for `$ne` and `$nin`, which it does.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/items/search (the `SearchItems` operationId).
+	SearchItemsWithResponse(ctx context.Context, params *SearchItemsParams, body SearchItemsJSONRequestBody, reqEditors ...RequestEditorFn) (*SearchItemsResponse, error)
+
+	// DeleteItemWithResponse Delete an item
+	//
+	// Deletes the item and its embeddings: `204`; a missing (or expired)
+	// item is `404`. `If-Match` fences it as it does a put. Needs `write`
+	// scope.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/items/{namespace}/{key} (the `DeleteItem` operationId).
+	DeleteItemWithResponse(ctx context.Context, namespace ItemNamespace, key ItemKey, params *DeleteItemParams, reqEditors ...RequestEditorFn) (*DeleteItemResponse, error)
+
+	// GetItemWithResponse Get an item
+	//
+	// Returns one live item of the space (an expired one is `404`, as a
+	// missing one), with its `version` as the `ETag` header (`"<version>"`).
+	// Needs `read` scope; `refresh_ttl=true`, which writes, needs `write`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/items/{namespace}/{key} (the `GetItem` operationId).
+	GetItemWithResponse(ctx context.Context, namespace ItemNamespace, key ItemKey, params *GetItemParams, reqEditors ...RequestEditorFn) (*GetItemResponse, error)
+
+	// PutItemWithBodyWithResponse Create or replace an item
+	//
+	// Writes the item's **whole** value (a JSON object of at most 64 KiB):
+	// `201` with `Location` for a new key (at `version` 1), `200` for an
+	// existing one (`version` grows by one); `created_at` stays,
+	// `updated_at` moves. Needs `write` scope.
+	//
+	// - `index` picks the value's texts that are embedded for search by
+	//   meaning (LangGraph's `index`): `false` or left out embeds nothing;
+	//   an array of paths (`"text"`, `"meta.title"`, `"tags[*]"`, `"$"` for
+	//   the whole value) embeds each text it picks, through the tenant's
+	//   endpoint (`PUT /v1/admin/embedding`) or the server's. The item is
+	//   stored at once; `embedding_state` is `pending` until the embedding
+	//   worker has embedded every text, then `ready`. A text a new version
+	//   did not change keeps its embedding.
+	// - `ttl_seconds` makes the item expire that long after the put, and
+	//   after each read that asks to refresh it (`refresh_ttl`);
+	//   `expires_at` is a fixed time instead. Expired items are hidden at
+	//   once and erased by the expiry sweep.
+	//
+	// **Optimistic concurrency.** `If-Match: "<version>"` (the `ETag` of a
+	// read) replaces the item only if it is still at that version,
+	// `If-Match: *` only if it exists, `If-None-Match: *` only creates it;
+	// otherwise `412 precondition_failed` and nothing is written.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/items/{namespace}/{key} (the `PutItem` operationId).
+	PutItemWithBodyWithResponse(ctx context.Context, namespace ItemNamespace, key ItemKey, params *PutItemParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutItemResponse, error)
+
+	// PutItemWithResponse Create or replace an item
+	//
+	// Writes the item's **whole** value (a JSON object of at most 64 KiB):
+	// `201` with `Location` for a new key (at `version` 1), `200` for an
+	// existing one (`version` grows by one); `created_at` stays,
+	// `updated_at` moves. Needs `write` scope.
+	//
+	// - `index` picks the value's texts that are embedded for search by
+	//   meaning (LangGraph's `index`): `false` or left out embeds nothing;
+	//   an array of paths (`"text"`, `"meta.title"`, `"tags[*]"`, `"$"` for
+	//   the whole value) embeds each text it picks, through the tenant's
+	//   endpoint (`PUT /v1/admin/embedding`) or the server's. The item is
+	//   stored at once; `embedding_state` is `pending` until the embedding
+	//   worker has embedded every text, then `ready`. A text a new version
+	//   did not change keeps its embedding.
+	// - `ttl_seconds` makes the item expire that long after the put, and
+	//   after each read that asks to refresh it (`refresh_ttl`);
+	//   `expires_at` is a fixed time instead. Expired items are hidden at
+	//   once and erased by the expiry sweep.
+	//
+	// **Optimistic concurrency.** `If-Match: "<version>"` (the `ETag` of a
+	// read) replaces the item only if it is still at that version,
+	// `If-Match: *` only if it exists, `If-None-Match: *` only creates it;
+	// otherwise `412 precondition_failed` and nothing is written.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/items/{namespace}/{key} (the `PutItem` operationId).
+	PutItemWithResponse(ctx context.Context, namespace ItemNamespace, key ItemKey, params *PutItemParams, body PutItemJSONRequestBody, reqEditors ...RequestEditorFn) (*PutItemResponse, error)
 
 	// SearchMessagesWithResponse Search the tenant's messages
 	//
@@ -22855,6 +24812,1454 @@ func (r DownloadFileResponse) ContentType() string {
 	return ""
 }
 
+// ItemBatchResponse200Headers the declared response headers of an HTTP 200 response for ItemBatch
+type ItemBatchResponse200Headers struct {
+	XRequestID string
+}
+
+// ItemBatchResponse400Headers the declared response headers of an HTTP 400 response for ItemBatch
+type ItemBatchResponse400Headers struct {
+	XRequestID string
+}
+
+// ItemBatchResponse401Headers the declared response headers of an HTTP 401 response for ItemBatch
+type ItemBatchResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestID      string
+}
+
+// ItemBatchResponse403Headers the declared response headers of an HTTP 403 response for ItemBatch
+type ItemBatchResponse403Headers struct {
+	XRequestID string
+}
+
+// ItemBatchResponse412Headers the declared response headers of an HTTP 412 response for ItemBatch
+type ItemBatchResponse412Headers struct {
+	XRequestID string
+}
+
+// ItemBatchResponse413Headers the declared response headers of an HTTP 413 response for ItemBatch
+type ItemBatchResponse413Headers struct {
+	XRequestID string
+}
+
+// ItemBatchResponse415Headers the declared response headers of an HTTP 415 response for ItemBatch
+type ItemBatchResponse415Headers struct {
+	XRequestID string
+}
+
+// ItemBatchResponse422Headers the declared response headers of an HTTP 422 response for ItemBatch
+type ItemBatchResponse422Headers struct {
+	XRequestID string
+}
+
+// ItemBatchResponse429Headers the declared response headers of an HTTP 429 response for ItemBatch
+type ItemBatchResponse429Headers struct {
+	RetryAfter int
+	XRequestID string
+}
+
+// ItemBatchResponse500Headers the declared response headers of an HTTP 500 response for ItemBatch
+type ItemBatchResponse500Headers struct {
+	XRequestID string
+}
+
+// ItemBatchResponse503Headers the declared response headers of an HTTP 503 response for ItemBatch
+type ItemBatchResponse503Headers struct {
+	RetryAfter int
+	XRequestID string
+}
+
+// ItemBatchResponseDefaultHeaders the declared response headers of an HTTP default response for ItemBatch
+type ItemBatchResponseDefaultHeaders struct {
+	XRequestID string
+}
+
+type ItemBatchResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ItemBatchResult
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON412 the response for an HTTP 412 `application/problem+json` response
+	ApplicationProblemJSON412 *ItemPreconditionFailed
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *PayloadTooLarge
+	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *RateLimited
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *Default
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ItemBatchResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ItemBatchResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ItemBatchResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ItemBatchResponse403Headers
+	// Headers412 the parsed response headers for an HTTP 412 response
+	Headers412 *ItemBatchResponse412Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *ItemBatchResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *ItemBatchResponse415Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *ItemBatchResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ItemBatchResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ItemBatchResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ItemBatchResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ItemBatchResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ItemBatchResponse) GetJSON200() *ItemBatchResult {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ItemBatchResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ItemBatchResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ItemBatchResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON412 returns the response for an HTTP 412 `application/problem+json` response
+func (r ItemBatchResponse) GetApplicationProblemJSON412() *ItemPreconditionFailed {
+	return r.ApplicationProblemJSON412
+}
+
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r ItemBatchResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
+	return r.ApplicationProblemJSON413
+}
+
+// GetApplicationProblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r ItemBatchResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationProblemJSON415
+}
+
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r ItemBatchResponse) GetApplicationProblemJSON422() *ValidationFailed {
+	return r.ApplicationProblemJSON422
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ItemBatchResponse) GetApplicationProblemJSON429() *RateLimited {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ItemBatchResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ItemBatchResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ItemBatchResponse) GetApplicationProblemJSONDefault() *Default {
+	return r.ApplicationProblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ItemBatchResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ItemBatchResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ItemBatchResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ItemBatchResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ExportItemsResponse200Headers the declared response headers of an HTTP 200 response for ExportItems
+type ExportItemsResponse200Headers struct {
+	XRequestID string
+}
+
+// ExportItemsResponse400Headers the declared response headers of an HTTP 400 response for ExportItems
+type ExportItemsResponse400Headers struct {
+	XRequestID string
+}
+
+// ExportItemsResponse401Headers the declared response headers of an HTTP 401 response for ExportItems
+type ExportItemsResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestID      string
+}
+
+// ExportItemsResponse403Headers the declared response headers of an HTTP 403 response for ExportItems
+type ExportItemsResponse403Headers struct {
+	XRequestID string
+}
+
+// ExportItemsResponse429Headers the declared response headers of an HTTP 429 response for ExportItems
+type ExportItemsResponse429Headers struct {
+	RetryAfter int
+	XRequestID string
+}
+
+// ExportItemsResponse503Headers the declared response headers of an HTTP 503 response for ExportItems
+type ExportItemsResponse503Headers struct {
+	RetryAfter int
+	XRequestID string
+}
+
+// ExportItemsResponseDefaultHeaders the declared response headers of an HTTP default response for ExportItems
+type ExportItemsResponseDefaultHeaders struct {
+	XRequestID string
+}
+
+type ExportItemsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *RateLimited
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *Default
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ExportItemsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ExportItemsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ExportItemsResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ExportItemsResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ExportItemsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ExportItemsResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ExportItemsResponseDefaultHeaders
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ExportItemsResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ExportItemsResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ExportItemsResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ExportItemsResponse) GetApplicationProblemJSON429() *RateLimited {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ExportItemsResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ExportItemsResponse) GetApplicationProblemJSONDefault() *Default {
+	return r.ApplicationProblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ExportItemsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ExportItemsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ExportItemsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ExportItemsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ImportItemsResponse200Headers the declared response headers of an HTTP 200 response for ImportItems
+type ImportItemsResponse200Headers struct {
+	XRequestID string
+}
+
+// ImportItemsResponse400Headers the declared response headers of an HTTP 400 response for ImportItems
+type ImportItemsResponse400Headers struct {
+	XRequestID string
+}
+
+// ImportItemsResponse401Headers the declared response headers of an HTTP 401 response for ImportItems
+type ImportItemsResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestID      string
+}
+
+// ImportItemsResponse403Headers the declared response headers of an HTTP 403 response for ImportItems
+type ImportItemsResponse403Headers struct {
+	XRequestID string
+}
+
+// ImportItemsResponse409Headers the declared response headers of an HTTP 409 response for ImportItems
+type ImportItemsResponse409Headers struct {
+	XRequestID string
+}
+
+// ImportItemsResponse413Headers the declared response headers of an HTTP 413 response for ImportItems
+type ImportItemsResponse413Headers struct {
+	XRequestID string
+}
+
+// ImportItemsResponse415Headers the declared response headers of an HTTP 415 response for ImportItems
+type ImportItemsResponse415Headers struct {
+	XRequestID string
+}
+
+// ImportItemsResponse422Headers the declared response headers of an HTTP 422 response for ImportItems
+type ImportItemsResponse422Headers struct {
+	XRequestID string
+}
+
+// ImportItemsResponse429Headers the declared response headers of an HTTP 429 response for ImportItems
+type ImportItemsResponse429Headers struct {
+	RetryAfter int
+	XRequestID string
+}
+
+// ImportItemsResponse503Headers the declared response headers of an HTTP 503 response for ImportItems
+type ImportItemsResponse503Headers struct {
+	RetryAfter int
+	XRequestID string
+}
+
+// ImportItemsResponseDefaultHeaders the declared response headers of an HTTP default response for ImportItems
+type ImportItemsResponseDefaultHeaders struct {
+	XRequestID string
+}
+
+type ImportItemsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ItemsImportResult
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationProblemJSON409 *Conflict
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *PayloadTooLarge
+	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ImportUnprocessable
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *RateLimited
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *Default
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ImportItemsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ImportItemsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ImportItemsResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ImportItemsResponse403Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *ImportItemsResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *ImportItemsResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *ImportItemsResponse415Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *ImportItemsResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ImportItemsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ImportItemsResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ImportItemsResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ImportItemsResponse) GetJSON200() *ItemsImportResult {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ImportItemsResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ImportItemsResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ImportItemsResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r ImportItemsResponse) GetApplicationProblemJSON409() *Conflict {
+	return r.ApplicationProblemJSON409
+}
+
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r ImportItemsResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
+	return r.ApplicationProblemJSON413
+}
+
+// GetApplicationProblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r ImportItemsResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationProblemJSON415
+}
+
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r ImportItemsResponse) GetApplicationProblemJSON422() *ImportUnprocessable {
+	return r.ApplicationProblemJSON422
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ImportItemsResponse) GetApplicationProblemJSON429() *RateLimited {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ImportItemsResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ImportItemsResponse) GetApplicationProblemJSONDefault() *Default {
+	return r.ApplicationProblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ImportItemsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ImportItemsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ImportItemsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ImportItemsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListItemNamespacesResponse200Headers the declared response headers of an HTTP 200 response for ListItemNamespaces
+type ListItemNamespacesResponse200Headers struct {
+	XRequestID string
+}
+
+// ListItemNamespacesResponse400Headers the declared response headers of an HTTP 400 response for ListItemNamespaces
+type ListItemNamespacesResponse400Headers struct {
+	XRequestID string
+}
+
+// ListItemNamespacesResponse401Headers the declared response headers of an HTTP 401 response for ListItemNamespaces
+type ListItemNamespacesResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestID      string
+}
+
+// ListItemNamespacesResponse403Headers the declared response headers of an HTTP 403 response for ListItemNamespaces
+type ListItemNamespacesResponse403Headers struct {
+	XRequestID string
+}
+
+// ListItemNamespacesResponse429Headers the declared response headers of an HTTP 429 response for ListItemNamespaces
+type ListItemNamespacesResponse429Headers struct {
+	RetryAfter int
+	XRequestID string
+}
+
+// ListItemNamespacesResponse500Headers the declared response headers of an HTTP 500 response for ListItemNamespaces
+type ListItemNamespacesResponse500Headers struct {
+	XRequestID string
+}
+
+// ListItemNamespacesResponse503Headers the declared response headers of an HTTP 503 response for ListItemNamespaces
+type ListItemNamespacesResponse503Headers struct {
+	RetryAfter int
+	XRequestID string
+}
+
+// ListItemNamespacesResponseDefaultHeaders the declared response headers of an HTTP default response for ListItemNamespaces
+type ListItemNamespacesResponseDefaultHeaders struct {
+	XRequestID string
+}
+
+type ListItemNamespacesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *NamespacePage
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *RateLimited
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *Default
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListItemNamespacesResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListItemNamespacesResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListItemNamespacesResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListItemNamespacesResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListItemNamespacesResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListItemNamespacesResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListItemNamespacesResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListItemNamespacesResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListItemNamespacesResponse) GetJSON200() *NamespacePage {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListItemNamespacesResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListItemNamespacesResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListItemNamespacesResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListItemNamespacesResponse) GetApplicationProblemJSON429() *RateLimited {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListItemNamespacesResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListItemNamespacesResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ListItemNamespacesResponse) GetApplicationProblemJSONDefault() *Default {
+	return r.ApplicationProblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListItemNamespacesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListItemNamespacesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListItemNamespacesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListItemNamespacesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// SearchItemsResponse200Headers the declared response headers of an HTTP 200 response for SearchItems
+type SearchItemsResponse200Headers struct {
+	XRequestID string
+}
+
+// SearchItemsResponse400Headers the declared response headers of an HTTP 400 response for SearchItems
+type SearchItemsResponse400Headers struct {
+	XRequestID string
+}
+
+// SearchItemsResponse401Headers the declared response headers of an HTTP 401 response for SearchItems
+type SearchItemsResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestID      string
+}
+
+// SearchItemsResponse403Headers the declared response headers of an HTTP 403 response for SearchItems
+type SearchItemsResponse403Headers struct {
+	XRequestID string
+}
+
+// SearchItemsResponse413Headers the declared response headers of an HTTP 413 response for SearchItems
+type SearchItemsResponse413Headers struct {
+	XRequestID string
+}
+
+// SearchItemsResponse415Headers the declared response headers of an HTTP 415 response for SearchItems
+type SearchItemsResponse415Headers struct {
+	XRequestID string
+}
+
+// SearchItemsResponse422Headers the declared response headers of an HTTP 422 response for SearchItems
+type SearchItemsResponse422Headers struct {
+	XRequestID string
+}
+
+// SearchItemsResponse429Headers the declared response headers of an HTTP 429 response for SearchItems
+type SearchItemsResponse429Headers struct {
+	RetryAfter int
+	XRequestID string
+}
+
+// SearchItemsResponse500Headers the declared response headers of an HTTP 500 response for SearchItems
+type SearchItemsResponse500Headers struct {
+	XRequestID string
+}
+
+// SearchItemsResponse503Headers the declared response headers of an HTTP 503 response for SearchItems
+type SearchItemsResponse503Headers struct {
+	RetryAfter int
+	XRequestID string
+}
+
+// SearchItemsResponseDefaultHeaders the declared response headers of an HTTP default response for SearchItems
+type SearchItemsResponseDefaultHeaders struct {
+	XRequestID string
+}
+
+type SearchItemsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ItemPage
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *PayloadTooLarge
+	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *RateLimited
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *Default
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *SearchItemsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *SearchItemsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SearchItemsResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *SearchItemsResponse403Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *SearchItemsResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *SearchItemsResponse415Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *SearchItemsResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SearchItemsResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *SearchItemsResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *SearchItemsResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *SearchItemsResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SearchItemsResponse) GetJSON200() *ItemPage {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r SearchItemsResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r SearchItemsResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r SearchItemsResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r SearchItemsResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
+	return r.ApplicationProblemJSON413
+}
+
+// GetApplicationProblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r SearchItemsResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationProblemJSON415
+}
+
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r SearchItemsResponse) GetApplicationProblemJSON422() *ValidationFailed {
+	return r.ApplicationProblemJSON422
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r SearchItemsResponse) GetApplicationProblemJSON429() *RateLimited {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r SearchItemsResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r SearchItemsResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r SearchItemsResponse) GetApplicationProblemJSONDefault() *Default {
+	return r.ApplicationProblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r SearchItemsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SearchItemsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SearchItemsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SearchItemsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteItemResponse204Headers the declared response headers of an HTTP 204 response for DeleteItem
+type DeleteItemResponse204Headers struct {
+	XRequestID string
+}
+
+// DeleteItemResponse400Headers the declared response headers of an HTTP 400 response for DeleteItem
+type DeleteItemResponse400Headers struct {
+	XRequestID string
+}
+
+// DeleteItemResponse401Headers the declared response headers of an HTTP 401 response for DeleteItem
+type DeleteItemResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestID      string
+}
+
+// DeleteItemResponse403Headers the declared response headers of an HTTP 403 response for DeleteItem
+type DeleteItemResponse403Headers struct {
+	XRequestID string
+}
+
+// DeleteItemResponse404Headers the declared response headers of an HTTP 404 response for DeleteItem
+type DeleteItemResponse404Headers struct {
+	XRequestID string
+}
+
+// DeleteItemResponse412Headers the declared response headers of an HTTP 412 response for DeleteItem
+type DeleteItemResponse412Headers struct {
+	XRequestID string
+}
+
+// DeleteItemResponse422Headers the declared response headers of an HTTP 422 response for DeleteItem
+type DeleteItemResponse422Headers struct {
+	XRequestID string
+}
+
+// DeleteItemResponse429Headers the declared response headers of an HTTP 429 response for DeleteItem
+type DeleteItemResponse429Headers struct {
+	RetryAfter int
+	XRequestID string
+}
+
+// DeleteItemResponse500Headers the declared response headers of an HTTP 500 response for DeleteItem
+type DeleteItemResponse500Headers struct {
+	XRequestID string
+}
+
+// DeleteItemResponse503Headers the declared response headers of an HTTP 503 response for DeleteItem
+type DeleteItemResponse503Headers struct {
+	RetryAfter int
+	XRequestID string
+}
+
+// DeleteItemResponseDefaultHeaders the declared response headers of an HTTP default response for DeleteItem
+type DeleteItemResponseDefaultHeaders struct {
+	XRequestID string
+}
+
+type DeleteItemResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON412 the response for an HTTP 412 `application/problem+json` response
+	ApplicationProblemJSON412 *ItemPreconditionFailed
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *RateLimited
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *Default
+	// Headers204 the parsed response headers for an HTTP 204 response
+	Headers204 *DeleteItemResponse204Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *DeleteItemResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteItemResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *DeleteItemResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *DeleteItemResponse404Headers
+	// Headers412 the parsed response headers for an HTTP 412 response
+	Headers412 *DeleteItemResponse412Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *DeleteItemResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteItemResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *DeleteItemResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DeleteItemResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *DeleteItemResponseDefaultHeaders
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r DeleteItemResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r DeleteItemResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r DeleteItemResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r DeleteItemResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON412 returns the response for an HTTP 412 `application/problem+json` response
+func (r DeleteItemResponse) GetApplicationProblemJSON412() *ItemPreconditionFailed {
+	return r.ApplicationProblemJSON412
+}
+
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r DeleteItemResponse) GetApplicationProblemJSON422() *ValidationFailed {
+	return r.ApplicationProblemJSON422
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r DeleteItemResponse) GetApplicationProblemJSON429() *RateLimited {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r DeleteItemResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r DeleteItemResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r DeleteItemResponse) GetApplicationProblemJSONDefault() *Default {
+	return r.ApplicationProblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteItemResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteItemResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteItemResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteItemResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetItemResponse200Headers the declared response headers of an HTTP 200 response for GetItem
+type GetItemResponse200Headers struct {
+	ETag       string
+	XRequestID string
+}
+
+// GetItemResponse400Headers the declared response headers of an HTTP 400 response for GetItem
+type GetItemResponse400Headers struct {
+	XRequestID string
+}
+
+// GetItemResponse401Headers the declared response headers of an HTTP 401 response for GetItem
+type GetItemResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestID      string
+}
+
+// GetItemResponse403Headers the declared response headers of an HTTP 403 response for GetItem
+type GetItemResponse403Headers struct {
+	XRequestID string
+}
+
+// GetItemResponse404Headers the declared response headers of an HTTP 404 response for GetItem
+type GetItemResponse404Headers struct {
+	XRequestID string
+}
+
+// GetItemResponse422Headers the declared response headers of an HTTP 422 response for GetItem
+type GetItemResponse422Headers struct {
+	XRequestID string
+}
+
+// GetItemResponse429Headers the declared response headers of an HTTP 429 response for GetItem
+type GetItemResponse429Headers struct {
+	RetryAfter int
+	XRequestID string
+}
+
+// GetItemResponse500Headers the declared response headers of an HTTP 500 response for GetItem
+type GetItemResponse500Headers struct {
+	XRequestID string
+}
+
+// GetItemResponse503Headers the declared response headers of an HTTP 503 response for GetItem
+type GetItemResponse503Headers struct {
+	RetryAfter int
+	XRequestID string
+}
+
+// GetItemResponseDefaultHeaders the declared response headers of an HTTP default response for GetItem
+type GetItemResponseDefaultHeaders struct {
+	XRequestID string
+}
+
+type GetItemResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Item
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *RateLimited
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *Default
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetItemResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetItemResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetItemResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetItemResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetItemResponse404Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *GetItemResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetItemResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetItemResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetItemResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetItemResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetItemResponse) GetJSON200() *Item {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetItemResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetItemResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetItemResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetItemResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r GetItemResponse) GetApplicationProblemJSON422() *ValidationFailed {
+	return r.ApplicationProblemJSON422
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetItemResponse) GetApplicationProblemJSON429() *RateLimited {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r GetItemResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetItemResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetItemResponse) GetApplicationProblemJSONDefault() *Default {
+	return r.ApplicationProblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetItemResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetItemResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetItemResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetItemResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PutItemResponse200Headers the declared response headers of an HTTP 200 response for PutItem
+type PutItemResponse200Headers struct {
+	ETag       string
+	XRequestID string
+}
+
+// PutItemResponse201Headers the declared response headers of an HTTP 201 response for PutItem
+type PutItemResponse201Headers struct {
+	ETag       string
+	Location   string
+	XRequestID string
+}
+
+// PutItemResponse400Headers the declared response headers of an HTTP 400 response for PutItem
+type PutItemResponse400Headers struct {
+	XRequestID string
+}
+
+// PutItemResponse401Headers the declared response headers of an HTTP 401 response for PutItem
+type PutItemResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestID      string
+}
+
+// PutItemResponse403Headers the declared response headers of an HTTP 403 response for PutItem
+type PutItemResponse403Headers struct {
+	XRequestID string
+}
+
+// PutItemResponse412Headers the declared response headers of an HTTP 412 response for PutItem
+type PutItemResponse412Headers struct {
+	XRequestID string
+}
+
+// PutItemResponse413Headers the declared response headers of an HTTP 413 response for PutItem
+type PutItemResponse413Headers struct {
+	XRequestID string
+}
+
+// PutItemResponse415Headers the declared response headers of an HTTP 415 response for PutItem
+type PutItemResponse415Headers struct {
+	XRequestID string
+}
+
+// PutItemResponse422Headers the declared response headers of an HTTP 422 response for PutItem
+type PutItemResponse422Headers struct {
+	XRequestID string
+}
+
+// PutItemResponse429Headers the declared response headers of an HTTP 429 response for PutItem
+type PutItemResponse429Headers struct {
+	RetryAfter int
+	XRequestID string
+}
+
+// PutItemResponse500Headers the declared response headers of an HTTP 500 response for PutItem
+type PutItemResponse500Headers struct {
+	XRequestID string
+}
+
+// PutItemResponse503Headers the declared response headers of an HTTP 503 response for PutItem
+type PutItemResponse503Headers struct {
+	RetryAfter int
+	XRequestID string
+}
+
+// PutItemResponseDefaultHeaders the declared response headers of an HTTP default response for PutItem
+type PutItemResponseDefaultHeaders struct {
+	XRequestID string
+}
+
+type PutItemResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Item
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Item
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON412 the response for an HTTP 412 `application/problem+json` response
+	ApplicationProblemJSON412 *ItemPreconditionFailed
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *PayloadTooLarge
+	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *RateLimited
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *Default
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *PutItemResponse200Headers
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *PutItemResponse201Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *PutItemResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PutItemResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *PutItemResponse403Headers
+	// Headers412 the parsed response headers for an HTTP 412 response
+	Headers412 *PutItemResponse412Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *PutItemResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *PutItemResponse415Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *PutItemResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PutItemResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *PutItemResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PutItemResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *PutItemResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PutItemResponse) GetJSON200() *Item {
+	return r.JSON200
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r PutItemResponse) GetJSON201() *Item {
+	return r.JSON201
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r PutItemResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r PutItemResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r PutItemResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON412 returns the response for an HTTP 412 `application/problem+json` response
+func (r PutItemResponse) GetApplicationProblemJSON412() *ItemPreconditionFailed {
+	return r.ApplicationProblemJSON412
+}
+
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r PutItemResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
+	return r.ApplicationProblemJSON413
+}
+
+// GetApplicationProblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r PutItemResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationProblemJSON415
+}
+
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r PutItemResponse) GetApplicationProblemJSON422() *ValidationFailed {
+	return r.ApplicationProblemJSON422
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r PutItemResponse) GetApplicationProblemJSON429() *RateLimited {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r PutItemResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r PutItemResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r PutItemResponse) GetApplicationProblemJSONDefault() *Default {
+	return r.ApplicationProblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r PutItemResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PutItemResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PutItemResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PutItemResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // SearchMessagesResponse200Headers the declared response headers of an HTTP 200 response for SearchMessages
 type SearchMessagesResponse200Headers struct {
 	XRequestID string
@@ -29328,6 +32733,293 @@ func (c *ClientWithResponses) DownloadFileWithResponse(ctx context.Context, id s
 		return nil, err
 	}
 	return ParseDownloadFileResponse(rsp)
+}
+
+// ItemBatchWithBodyWithResponse Run several item operations in one request
+//
+// Up to 100 gets, puts, deletes, searches and namespace listings, as
+// LangGraph's `BaseStore.batch` sends them, answered in order. The
+// reads run first, each on the items as they stood before the batch;
+// then the writes (and the TTL refreshes the reads asked for), in
+// order, in one transaction: all of them or none. A batch that fails
+// writes nothing, and its problem names the operation
+// (`ops[3].if_version`). Needs `read` scope for reads alone, `write`
+// as soon as one operation writes.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/items/batch (the `ItemBatch` operationId).
+func (c *ClientWithResponses) ItemBatchWithBodyWithResponse(ctx context.Context, params *ItemBatchParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ItemBatchResponse, error) {
+	rsp, err := c.ItemBatchWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseItemBatchResponse(rsp)
+}
+
+// ItemBatchWithResponse Run several item operations in one request
+//
+// Up to 100 gets, puts, deletes, searches and namespace listings, as
+// LangGraph's `BaseStore.batch` sends them, answered in order. The
+// reads run first, each on the items as they stood before the batch;
+// then the writes (and the TTL refreshes the reads asked for), in
+// order, in one transaction: all of them or none. A batch that fails
+// writes nothing, and its problem names the operation
+// (`ops[3].if_version`). Needs `read` scope for reads alone, `write`
+// as soon as one operation writes.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/items/batch (the `ItemBatch` operationId).
+func (c *ClientWithResponses) ItemBatchWithResponse(ctx context.Context, params *ItemBatchParams, body ItemBatchJSONRequestBody, reqEditors ...RequestEditorFn) (*ItemBatchResponse, error) {
+	rsp, err := c.ItemBatch(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseItemBatchResponse(rsp)
+}
+
+// ExportItemsWithResponse Export items as NDJSON
+//
+// Streams the live items of one space (the shared one, or `user_id`'s)
+// under `namespace_prefix`, or with `all_users=true` every space's, as
+// NDJSON (`application/x-ndjson`) from one consistent snapshot, in
+// (user, namespace, key) order:
+//
+//  1. `{"type":"header","format":"logbook.items","version":1}`
+//  2. one line per item, `{"type":"item","item":{"namespace","key","user_id",
+//     "value","version","index","created_at","updated_at","expires_at",
+//     "ttl_seconds","vectors":[{"field","text","model","embedding"}]}}`,
+//     with the embeddings of its embedded texts bit for bit
+//  3. `{"type":"items_end","counts":{"items":N},"sha256":"<hex>"}`, the
+//     SHA-256 of every byte of the lines before it.
+//
+// `POST /v1/items/import` restores it. Both backends write the same
+// bytes for the same items. A key bound to a user exports its own
+// items; `all_users` is `403` for it. Read scope.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/items/export (the `ExportItems` operationId).
+func (c *ClientWithResponses) ExportItemsWithResponse(ctx context.Context, params *ExportItemsParams, reqEditors ...RequestEditorFn) (*ExportItemsResponse, error) {
+	rsp, err := c.ExportItems(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseExportItemsResponse(rsp)
+}
+
+// ImportItemsWithBodyWithResponse Import items from an items export
+//
+// Restores the items of `GET /v1/items/export`, sent as
+// `application/x-ndjson`, into the caller's tenant, each in the space
+// its line names, with its version and times. The whole body is
+// checked first (format, `sha256`, `counts`, every item with the rules
+// a put follows) and then stored all or nothing: a line that is not JSON
+// is `400 malformed_json`, any other problem `422 invalid_import`, an
+// item the tenant has (same space, namespace and key) `409 conflict`
+// unless `replace=true` overwrites it; each names its line. Embedded
+// texts the export carries are kept; texts it lacks wait for the
+// embedding worker. The body limit and pace are a session import's. A
+// key bound to one end user may not import (`403`). Write scope.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/items/import (the `ImportItems` operationId).
+func (c *ClientWithResponses) ImportItemsWithBodyWithResponse(ctx context.Context, params *ImportItemsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ImportItemsResponse, error) {
+	rsp, err := c.ImportItemsWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseImportItemsResponse(rsp)
+}
+
+// ListItemNamespacesWithResponse List namespaces
+//
+// The distinct namespaces of the space's live items that start with
+// `prefix` and end with `suffix` (`*` matches any one label), cut to
+// `max_depth` labels, without repeats, in label order. Needs `read`
+// scope.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/items/namespaces (the `ListItemNamespaces` operationId).
+func (c *ClientWithResponses) ListItemNamespacesWithResponse(ctx context.Context, params *ListItemNamespacesParams, reqEditors ...RequestEditorFn) (*ListItemNamespacesResponse, error) {
+	rsp, err := c.ListItemNamespaces(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListItemNamespacesResponse(rsp)
+}
+
+// SearchItemsWithBodyWithResponse Search items under a namespace prefix
+//
+// The space's live items under `namespace_prefix` (every item for `[]`)
+// that pass `filter`. Needs `read` scope (`refresh_ttl` needs `write`).
+//
+//   - Without `query`: in (namespace, key) order, bytewise; page with
+//     `next_cursor` (keyset) or `offset`.
+//   - With `query`: ranked by meaning, as LangGraph's stores rank: `query`
+//     is embedded by the tenant's endpoint (or the server's), and each
+//     item scores the best cosine similarity of any of its embedded texts
+//     (`score`, higher is better); items with no embedded text follow,
+//     with `score` `null`. Page with `offset`. Only texts embedded by the
+//     query's model count.
+//
+// `filter` is LangGraph's: `{"field": value}` for equality, or
+// `{"field": {"$op": value}}` with `$eq $ne $gt $gte $lt $lte $in $nin`,
+// on the value's top-level fields. Values are strings, numbers,
+// booleans or `null` (lists of them for `$in`, `$nin`); numbers compare
+// by value, strings bytewise, and a field of another kind (or missing)
+// never matches, except for `$ne` and `$nin`, which it does.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/items/search (the `SearchItems` operationId).
+func (c *ClientWithResponses) SearchItemsWithBodyWithResponse(ctx context.Context, params *SearchItemsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SearchItemsResponse, error) {
+	rsp, err := c.SearchItemsWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSearchItemsResponse(rsp)
+}
+
+// SearchItemsWithResponse Search items under a namespace prefix
+//
+// The space's live items under `namespace_prefix` (every item for `[]`)
+// that pass `filter`. Needs `read` scope (`refresh_ttl` needs `write`).
+//
+//   - Without `query`: in (namespace, key) order, bytewise; page with
+//     `next_cursor` (keyset) or `offset`.
+//   - With `query`: ranked by meaning, as LangGraph's stores rank: `query`
+//     is embedded by the tenant's endpoint (or the server's), and each
+//     item scores the best cosine similarity of any of its embedded texts
+//     (`score`, higher is better); items with no embedded text follow,
+//     with `score` `null`. Page with `offset`. Only texts embedded by the
+//     query's model count.
+//
+// `filter` is LangGraph's: `{"field": value}` for equality, or
+// `{"field": {"$op": value}}` with `$eq $ne $gt $gte $lt $lte $in $nin`,
+// on the value's top-level fields. Values are strings, numbers,
+// booleans or `null` (lists of them for `$in`, `$nin`); numbers compare
+// by value, strings bytewise, and a field of another kind (or missing)
+// never matches, except for `$ne` and `$nin`, which it does.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/items/search (the `SearchItems` operationId).
+func (c *ClientWithResponses) SearchItemsWithResponse(ctx context.Context, params *SearchItemsParams, body SearchItemsJSONRequestBody, reqEditors ...RequestEditorFn) (*SearchItemsResponse, error) {
+	rsp, err := c.SearchItems(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSearchItemsResponse(rsp)
+}
+
+// DeleteItemWithResponse Delete an item
+//
+// Deletes the item and its embeddings: `204`; a missing (or expired)
+// item is `404`. `If-Match` fences it as it does a put. Needs `write`
+// scope.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/items/{namespace}/{key} (the `DeleteItem` operationId).
+func (c *ClientWithResponses) DeleteItemWithResponse(ctx context.Context, namespace ItemNamespace, key ItemKey, params *DeleteItemParams, reqEditors ...RequestEditorFn) (*DeleteItemResponse, error) {
+	rsp, err := c.DeleteItem(ctx, namespace, key, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteItemResponse(rsp)
+}
+
+// GetItemWithResponse Get an item
+//
+// Returns one live item of the space (an expired one is `404`, as a
+// missing one), with its `version` as the `ETag` header (`"<version>"`).
+// Needs `read` scope; `refresh_ttl=true`, which writes, needs `write`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/items/{namespace}/{key} (the `GetItem` operationId).
+func (c *ClientWithResponses) GetItemWithResponse(ctx context.Context, namespace ItemNamespace, key ItemKey, params *GetItemParams, reqEditors ...RequestEditorFn) (*GetItemResponse, error) {
+	rsp, err := c.GetItem(ctx, namespace, key, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetItemResponse(rsp)
+}
+
+// PutItemWithBodyWithResponse Create or replace an item
+//
+// Writes the item's **whole** value (a JSON object of at most 64 KiB):
+// `201` with `Location` for a new key (at `version` 1), `200` for an
+// existing one (`version` grows by one); `created_at` stays,
+// `updated_at` moves. Needs `write` scope.
+//
+//   - `index` picks the value's texts that are embedded for search by
+//     meaning (LangGraph's `index`): `false` or left out embeds nothing;
+//     an array of paths (`"text"`, `"meta.title"`, `"tags[*]"`, `"$"` for
+//     the whole value) embeds each text it picks, through the tenant's
+//     endpoint (`PUT /v1/admin/embedding`) or the server's. The item is
+//     stored at once; `embedding_state` is `pending` until the embedding
+//     worker has embedded every text, then `ready`. A text a new version
+//     did not change keeps its embedding.
+//   - `ttl_seconds` makes the item expire that long after the put, and
+//     after each read that asks to refresh it (`refresh_ttl`);
+//     `expires_at` is a fixed time instead. Expired items are hidden at
+//     once and erased by the expiry sweep.
+//
+// **Optimistic concurrency.** `If-Match: "<version>"` (the `ETag` of a
+// read) replaces the item only if it is still at that version,
+// `If-Match: *` only if it exists, `If-None-Match: *` only creates it;
+// otherwise `412 precondition_failed` and nothing is written.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/items/{namespace}/{key} (the `PutItem` operationId).
+func (c *ClientWithResponses) PutItemWithBodyWithResponse(ctx context.Context, namespace ItemNamespace, key ItemKey, params *PutItemParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutItemResponse, error) {
+	rsp, err := c.PutItemWithBody(ctx, namespace, key, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutItemResponse(rsp)
+}
+
+// PutItemWithResponse Create or replace an item
+//
+// Writes the item's **whole** value (a JSON object of at most 64 KiB):
+// `201` with `Location` for a new key (at `version` 1), `200` for an
+// existing one (`version` grows by one); `created_at` stays,
+// `updated_at` moves. Needs `write` scope.
+//
+//   - `index` picks the value's texts that are embedded for search by
+//     meaning (LangGraph's `index`): `false` or left out embeds nothing;
+//     an array of paths (`"text"`, `"meta.title"`, `"tags[*]"`, `"$"` for
+//     the whole value) embeds each text it picks, through the tenant's
+//     endpoint (`PUT /v1/admin/embedding`) or the server's. The item is
+//     stored at once; `embedding_state` is `pending` until the embedding
+//     worker has embedded every text, then `ready`. A text a new version
+//     did not change keeps its embedding.
+//   - `ttl_seconds` makes the item expire that long after the put, and
+//     after each read that asks to refresh it (`refresh_ttl`);
+//     `expires_at` is a fixed time instead. Expired items are hidden at
+//     once and erased by the expiry sweep.
+//
+// **Optimistic concurrency.** `If-Match: "<version>"` (the `ETag` of a
+// read) replaces the item only if it is still at that version,
+// `If-Match: *` only if it exists, `If-None-Match: *` only creates it;
+// otherwise `412 precondition_failed` and nothing is written.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/items/{namespace}/{key} (the `PutItem` operationId).
+func (c *ClientWithResponses) PutItemWithResponse(ctx context.Context, namespace ItemNamespace, key ItemKey, params *PutItemParams, body PutItemJSONRequestBody, reqEditors ...RequestEditorFn) (*PutItemResponse, error) {
+	rsp, err := c.PutItem(ctx, namespace, key, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutItemResponse(rsp)
 }
 
 // SearchMessagesWithResponse Search the tenant's messages
@@ -38589,6 +42281,1778 @@ func ParseDownloadFileResponse(rsp *http.Response) (*DownloadFileResponse, error
 		response.Headers429 = &headers
 	case true:
 		var headers DownloadFileResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseItemBatchResponse parses an HTTP response from a ItemBatchWithResponse call
+func ParseItemBatchResponse(rsp *http.Response) (*ItemBatchResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ItemBatchResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ItemBatchResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest ItemPreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Default
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ItemBatchResponse200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ItemBatchResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ItemBatchResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ItemBatchResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 412:
+		var headers ItemBatchResponse412Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers412 = &headers
+	case rsp.StatusCode == 413:
+		var headers ItemBatchResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers ItemBatchResponse415Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 422:
+		var headers ItemBatchResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers ItemBatchResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ItemBatchResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ItemBatchResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	case true:
+		var headers ItemBatchResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseExportItemsResponse parses an HTTP response from a ExportItemsWithResponse call
+func ParseExportItemsResponse(rsp *http.Response) (*ExportItemsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ExportItemsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Default
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ExportItemsResponse200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ExportItemsResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ExportItemsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ExportItemsResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers ExportItemsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ExportItemsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	case true:
+		var headers ExportItemsResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseImportItemsResponse parses an HTTP response from a ImportItemsWithResponse call
+func ParseImportItemsResponse(rsp *http.Response) (*ImportItemsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ImportItemsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ItemsImportResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ImportUnprocessable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Default
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ImportItemsResponse200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ImportItemsResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ImportItemsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ImportItemsResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 409:
+		var headers ImportItemsResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers ImportItemsResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers ImportItemsResponse415Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 422:
+		var headers ImportItemsResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers ImportItemsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ImportItemsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	case true:
+		var headers ImportItemsResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListItemNamespacesResponse parses an HTTP response from a ListItemNamespacesWithResponse call
+func ParseListItemNamespacesResponse(rsp *http.Response) (*ListItemNamespacesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListItemNamespacesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest NamespacePage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Default
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListItemNamespacesResponse200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListItemNamespacesResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListItemNamespacesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListItemNamespacesResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListItemNamespacesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListItemNamespacesResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListItemNamespacesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	case true:
+		var headers ListItemNamespacesResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSearchItemsResponse parses an HTTP response from a SearchItemsWithResponse call
+func ParseSearchItemsResponse(rsp *http.Response) (*SearchItemsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SearchItemsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ItemPage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Default
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers SearchItemsResponse200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers SearchItemsResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers SearchItemsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers SearchItemsResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 413:
+		var headers SearchItemsResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers SearchItemsResponse415Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 422:
+		var headers SearchItemsResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers SearchItemsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers SearchItemsResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers SearchItemsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	case true:
+		var headers SearchItemsResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteItemResponse parses an HTTP response from a DeleteItemWithResponse call
+func ParseDeleteItemResponse(rsp *http.Response) (*DeleteItemResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteItemResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest ItemPreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Default
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		var headers DeleteItemResponse204Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers204 = &headers
+	case rsp.StatusCode == 400:
+		var headers DeleteItemResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers DeleteItemResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers DeleteItemResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers DeleteItemResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 412:
+		var headers DeleteItemResponse412Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers412 = &headers
+	case rsp.StatusCode == 422:
+		var headers DeleteItemResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers DeleteItemResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers DeleteItemResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers DeleteItemResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	case true:
+		var headers DeleteItemResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetItemResponse parses an HTTP response from a GetItemWithResponse call
+func ParseGetItemResponse(rsp *http.Response) (*GetItemResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetItemResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Item
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Default
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetItemResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetItemResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetItemResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetItemResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetItemResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 422:
+		var headers GetItemResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetItemResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetItemResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetItemResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	case true:
+		var headers GetItemResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePutItemResponse parses an HTTP response from a PutItemWithResponse call
+func ParsePutItemResponse(rsp *http.Response) (*PutItemResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PutItemResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Item
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Item
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest ItemPreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Default
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers PutItemResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 201:
+		var headers PutItemResponse201Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 400:
+		var headers PutItemResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers PutItemResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers PutItemResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 412:
+		var headers PutItemResponse412Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers412 = &headers
+	case rsp.StatusCode == 413:
+		var headers PutItemResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers PutItemResponse415Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 422:
+		var headers PutItemResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers PutItemResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers PutItemResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers PutItemResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	case true:
+		var headers PutItemResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {

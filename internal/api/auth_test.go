@@ -184,6 +184,7 @@ func TestCrossTenantEveryRoute(t *testing.T) {
 	a.do("POST", "/v1/agents/a-agent/archival", map[string]any{"content": "A's passage about zebras"}).want(t, http.StatusCreated, &aPassage)
 	mustAppend(t, a, aSes.ID, userMsg("zebras in A's message"))
 	aFile := mustUpload(t, a, "image/png", []byte("A's picture"))
+	mustPutItem(t, a, "zoo.a/zebra", map[string]any{"value": map[string]any{"owner": "a", "note": "A's zebras"}})
 	waitSearchable(t, a)
 	aEndpoint := &model.EmbeddingConfig{URL: "http://zebras.example/v1/embeddings", Model: "m"}
 	if err := c.store.SetTenantEmbedding(t.Context(), "tenant-a", aEndpoint); err != nil {
@@ -205,6 +206,15 @@ func TestCrossTenantEveryRoute(t *testing.T) {
 	}
 	var xAgentExport bytes.Buffer
 	if err := c.store.ExportAgent(t.Context(), "tenant-x", "x-agent", &xAgentExport); err != nil {
+		t.Fatal(err)
+	}
+	// And of its items.
+	if _, err := c.store.WriteItems(t.Context(), "tenant-x", []model.ItemWrite{{Ref: model.ItemRef{Namespace: []string{"x"}, Key: "k"},
+		Put: model.PutItem{Value: model.Object(`{}`)}}}); err != nil {
+		t.Fatal(err)
+	}
+	var xItemsExport bytes.Buffer
+	if err := c.store.ExportItems(t.Context(), "tenant-x", model.ItemExportFilter{AllUsers: true}, &xItemsExport); err != nil {
 		t.Fatal(err)
 	}
 
@@ -287,6 +297,18 @@ func TestCrossTenantEveryRoute(t *testing.T) {
 		"exportAgent":         {notFound, nil, ""},
 		"importAgent":         {ownWrite, xAgentExport.String(), ""},
 
+		// B's put goes to a user's space, so that B's shared space stays
+		// empty for the other routes, whichever order they run in.
+		"getItem":            {notFound, nil, ""},
+		"putItem":            {ownWrite, map[string]any{"value": map[string]any{"owner": "b"}}, "?user_id=b-user"},
+		"deleteItem":         {notFound, nil, ""},
+		"searchItems":        {ownList, map[string]any{"namespace_prefix": []string{"zoo"}}, ""},
+		"listItemNamespaces": {ownList, nil, ""},
+		"exportItems":        {ownList, nil, "?all_users=true"},
+		"importItems":        {ownWrite, xItemsExport.String(), ""},
+		"itemBatch": {ownList, map[string]any{"ops": []any{map[string]any{"op": "get", "namespace": []string{"zoo", "a"}, "key": "zebra"},
+			map[string]any{"op": "search"}, map[string]any{"op": "list_namespaces"}}}, ""},
+
 		"purgeSessions":  {ownWrite, map[string]any{"status": "completed", "older_than": "2000-01-01T00:00:00Z", "dry_run": true}, ""},
 		"checkIntegrity": {ownList, nil, ""},
 		"backupDatabase": {forbidden, map[string]any{}, ""},
@@ -306,7 +328,7 @@ func TestCrossTenantEveryRoute(t *testing.T) {
 			}
 			covered++
 			filled := strings.NewReplacer("{message_id}", aMsg.ID, "{label}", "human", "{passage_id}", aPassage.ID,
-				"{tool_name}", "core_memory_append", "{iteration}", "1").Replace(path)
+				"{tool_name}", "core_memory_append", "{iteration}", "1", "{namespace}", "zoo.a", "{key}", "zebra").Replace(path)
 			switch {
 			case strings.HasPrefix(path, "/v1/admin/keys/"):
 				filled = strings.Replace(filled, "{id}", aKey.ID, 1)
@@ -388,6 +410,11 @@ func TestCrossTenantEveryRoute(t *testing.T) {
 	}
 	a.do("GET", "/v1/agents/a-agent/archival/"+aPassage.ID, nil).want(t, http.StatusOK, nil)
 	a.do("GET", "/v1/files/"+aFile.ID, nil).want(t, http.StatusOK, nil)
+	var item model.Item
+	a.do("GET", "/v1/items/zoo.a/zebra", nil).want(t, http.StatusOK, &item)
+	if string(item.Value) != `{"note":"A's zebras","owner":"a"}` || item.Version != 1 {
+		t.Errorf("A's item changed: %+v", item)
+	}
 }
 
 // Within one tenant, an agent reaches only its own memory.

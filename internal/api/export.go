@@ -134,19 +134,25 @@ func (s *Server) importBody(w http.ResponseWriter, r *http.Request) (io.Reader, 
 		s.writeError(w, r, err)
 		return nil, model.ImportOptions{}, false
 	}
+	body, ok := s.ndjsonBody(w, r)
+	return body, model.ImportOptions{AsNew: asNew}, ok
+}
+
+// ndjsonBody hands back an import's NDJSON body under the import size limit
+// and the stream deadline; ok is false once a problem is answered.
+func (s *Server) ndjsonBody(w http.ResponseWriter, r *http.Request) (io.Reader, bool) {
 	ct := r.Header.Get("Content-Type")
 	if mt, _, err := mime.ParseMediaType(ct); err != nil || (mt != "application/x-ndjson" && mt != "application/json") {
 		s.writeError(w, r, model.Errorf(model.KindUnsupported, "unsupported_media_type",
 			"Content-Type must be application/x-ndjson (or application/json), not %q", ct))
-		return nil, model.ImportOptions{}, false
+		return nil, false
 	}
 	if declaredTooLarge(w, r, s.importMax) {
 		s.writeError(w, r, model.Errorf(model.KindTooLarge, "payload_too_large", "the import exceeds the limit of %d bytes", s.importMax))
-		return nil, model.ImportOptions{}, false
+		return nil, false
 	}
-	body := &deadlineReader{r: http.MaxBytesReader(w, r.Body, s.importMax), rc: http.NewResponseController(w),
-		start: time.Now(), grace: s.streamGrace}
-	return body, model.ImportOptions{AsNew: asNew}, true
+	return &deadlineReader{r: http.MaxBytesReader(w, r.Body, s.importMax), rc: http.NewResponseController(w),
+		start: time.Now(), grace: s.streamGrace}, true
 }
 
 // importError tells a body over the import limit (413) from the rest.

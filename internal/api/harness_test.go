@@ -248,6 +248,14 @@ func checkResponse(t testing.TB, req *http.Request, r *response) {
 		t.Errorf("%s %s: no X-Request-Id header", req.Method, req.URL.Path)
 	}
 	route, params, err := router.FindRoute(req)
+	if err != nil && req.URL.RawPath != "" {
+		// The router matches the decoded path, where an escaped slash (an
+		// item's key a/b, sent as a%2Fb) splits a parameter in two; the
+		// server routes the escaped one.
+		esc := req.Clone(req.Context())
+		esc.URL.Path, esc.URL.RawPath = req.URL.RawPath, ""
+		route, params, err = router.FindRoute(esc)
+	}
 	if err != nil {
 		if ct := r.Header.Get("Content-Type"); ct != "application/problem+json" {
 			t.Errorf("%s %s: route not in openapi.yaml and the answer is %s, not a problem", req.Method, req.URL.Path, ct)

@@ -18,6 +18,13 @@ type RequestObserver interface {
 	ObserveRequest(method, route string, status int, took time.Duration)
 }
 
+// ItemObserver is told how many item store operations the server did, by
+// operation (get, put, delete, search, list_namespaces), whether a route or
+// a batch asked for them. A RequestObserver that is one is told.
+type ItemObserver interface {
+	ItemOperations(op string, n int)
+}
+
 // routePattern is the pattern of the route that answered r. Read after the
 // router ran: chi fills the routing context, which the outer middleware
 // shares, as it descends.

@@ -152,6 +152,18 @@ func (q *query) list(name string) []string {
 	return out
 }
 
+// flag reads a boolean, true or false; false when absent.
+func (q *query) flag(name string) bool {
+	switch q.v.Get(name) {
+	case "", "false":
+		return false
+	case "true":
+		return true
+	}
+	q.fail(name, "must be true or false")
+	return false
+}
+
 // has reports whether the parameter was given (with any value).
 func (q *query) has(name string) bool { return strings.TrimSpace(q.v.Get(name)) != "" }
 

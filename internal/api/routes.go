@@ -62,6 +62,14 @@ func (s *Server) routes() *chi.Mux {
 			r.Get("/agents/{id}/messages/search", s.searchMessages)
 			r.Get("/tools", s.listTools)
 			r.Get("/files/{id}", s.downloadFile)
+
+			r.Get("/items/namespaces", s.listItemNamespaces)
+			r.Get("/items/export", s.exportItems)
+			r.Get("/items/{namespace}/{key}", s.getItem)
+			// Reads sent as POST for their bodies; what in them writes (a
+			// batch's puts, a TTL refresh) needs the write scope (requireWrite).
+			r.Post("/items/search", s.searchItems)
+			r.Post("/items/batch", s.itemBatch)
 		})
 
 		r.Group(func(r chi.Router) {
@@ -103,6 +111,10 @@ func (s *Server) routes() *chi.Mux {
 			// Searches through tools read, but the route is one: the tools that write
 			// decide its scope.
 			r.Post("/agents/{id}/tools/{tool_name}", s.runTool)
+
+			r.Post("/items/import", s.importItems)
+			r.Put("/items/{namespace}/{key}", s.putItem)
+			r.Delete("/items/{namespace}/{key}", s.deleteItem)
 		})
 
 		r.Group(func(r chi.Router) {

@@ -83,6 +83,9 @@ type Embeddings struct {
 // QueryEmbedder embeds a search's query text (embed.Query).
 type QueryEmbedder interface {
 	EmbedQuery(ctx context.Context, tenant, agentID, text string) ([]float32, error)
+	// EmbedItemsQuery embeds a search's query for the tenant's items, and
+	// names the model that made the vector.
+	EmbedItemsQuery(ctx context.Context, tenant, text string) ([]float32, string, error)
 }
 
 // Server holds the handlers' dependencies; it has no globals.
@@ -114,6 +117,7 @@ type Server struct {
 	embeddings     Embeddings
 	idempotencyTTL time.Duration
 	keysInFlight   keysInFlight
+	itemOps        ItemObserver // nil: nobody counts
 }
 
 // New builds the server and its router.
@@ -143,6 +147,7 @@ func New(cfg Config) *Server {
 	if s.idempotencyTTL <= 0 {
 		s.idempotencyTTL = defaultIdempotencyTTL
 	}
+	s.itemOps, _ = cfg.Requests.(ItemObserver)
 	if s.streamGrace <= 0 {
 		s.streamGrace = defaultStreamGrace
 	}

@@ -40,6 +40,8 @@ func simFaultRules() []repo.FaultRule {
 		{Point: repo.PointRewind, Kind: repo.FaultError, Rate: 0.03},
 		{Point: repo.PointCompaction, Kind: repo.FaultError, Rate: 0.03},
 		{Point: repo.PointVectorSearch, Kind: repo.FaultError, Rate: 0.1},
+		{Point: repo.PointItemRead, Kind: repo.FaultError, Rate: 0.03},
+		{Point: repo.PointItemWrite, Kind: repo.FaultError, Rate: 0.03},
 	}
 }
 
@@ -101,7 +103,14 @@ type simAgent struct {
 	passages []string
 }
 
+// simItem is what the model knows of an item: its value's n and version.
+type simItem struct {
+	n       int
+	version int64
+}
+
 type sim struct {
+	items    map[string]simItem // by key, in namespace sim.items
 	agents   []*simAgent
 	t        *testing.T
 	c        *client
@@ -126,7 +135,7 @@ func runSim(t *testing.T, seed uint64, ops int) []string {
 		t.Fatal(err)
 	}
 	s := &sim{t: t, c: newClient(t, withFaults(faults), withEmb), faults: faults, emb: emb,
-		rng: rand.New(rand.NewPCG(seed, 7)), stats: map[string]int{}}
+		rng: rand.New(rand.NewPCG(seed, 7)), stats: map[string]int{}, items: map[string]simItem{}}
 	for _, id := range []string{"agent-1", "agent-2"} {
 		for {
 			res, committed := s.send("POST", "/v1/agents", map[string]any{"id": id, "name": id})
@@ -160,6 +169,8 @@ func runSim(t *testing.T, seed uint64, ops int) []string {
 			s.rewind(s.pick())
 		case r < 94:
 			s.compact(s.pick())
+		case r < 97:
+			s.itemWrite()
 		default:
 			s.walk(s.pick())
 		}
@@ -170,6 +181,7 @@ func runSim(t *testing.T, seed uint64, ops int) []string {
 	for _, a := range s.agents {
 		s.checkMemory(a)
 	}
+	s.checkItems()
 	for _, e := range append(faults.Events(), emb.clientFault.Events()...) {
 		s.stats["fault "+string(e.Kind)+"@"+string(e.Point)]++
 	}
@@ -740,6 +752,98 @@ func (s *sim) checkMemory(a *simAgent) {
 	}
 	if n != len(a.passages) {
 		s.t.Fatalf("agent %s has %d passages, model %d", a.id, n, len(a.passages))
+	}
+}
+
+// itemWrite puts, deletes (sometimes fenced by the model's version, now and
+// then a stale one) or batches both. None of them is idempotent: after a 503
+// the model learns from the faults whether the write landed.
+func (s *sim) itemWrite() {
+	s.n++
+	key := "k" + strconv.Itoa(s.rng.IntN(6))
+	cur, exists := s.items[key]
+	path := "/v1/items/sim.items/" + key
+	var headers []string
+	stale := false
+	if exists && s.rng.IntN(4) == 0 {
+		stale = s.rng.IntN(3) == 0
+		v := cur.version
+		if stale {
+			v++
+		}
+		headers = []string{"If-Match", `"` + strconv.FormatInt(v, 10) + `"`}
+	}
+	switch op := s.rng.IntN(10); {
+	case op < 6:
+		res, committed := s.send("PUT", path, map[string]any{"value": map[string]any{"n": s.n}}, headers...)
+		switch {
+		case stale && res.Status != http.StatusServiceUnavailable:
+			res.wantProblem(s.t, http.StatusPreconditionFailed, "precondition_failed")
+		case res.Status == http.StatusOK || res.Status == http.StatusCreated || (committed && !stale):
+			if res.Status != http.StatusServiceUnavailable {
+				res.want(s.t, map[bool]int{true: http.StatusOK, false: http.StatusCreated}[exists], nil)
+			}
+			s.items[key] = simItem{n: s.n, version: cur.version + 1}
+		}
+		s.stats["item put"]++
+	case op < 8:
+		res, committed := s.send("DELETE", path, nil, headers...)
+		switch {
+		case stale && res.Status != http.StatusServiceUnavailable:
+			res.wantProblem(s.t, http.StatusPreconditionFailed, "precondition_failed")
+		case !exists && res.Status != http.StatusServiceUnavailable:
+			res.wantProblem(s.t, http.StatusNotFound, "not_found")
+		case res.Status == http.StatusNoContent || (committed && !stale):
+			delete(s.items, key)
+		}
+		s.stats["item delete"]++
+	default:
+		// A batch: two puts and a delete, all or nothing.
+		a, b := "k"+strconv.Itoa(s.rng.IntN(6)), "k"+strconv.Itoa(s.rng.IntN(6))
+		ops := []any{
+			map[string]any{"op": "put", "namespace": []string{"sim", "items"}, "key": a, "value": map[string]any{"n": s.n}},
+			map[string]any{"op": "delete", "namespace": []string{"sim", "items"}, "key": key},
+			map[string]any{"op": "put", "namespace": []string{"sim", "items"}, "key": b, "value": map[string]any{"n": -s.n}},
+		}
+		res, committed := s.send("POST", "/v1/items/batch", map[string]any{"ops": ops})
+		if res.Status == http.StatusOK || committed {
+			for i, k := range []string{a, key, b} {
+				if i == 1 {
+					delete(s.items, k)
+					continue
+				}
+				s.items[k] = simItem{n: map[int]int{0: s.n, 2: -s.n}[i], version: s.items[k].version + 1}
+			}
+		}
+		if res.Status != http.StatusServiceUnavailable {
+			res.want(s.t, http.StatusOK, nil)
+		}
+		s.stats["item batch"]++
+	}
+	s.checkItems()
+}
+
+// checkItems reads every item of the simulation's namespace and compares
+// them with the model, retrying a search that an injected fault failed.
+func (s *sim) checkItems() {
+	for {
+		res, _ := s.send("POST", "/v1/items/search", map[string]any{"namespace_prefix": []string{"sim"}, "limit": 50})
+		if res.Status == http.StatusServiceUnavailable {
+			continue
+		}
+		var p model.Page[model.ItemHit]
+		res.want(s.t, http.StatusOK, &p)
+		if len(p.Data) != len(s.items) {
+			s.t.Fatalf("%d items stored, model has %d: %v", len(p.Data), len(s.items), s.items)
+		}
+		for _, h := range p.Data {
+			want, ok := s.items[h.Key]
+			if !ok || string(h.Value) != `{"n":`+strconv.Itoa(want.n)+`}` || h.Version != want.version {
+				s.t.Fatalf("item %s stored v%d %s, model %+v (present %v)", h.Key, h.Version, h.Value, want, ok)
+			}
+		}
+		s.stats["item check"]++
+		return
 	}
 }
 

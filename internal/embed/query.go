@@ -66,18 +66,45 @@ func (q *Query) EmbedQuery(ctx context.Context, tenant, agentID, text string) ([
 		return nil, model.Invalid(model.FieldError{Field: "query_embedding",
 			Message: "is required: no embedding endpoint is configured for the agent or the server to embed q"})
 	}
-	key := queryKey{Endpoint{Config: *cfg, Tenant: tenant, Server: server}, text}
+	return q.embed(ctx, Endpoint{Config: *cfg, Tenant: tenant, Server: server}, text)
+}
+
+// EmbedItemsQuery embeds a search's query text for the tenant's items with
+// the tenant's endpoint, else the server's, and names the model: an item's
+// texts are compared with it only if that model embedded them. Errors:
+// KindInvalid naming query when no endpoint applies; embedding_unavailable
+// (503) when the endpoint fails.
+func (q *Query) EmbedItemsQuery(ctx context.Context, tenant, text string) ([]float32, string, error) {
+	cfg, server := q.Default, true
+	tc, err := q.Store.TenantEmbedding(ctx, tenant)
+	if err != nil {
+		return nil, "", err
+	}
+	if tc != nil {
+		cfg, server = tc, false
+	}
+	if cfg == nil {
+		return nil, "", model.Invalid(model.FieldError{Field: "query",
+			Message: "needs an embedding endpoint: none is configured for the tenant (PUT /v1/admin/embedding) or the server (--embedding-url)"})
+	}
+	v, err := q.embed(ctx, Endpoint{Config: *cfg, Tenant: tenant, Server: server}, text)
+	return v, cfg.Model, err
+}
+
+// embed embeds text with ep, through the cache of recent queries.
+func (q *Query) embed(ctx context.Context, ep Endpoint, text string) ([]float32, error) {
+	key := queryKey{ep, text}
 	q.mu.Lock()
 	v, ok := q.cache[key]
 	q.mu.Unlock()
 	if ok {
 		return v, nil
 	}
-	vecs, err := q.Client.Embed(ctx, key.ep, []string{text})
+	vecs, err := q.Client.Embed(ctx, ep, []string{text})
 	if err != nil {
 		var e *Error
 		if errors.As(err, &e) {
-			q.Log.Warn().Str("tenant", tenant).Str("reason", e.Reason).AnErr("cause", e.Cause).Msg("embedding q: " + e.Msg)
+			q.Log.Warn().Str("tenant", ep.Tenant).Str("reason", e.Reason).AnErr("cause", e.Cause).Msg("embedding q: " + e.Msg)
 		}
 		return nil, model.Errorf(model.KindUnavailable, "embedding_unavailable", "embedding q: %s", err)
 	}

@@ -1,7 +1,7 @@
 // Package expiry is the server's expiry sweep: on a schedule, it erases every
-// tenant's sessions and archival passages whose expires_at has passed, which
-// reads already hide, through the store's batched purge, and the
-// Idempotency-Keys older than their time to live, which look-ups already
+// tenant's sessions, archival passages and items whose expires_at has
+// passed, which reads already hide, through the store's batched purge, and
+// the Idempotency-Keys older than their time to live, which look-ups already
 // ignore.
 package expiry
 
@@ -24,8 +24,8 @@ type Store interface {
 	ExpireIdempotencyKeys(ctx context.Context, cutoff model.Time) (int64, error)
 }
 
-// Observer is told what each sweep removed, by kind ("session" or
-// "passage"); metrics.Registry is one.
+// Observer is told what each sweep removed, by kind ("session", "passage"
+// or "item"); metrics.Registry is one.
 type Observer interface {
 	ExpiredRemoved(kind string, n int64)
 }
@@ -34,6 +34,7 @@ type Observer interface {
 const (
 	KindSession        = "session"
 	KindPassage        = "passage"
+	KindItem           = "item"
 	KindIdempotencyKey = "idempotency_key"
 )
 
@@ -82,10 +83,11 @@ func (s *Sweeper) Run(ctx context.Context, every time.Duration) {
 // ErrBusy is Sweep's answer while another sweep runs.
 var ErrBusy = errors.New("an expiry sweep is already running")
 
-// Sweep erases, tenant by tenant, the sessions and passages whose expires_at
-// is before now, logs and counts what it removed, and returns the sum. Each
-// tenant's purge commits in batches of bounded size (at most 50 sessions or
-// about 20,000 messages, or 500 passages, to a writer transaction), each
+// Sweep erases, tenant by tenant, the sessions, passages and items whose
+// expires_at is before now, logs and counts what it removed, and returns the
+// sum. Each tenant's purge commits in batches of bounded size (at most 50
+// sessions or about 20,000 messages, or 500 passages, or 500 items, to a
+// writer transaction), each
 // queued behind the writes that came meanwhile, so appends go on while a
 // large sweep runs. A sweep cut short (ctx ended, an error) keeps, logs and
 // counts what it committed; the next one goes on from there.
@@ -109,9 +111,10 @@ func (s *Sweeper) Sweep(ctx context.Context) (model.PurgeResult, error) {
 		total.Messages += res.Messages
 		total.Checkpoints += res.Checkpoints
 		total.Passages += res.Passages
-		if res.Sessions > 0 || res.Passages > 0 {
+		total.Items += res.Items
+		if res.Sessions > 0 || res.Passages > 0 || res.Items > 0 {
 			s.log.Info().Str("tenant", tenant).Int64("sessions", res.Sessions).Int64("messages", res.Messages).
-				Int64("checkpoints", res.Checkpoints).Int64("passages", res.Passages).Msg("expired rows removed")
+				Int64("checkpoints", res.Checkpoints).Int64("passages", res.Passages).Int64("items", res.Items).Msg("expired rows removed")
 		}
 		if err != nil {
 			s.failed(ctx, tenant, err)
@@ -126,7 +129,7 @@ func (s *Sweeper) Sweep(ctx context.Context) (model.PurgeResult, error) {
 		s.failed(ctx, "", err)
 		return total, err
 	}
-	s.log.Debug().Int("tenants", len(tenants)).Int64("sessions", total.Sessions).Int64("passages", total.Passages).
+	s.log.Debug().Int("tenants", len(tenants)).Int64("sessions", total.Sessions).Int64("passages", total.Passages).Int64("items", total.Items).
 		Int64("idempotency_keys", keys).Dur("took", time.Since(start)).Msg("expiry sweep done")
 	return total, nil
 }
@@ -140,6 +143,9 @@ func (s *Sweeper) count(res model.PurgeResult) {
 	}
 	if res.Passages > 0 {
 		s.obs.ExpiredRemoved(KindPassage, res.Passages)
+	}
+	if res.Items > 0 {
+		s.obs.ExpiredRemoved(KindItem, res.Items)
 	}
 }
 

@@ -48,9 +48,9 @@ var (
 	future = model.Time(4102444800000) // 2100-01-01
 )
 
-// fill gives tenant a session that expired with messages, a session and a
-// passage that expire in 2100, one of each with no expiry, and an expired
-// passage.
+// fill gives tenant a session that expired with messages, a session, a
+// passage and an item that expire in 2100, one of each with no expiry, an
+// expired passage and an expired item with a text waiting to be embedded.
 func fill(t *testing.T, st repo.Store, tenant string) {
 	t.Helper()
 	ctx := t.Context()
@@ -75,6 +75,12 @@ func fill(t *testing.T, st repo.Store, tenant string) {
 	must(err)
 	for _, exp := range []*model.Time{&past, &future, nil} {
 		_, err := st.CreatePassage(ctx, tenant, "ag", model.CreatePassage{Content: "note", ExpiresAt: exp})
+		must(err)
+	}
+	for key, exp := range map[string]*model.Time{"gone": &past, "later": &future, "plain": nil} {
+		_, err := st.WriteItems(ctx, tenant, []model.ItemWrite{{Ref: model.ItemRef{Namespace: []string{"mem"}, Key: key},
+			Put: model.PutItem{Value: model.Object(`{"text":"a note"}`), Index: &model.ItemIndex{Paths: []string{"text"}},
+				ExpiresAt: exp, ServerEmbeds: key == "gone"}}})
 		must(err)
 	}
 }
@@ -130,7 +136,7 @@ func TestSweep(t *testing.T) {
 			reg := metrics.New("test", zerolog.Nop())
 			sw := New(st, zerolog.New(&log), reg)
 			got, err := sw.Sweep(t.Context())
-			if want := (model.PurgeResult{Sessions: 2, Messages: 4, Passages: 2}); err != nil || got != want {
+			if want := (model.PurgeResult{Sessions: 2, Messages: 4, Passages: 2, Items: 2}); err != nil || got != want {
 				t.Fatalf("sweep: %+v, %v; want %+v", got, err, want)
 			}
 			for _, tenant := range []string{"a", "b"} {
@@ -146,9 +152,17 @@ func TestSweep(t *testing.T) {
 				if err != nil || len(ps.Data) != 2 {
 					t.Errorf("tenant %s: %d passages left, %v; want 2", tenant, len(ps.Data), err)
 				}
+				items, err := st.SearchItems(t.Context(), tenant, "", model.ItemSearch{Limit: 10})
+				if err != nil || len(items.Data) != 2 {
+					t.Errorf("tenant %s: %d items left, %v; want 2", tenant, len(items.Data), err)
+				}
 			}
-			if s, p := removed(t, reg, KindSession), removed(t, reg, KindPassage); s != 2 || p != 2 {
-				t.Errorf("counted %v sessions and %v passages, want 2 and 2", s, p)
+			// The erased item's text waits for the embedding worker no more.
+			if jobs, err := st.ClaimEmbeddings(t.Context(), repo.EmbeddingClaim{Tenants: 8, PerTenant: 10, Lease: time.Minute}); err != nil || len(jobs) != 0 {
+				t.Errorf("embedding jobs after the sweep: %+v, %v; want none", jobs, err)
+			}
+			if s, p, i := removed(t, reg, KindSession), removed(t, reg, KindPassage), removed(t, reg, KindItem); s != 2 || p != 2 || i != 2 {
+				t.Errorf("counted %v sessions, %v passages, %v items; want 2 each", s, p, i)
 			}
 			if n := strings.Count(log.String(), `"message":"expired rows removed"`); n != 2 {
 				t.Errorf("%d log lines of removed rows, want one per tenant:\n%s", n, log.String())

@@ -38,6 +38,7 @@ type Registry struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	expired  *prometheus.CounterVec
+	itemOps  *prometheus.CounterVec
 
 	embedding embeddingSeries
 }
@@ -64,9 +65,16 @@ func New(version string, log zerolog.Logger) *Registry {
 		}, []string{"method", "route"}),
 		expired: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "expired_removed_total",
-			Help: "Sessions and archival passages past their expires_at, and Idempotency-Keys past --idempotency-ttl, that the server's expiry sweep (--expiry-sweep) erased, by kind: session, passage or idempotency_key.",
+			Help: "Sessions, archival passages and items past their expires_at, and Idempotency-Keys past --idempotency-ttl, that the server's expiry sweep (--expiry-sweep) erased, by kind: session, passage, item or idempotency_key.",
 		}, []string{"kind"}),
 		embedding: newEmbeddingSeries(),
+		itemOps: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "item_operations_total",
+			Help: "Item store operations done, by operation: get, put, delete, search or list_namespaces; a batch counts each of its operations.",
+		}, []string{"op"}),
+	}
+	for _, op := range []string{"get", "put", "delete", "search", "list_namespaces"} {
+		r.itemOps.WithLabelValues(op)
 	}
 	// Every series exists from the start, at 0, so that a rate() has a base.
 	r.expired.WithLabelValues("session")
@@ -75,6 +83,7 @@ func New(version string, log zerolog.Logger) *Registry {
 		r.embedding.texts.WithLabelValues(outcome)
 	}
 	r.expired.WithLabelValues("idempotency_key")
+	r.expired.WithLabelValues("item")
 	build := prometheus.NewGauge(prometheus.GaugeOpts{
 		Namespace: namespace, Name: "build_info",
 		Help:        "Always 1; the build's version is its label.",
@@ -84,7 +93,7 @@ func New(version string, log zerolog.Logger) *Registry {
 	r.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		build, r.requests, r.duration, r.expired,
+		build, r.requests, r.duration, r.expired, r.itemOps,
 		r.embedding.calls, r.embedding.duration, r.embedding.texts,
 	)
 	return r
@@ -118,9 +127,15 @@ func (r *Registry) ObserveRequest(method, route string, status int, took time.Du
 }
 
 // ExpiredRemoved counts what the expiry sweep erased; it is the sweep's
-// Observer. kind is "session", "passage" or "idempotency_key".
+// Observer. kind is "session", "passage", "item" or "idempotency_key".
 func (r *Registry) ExpiredRemoved(kind string, n int64) {
 	r.expired.WithLabelValues(kind).Add(float64(n))
+}
+
+// ItemOperations counts item store operations; it is the API's
+// ItemObserver. op is one of the five operations, so the label stays small.
+func (r *Registry) ItemOperations(op string, n int) {
+	r.itemOps.WithLabelValues(op).Add(float64(n))
 }
 
 func knownMethod(m string) string {

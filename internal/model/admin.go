@@ -63,6 +63,8 @@ type PurgeResult struct {
 	Checkpoints int64 `json:"checkpoints"`
 	// Passages counts the expired archival passages a purge with Expired deleted.
 	Passages int64 `json:"passages"`
+	// Items counts the expired items of the item store a purge with Expired deleted.
+	Items int64 `json:"items"`
 }
 
 // CounterDrift is one session counter that disagrees with the session's messages.

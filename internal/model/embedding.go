@@ -118,9 +118,11 @@ const (
 	EmbeddingFailed  = "failed"  // given up: EmbeddingError says why
 )
 
-// EmbeddingJob is one text the server embeds: a passage (SessionID empty) or
-// a message.
+// EmbeddingJob is one text the server embeds: a passage (SessionID empty), a
+// message, or one text of an item (Kind JobItem: ID is the item's id, Field
+// the text's).
 type EmbeddingJob struct {
+	Kind      string
 	Tenant    string
 	AgentID   string
 	ID        string // passage or message id
@@ -128,8 +130,13 @@ type EmbeddingJob struct {
 	Seq       int64
 	Text      string
 	Attempts  int
-	Config    *EmbeddingConfig // the agent's; nil: the server's default
+	Config    *EmbeddingConfig // the agent's (an item's: the tenant's); nil: the server's default
+	Field     string
 }
+
+// JobItem is the Kind of an item's text to embed; passages and messages
+// have none.
+const JobItem = "item"
 
 // EmbeddingResult is a job's outcome: Vector and Model, or Err. Permanent
 // errors (the endpoint refused the input) are not retried.

@@ -30,6 +30,8 @@ const (
 	PointRewind          FaultPoint = "rewind"           // inside a rewind (or a clear)
 	PointCompaction      FaultPoint = "compaction"       // inside a compaction's write
 	PointRepair          FaultPoint = "repair"           // inside a repair's write
+	PointItemRead        FaultPoint = "item_read"        // before an item read, search or listing
+	PointItemWrite       FaultPoint = "item_write"       // inside each write of an item write
 	// The embedding endpoint times out (the worker retries; a query answers 503).
 	PointEmbeddingTimeout FaultPoint = "embedding_timeout"
 	PointVectorSearch     FaultPoint = "vector_search" // before a search by meaning reads its vectors

@@ -28,6 +28,7 @@ type Store interface {
 	Usage
 	Embeddings
 	Idempotency
+	Items
 	Ping(ctx context.Context) error
 	Close() error
 }

@@ -205,6 +205,26 @@ func TestDashboard(t *testing.T) {
 	}
 	p.shot("08-usage")
 
+	// Items: the shared space's namespaces, a step at a time, an item's
+	// value as a tree, then one user's space.
+	p.click(`#nav a[data-nav="items"]`)
+	p.waitEq("top namespaces", `[...document.querySelectorAll("#namespaces li")].map(l => l.dataset.ns).join(",")`, "users")
+	p.waitEq("every shared item", `[...document.querySelectorAll("#items details.item")].map(d => d.dataset.ns + "/" + d.dataset.key).join(",")`,
+		"users.ann.memories/food,users.ann.memories/pet,users.bob.memories/food")
+	p.click(`#namespaces li[data-ns="users"] a`)
+	p.waitEq("one level down", `[...document.querySelectorAll("#namespaces li")].map(l => l.dataset.ns).join(",")`, "users.ann,users.bob")
+	p.click(`#namespaces li[data-ns="users.ann"] a`)
+	p.waitEq("ann's items", `[...document.querySelectorAll("#items details.item")].map(d => d.dataset.key).join(",")`, "food,pet")
+	p.waitEq("breadcrumbs", `document.getElementById("items-crumbs").textContent`, "shared items / users / ann")
+	p.click(`#items details.item[data-key="food"] summary`)
+	p.waitEq("the value as a tree", `[...document.querySelectorAll('#items details.item[data-key="food"] .tree .key')].map(k => k.textContent).join("")`, "stars: text: ")
+	p.waitEq("its version", `document.querySelector('#items details.item[data-key="food"] .badge').textContent`, "v2")
+	p.shot("09-items")
+	p.do(chromedp.Navigate(srv.url + "/ui/#/items?ns=users.bob.memories"))
+	p.waitEq("markup in a value is text", `String(document.querySelector('#items details.item[data-key="food"] .tree .str').textContent.includes("<b>soup</b>"))`, "true")
+	p.do(chromedp.Navigate(srv.url + "/ui/#/items?user_id=ann"))
+	p.waitEq("ann's own space", `[...document.querySelectorAll("#items details.item")].map(d => d.dataset.ns + "/" + d.dataset.key).join(",")`, "prefs/theme")
+
 	// The event-stream parser and the line diff, on awkward input.
 	p.checkModules()
 
@@ -224,10 +244,10 @@ func TestDashboard(t *testing.T) {
 	q.waitEq("open mode lists without a key", `[...document.querySelectorAll("#sessions-body tr")].map(r => r.dataset.id).join(",")`, "open-1")
 	q.waitEq("no key asked", `String(document.getElementById("key-dialog").open)`, "false")
 	q.waitEq("live in open mode", `document.getElementById("live").dataset.state`, "live")
-	q.shot("09-open-mode")
+	q.shot("10-open-mode")
 	q.click(`#nav a[data-nav="usage"]`)
 	q.waitEq("usage not available", `document.getElementById("usage-unavailable")?.textContent`, "Usage is not available on this server.")
-	q.shot("10-usage-unavailable")
+	q.shot("11-usage-unavailable")
 	q.check()
 }
 
@@ -262,7 +282,7 @@ func longRun(t *testing.T, c *client, p *tab, srv *server) {
 	p.waitEq("no more pages", `String(document.getElementById("sessions-more").hidden)`, "true")
 	p.do(chromedp.Navigate(srv.url + "/ui/#/sessions"))
 	p.waitEq("first page of all", `document.querySelectorAll("#sessions-body tr").length`, "50")
-	p.shot("11-long-paging")
+	p.shot("12-long-paging")
 	t.Logf("paged through %d sessions", total)
 
 	start := time.Now()
@@ -272,7 +292,7 @@ func longRun(t *testing.T, c *client, p *tab, srv *server) {
 		"201 Showing the newest 5,000 of 5,200 messages (from #201).")
 	p.waitEq("its last message", `document.querySelector("#m-5200 .text")?.textContent`, "message 5200 of a long session")
 	t.Logf("the newest 5000 messages of a session rendered in %v", time.Since(start).Round(time.Millisecond))
-	p.shot("12-long-session")
+	p.shot("13-long-session")
 }
 
 const xssTitle = `Nightly <b>report</b> <img src=x onerror="window.__xss=1">`
@@ -328,6 +348,12 @@ func seed(c *client) {
 	c.do("POST", "/v1/sessions", map[string]any{"id": "ops-7", "agent_id": "ops-bot", "title": xssTitle, "metadata": map[string]any{"channel": "cron"}}, 201)
 	c.do("POST", "/v1/sessions/ops-7/messages", map[string]any{"role": "user", "content": "Summarise the night.", "model": "gpt-4o-mini", "tokens": 100, "cost": 0.01}, 201)
 	c.do("DELETE", "/v1/sessions/ops-7", nil, 200)
+
+	c.do("PUT", "/v1/items/users.ann.memories/food", map[string]any{"value": map[string]any{"text": "Ann likes noodles", "stars": 4}}, 201)
+	c.do("PUT", "/v1/items/users.ann.memories/food", map[string]any{"value": map[string]any{"text": "Ann likes ramen", "stars": 5}}, 200)
+	c.do("PUT", "/v1/items/users.ann.memories/pet", map[string]any{"value": map[string]any{"text": "Ann has a dog"}}, 201)
+	c.do("PUT", "/v1/items/users.bob.memories/food", map[string]any{"value": map[string]any{"text": "Bob likes <b>soup</b>"}}, 201)
+	c.do("PUT", "/v1/items/prefs/theme?user_id=ann", map[string]any{"value": map[string]any{"theme": "dark"}}, 201)
 }
 
 func tinyPNG(t *testing.T) []byte {

@@ -45,9 +45,13 @@ from .types import (
     Content,
     File,
     Health,
+    Item,
+    ItemPage,
+    ItemResult,
     Message,
     MessageInput,
     MessageSearchResult,
+    NamespacePage,
     NewAPIKey,
     Page,
     Passage,
@@ -1108,6 +1112,139 @@ class Client:
             ToolResult,
             self._call("POST", "/v1/agents/%s/tools/%s" % (_seg(agent_id), _seg(name)), json_body=body),
         )
+
+    # --- the item store ------------------------------------------------------
+    #
+    # JSON objects under a namespace (a list of labels) and a key, found by key,
+    # by filters on their values and by meaning. Each call acts on one space:
+    # the tenant's shared items, or ``user_id``'s.
+
+    @staticmethod
+    def _item_path(namespace: Sequence[str], key: str) -> str:
+        return "/v1/items/%s/%s" % (urllib.parse.quote(".".join(namespace), safe=""), urllib.parse.quote(key, safe=""))
+
+    def get_item(
+        self, namespace: Sequence[str], key: str, *, user_id: Optional[str] = None, refresh_ttl: bool = False
+    ) -> Item:
+        """One item; a missing (or expired) one raises :class:`Problem` ``not_found``."""
+        query = {"user_id": user_id, "refresh_ttl": True if refresh_ttl else None}
+        return cast(Item, self._call("GET", self._item_path(namespace, key), query=query))
+
+    def put_item(
+        self,
+        namespace: Sequence[str],
+        key: str,
+        value: Mapping[str, JSON],
+        *,
+        index: Union[bool, Sequence[str], None] = None,
+        ttl_seconds: Optional[int] = None,
+        expires_at: Optional[str] = None,
+        user_id: Optional[str] = None,
+        if_version: Optional[int] = None,
+        if_absent: bool = False,
+    ) -> Item:
+        """Create or replace an item's whole value. ``index`` (paths such as
+        ``["text"]``, or ``False``) picks the texts embedded for search by
+        meaning. ``if_version`` / ``if_absent`` fence the write (``412
+        precondition_failed`` otherwise). Without a fence a resend is safe."""
+        body: Dict[str, Any] = {"value": dict(value)}
+        if index is not None:
+            body["index"] = False if index is False else list(cast(Sequence[str], index))
+        if ttl_seconds is not None:
+            body["ttl_seconds"] = ttl_seconds
+        if expires_at is not None:
+            body["expires_at"] = expires_at
+        headers: Dict[str, str] = {}
+        if if_version is not None:
+            headers["If-Match"] = '"%d"' % if_version
+        if if_absent:
+            headers["If-None-Match"] = "*"
+        return cast(
+            Item,
+            self._call(
+                "PUT",
+                self._item_path(namespace, key),
+                query={"user_id": user_id},
+                json_body=body,
+                headers=headers or None,
+                idempotent=not headers,
+            ),
+        )
+
+    def delete_item(
+        self, namespace: Sequence[str], key: str, *, user_id: Optional[str] = None, if_version: Optional[int] = None
+    ) -> None:
+        """Delete an item; a missing one raises :class:`Problem` ``not_found``."""
+        headers = {"If-Match": '"%d"' % if_version} if if_version is not None else None
+        self._call("DELETE", self._item_path(namespace, key), query={"user_id": user_id}, headers=headers)
+
+    def search_items(
+        self,
+        namespace_prefix: Sequence[str] = (),
+        *,
+        filter: Optional[Mapping[str, JSON]] = None,
+        query: Optional[str] = None,
+        limit: Optional[int] = None,
+        offset: Optional[int] = None,
+        cursor: Optional[str] = None,
+        refresh_ttl: bool = False,
+        user_id: Optional[str] = None,
+    ) -> ItemPage:
+        """One page of the items under ``namespace_prefix`` that pass ``filter``
+        (LangGraph's: ``{"field": value}`` or ``{"field": {"$gte": 3}}``),
+        ranked by meaning when ``query`` is given."""
+        body: Dict[str, Any] = {"namespace_prefix": list(namespace_prefix)}
+        for k, v in (("filter", filter), ("query", query), ("limit", limit), ("offset", offset), ("cursor", cursor)):
+            if v is not None:
+                body[k] = dict(cast(Mapping[str, Any], v)) if k == "filter" else v
+        if refresh_ttl:
+            body["refresh_ttl"] = True
+        return cast(
+            ItemPage,
+            self._call("POST", "/v1/items/search", query={"user_id": user_id}, json_body=body, idempotent=not refresh_ttl),
+        )
+
+    def list_item_namespaces(
+        self,
+        *,
+        prefix: Sequence[str] = (),
+        suffix: Sequence[str] = (),
+        max_depth: Optional[int] = None,
+        limit: Optional[int] = None,
+        offset: Optional[int] = None,
+        user_id: Optional[str] = None,
+    ) -> NamespacePage:
+        """The namespaces of a space's items (``"*"`` in ``prefix`` or ``suffix`` matches any label)."""
+        query = {
+            "prefix": ".".join(prefix) or None,
+            "suffix": ".".join(suffix) or None,
+            "max_depth": max_depth,
+            "limit": limit,
+            "offset": offset,
+            "user_id": user_id,
+        }
+        return cast(NamespacePage, self._call("GET", "/v1/items/namespaces", query=query))
+
+    def item_batch(self, ops: Sequence[Mapping[str, JSON]], *, user_id: Optional[str] = None) -> List[ItemResult]:
+        """Up to 100 operations (``{"op": "get" | "put" | "delete" | "search" |
+        "list_namespaces", …}``) in one request, their results in order: the
+        reads first, then the writes in one transaction, all or nothing."""
+        reads = all(o.get("op") in ("get", "search", "list_namespaces") and not o.get("refresh_ttl") for o in ops)
+        res = self._call(
+            "POST", "/v1/items/batch", query={"user_id": user_id}, json_body={"ops": [dict(o) for o in ops]}, idempotent=reads
+        )
+        return cast(List[ItemResult], res["results"])
+
+    def export_items(
+        self, *, namespace_prefix: Sequence[str] = (), user_id: Optional[str] = None, all_users: bool = False
+    ) -> Iterator[Dict[str, JSON]]:
+        """The items export (NDJSON), a parsed line at a time."""
+        query = {"namespace_prefix": ".".join(namespace_prefix) or None, "user_id": user_id, "all_users": True if all_users else None}
+        resp = self.stream("GET", "/v1/items/export", query=query)
+        with resp:
+            for line in resp:
+                if line.strip():
+                    yield json.loads(line)
 
     # --- files ---------------------------------------------------------------
 

@@ -321,6 +321,59 @@ class PassageSearchResult(TypedDict):
     data: List[PassageHit]
 
 
+# --- the item store ------------------------------------------------------------
+
+EmbeddingState = Literal["pending", "ready", "failed"]
+
+
+class Item(TypedDict):
+    """One entry of the item store: a JSON object under a namespace and a key,
+    in the tenant's shared space (``user_id`` ``None``) or one end user's."""
+
+    namespace: List[str]
+    key: str
+    value: Dict[str, JSON]
+    user_id: Optional[str]
+    version: int
+    index: Optional[List[str]]
+    embedding_state: Optional[EmbeddingState]
+    embedding_error: Optional[str]
+    created_at: str
+    updated_at: str
+    expires_at: Optional[str]
+    ttl_seconds: Optional[int]
+
+
+class ItemHit(Item):
+    """An item a search found; ``score`` is the best cosine similarity of the
+    query with one of its embedded texts (``None`` without a query)."""
+
+    score: Optional[float]
+
+
+class ItemPage(TypedDict):
+    data: List[ItemHit]
+    has_more: bool
+    next_cursor: Optional[str]
+
+
+class NamespacePage(TypedDict):
+    data: List[List[str]]
+    has_more: bool
+
+
+class ItemResult(TypedDict, total=False):
+    """One batch operation's result: the keys of its ``op`` only."""
+
+    op: Literal["get", "put", "delete", "search", "list_namespaces"]
+    item: Optional[Item]
+    deleted: bool
+    items: List[ItemHit]
+    has_more: bool
+    next_cursor: Optional[str]
+    namespaces: List[List[str]]
+
+
 class ToolDef(TypedDict):
     name: str
     description: str

@@ -488,3 +488,43 @@ class AuthTest(ServerTestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ItemsTest(ServerTestCase):
+    def test_items_put_get_search_batch_delete(self) -> None:
+        lb = self.client
+        ns = ["py-test", "memories"]
+        it = lb.put_item(ns, "food/fav", {"text": "ramen", "stars": 5}, index=["text"], user_id="ada")
+        self.assertEqual((it["version"], it["key"], it["user_id"], it["index"]), (1, "food/fav", "ada", ["text"]))
+        with self.assertRaises(Problem) as cm:
+            lb.get_item(ns, "food/fav")
+        self.assertEqual(cm.exception.code, "not_found")
+        self.assertEqual(lb.get_item(ns, "food/fav", user_id="ada")["value"], {"text": "ramen", "stars": 5})
+        with self.assertRaises(Problem) as cm:
+            lb.put_item(ns, "food/fav", {}, user_id="ada", if_version=9)
+        self.assertEqual((cm.exception.status, cm.exception.code), (412, "precondition_failed"))
+        lb.put_item(ns, "pet", {"text": "a dog", "stars": 2}, user_id="ada")
+
+        page = lb.search_items(["py-test"], filter={"stars": {"$gte": 3}}, user_id="ada")
+        self.assertEqual([h["key"] for h in page["data"]], ["food/fav"])
+        self.assertIsNone(page["data"][0]["score"])
+        names = lb.list_item_namespaces(prefix=["py-test"], user_id="ada")
+        self.assertEqual(names["data"], [ns])
+
+        res = lb.item_batch(
+            [
+                {"op": "get", "namespace": ns, "key": "pet"},
+                {"op": "delete", "namespace": ns, "key": "pet"},
+                {"op": "search", "namespace_prefix": ns},
+            ],
+            user_id="ada",
+        )
+        self.assertEqual([r["op"] for r in res], ["get", "delete", "search"])
+        self.assertEqual((res[0]["item"]["key"], res[1]["deleted"], len(res[2]["items"])), ("pet", True, 2))
+
+        lines = list(lb.export_items(namespace_prefix=["py-test"], user_id="ada"))
+        self.assertEqual([l["type"] for l in lines], ["header", "item", "items_end"])
+        lb.delete_item(ns, "food/fav", user_id="ada", if_version=1)
+        with self.assertRaises(Problem) as cm:
+            lb.delete_item(ns, "food/fav", user_id="ada")
+        self.assertEqual(cm.exception.code, "not_found")

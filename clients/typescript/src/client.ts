@@ -14,13 +14,21 @@ import type {
   ContextQuery,
   ForkCreate,
   Health,
+  Item,
+  ItemOp,
+  ItemPage,
+  ItemPut,
+  ItemResult,
+  ItemSearchRequest,
   ListAgentsQuery,
+  ListItemNamespacesQuery,
   ListMessagesQuery,
   ListSessionsQuery,
   Message,
   MessageAppend,
   MessageInput,
   MessageSearchResult,
+  NamespacePage,
   Page,
   Passage,
   PassageCreate,
@@ -71,6 +79,11 @@ export interface AppendOptions extends CallOptions {
   idempotencyKey?: string;
 }
 
+export interface ItemOptions extends CallOptions {
+  /** Act on this end user's items instead of the tenant's shared ones (a key bound to a user acts on its own user's whatever this says). */
+  userId?: string;
+}
+
 export interface RequestOptions extends CallOptions {
   query?: Record<string, unknown>;
   body?: unknown;
@@ -111,9 +124,14 @@ function notSent(err: unknown): boolean {
   return false;
 }
 
-/** `/v1/sessions/${id}` with each value percent-encoded as one path segment. */
+/**
+ * `/v1/sessions/${id}` with each value percent-encoded as one path segment,
+ * but ":" (which ids may hold) kept: the server routes the path as sent, so
+ * "%3A" would reach it as three characters of the id.
+ */
 function path(strings: TemplateStringsArray, ...values: (string | number)[]): string {
-  return strings.reduce((out, s, i) => out + s + (i < values.length ? encodeURIComponent(String(values[i])) : ""), "");
+  const seg = (v: string | number) => encodeURIComponent(String(v)).replaceAll("%3A", ":");
+  return strings.reduce((out, s, i) => out + s + (i < values.length ? seg(values[i]!) : ""), "");
 }
 
 /** Arrays repeat the parameter; objects (`metadata`) go as `name[key]=value`, as the contract's deepObject says. */
@@ -134,6 +152,11 @@ function queryString(q: Record<string, unknown> | undefined): string {
 function keyed(method: string, p: string): boolean {
   const m = method.toUpperCase();
   return m === "POST" || ((m === "PUT" || m === "PATCH") && /\/checkpoint$/.test(p));
+}
+
+/** An item's route: its namespace's labels joined by dots, and its key, each one encoded path segment. */
+function itemPath(namespace: string[], key: string): string {
+  return `/v1/items/${encodeURIComponent(namespace.join("."))}/${encodeURIComponent(key)}`;
 }
 
 /** An idempotency key: random, one per logical write. */
@@ -624,6 +647,87 @@ export class Client {
       safe: opts.ifMatch === undefined, // a resend of a fenced write that landed would fail its own fence
       signal: opts.signal,
     });
+  }
+
+  // --- the item store --------------------------------------------------------------
+  //
+  // JSON objects under a namespace (a list of labels) and a key, found by key,
+  // by filters on their values and by meaning. Each call acts on one space: the
+  // tenant's shared items, or `userId`'s.
+
+  /** One item; a missing (or expired) one throws `Problem` `not_found`. `refreshTtl` moves its expiry ahead (a write). */
+  getItem(namespace: string[], key: string, opts: ItemOptions & { refreshTtl?: boolean } = {}): Promise<Item> {
+    return this.#call({
+      method: "GET",
+      path: itemPath(namespace, key),
+      query: { user_id: opts.userId, refresh_ttl: opts.refreshTtl ? true : undefined },
+      signal: opts.signal,
+    });
+  }
+
+  /**
+   * Creates or replaces an item's whole value. `ifVersion` writes only at that
+   * version, `ifAbsent` only a new item (`412 precondition_failed`
+   * otherwise); a fenced put is not resent after a broken connection.
+   */
+  putItem(namespace: string[], key: string, body: ItemPut, opts: ItemOptions & { ifVersion?: number; ifAbsent?: boolean } = {}): Promise<Item> {
+    const headers: Record<string, string> = {};
+    if (opts.ifVersion !== undefined) headers["If-Match"] = `"${opts.ifVersion}"`;
+    if (opts.ifAbsent) headers["If-None-Match"] = "*";
+    return this.#call({
+      method: "PUT",
+      path: itemPath(namespace, key),
+      query: { user_id: opts.userId },
+      body,
+      headers,
+      safe: Object.keys(headers).length === 0,
+      signal: opts.signal,
+    });
+  }
+
+  /** Deletes an item; a missing one throws `Problem` `not_found`. */
+  async deleteItem(namespace: string[], key: string, opts: ItemOptions & { ifVersion?: number } = {}): Promise<void> {
+    await this.#call({
+      method: "DELETE",
+      path: itemPath(namespace, key),
+      query: { user_id: opts.userId },
+      headers: opts.ifVersion === undefined ? undefined : { "If-Match": `"${opts.ifVersion}"` },
+      safe: false, // a resend after the first landed would answer 404
+      signal: opts.signal,
+    });
+  }
+
+  /** One page of the items under `namespace_prefix` that pass `filter`, ranked by meaning when `query` is given. */
+  searchItems(body: ItemSearchRequest = {}, opts: ItemOptions = {}): Promise<ItemPage> {
+    return this.#call({
+      method: "POST",
+      path: "/v1/items/search",
+      query: { user_id: opts.userId },
+      body,
+      signal: opts.signal,
+    });
+  }
+
+  /** The namespaces of a space's items (`prefix` and `suffix` are labels joined by dots, `*` for any label). */
+  listItemNamespaces(query: ListItemNamespacesQuery = {}, opts: CallOptions = {}): Promise<NamespacePage> {
+    return this.#call({ method: "GET", path: "/v1/items/namespaces", query, signal: opts.signal });
+  }
+
+  /**
+   * Up to 100 operations in one request, their results in order: the reads
+   * first, on the items as they were, then the writes in one transaction,
+   * all or nothing. Resent after a broken connection under its
+   * `Idempotency-Key`: a batch that wrote is answered again, not applied twice.
+   */
+  async itemBatch(ops: ItemOp[], opts: ItemOptions = {}): Promise<ItemResult[]> {
+    const r = await this.#call<{ results: ItemResult[] }>({
+      method: "POST",
+      path: "/v1/items/batch",
+      query: { user_id: opts.userId },
+      body: { ops },
+      signal: opts.signal,
+    });
+    return r.results;
   }
 
   /** Resent after a broken connection under its `Idempotency-Key`: stored once. */

@@ -1,5 +1,5 @@
 export { Client, Pager, newIdempotencyKey } from "./client.js";
-export type { Answer, AppendOptions, CallOptions, ClientOptions, RequestOptions } from "./client.js";
+export type { Answer, AppendOptions, CallOptions, ClientOptions, ItemOptions, RequestOptions } from "./client.js";
 export { ConnectionError, LogbookError, Problem } from "./errors.js";
 export { EventStream } from "./events.js";
 export type { Connect, FollowOptions } from "./events.js";

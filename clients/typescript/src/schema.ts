@@ -1166,6 +1166,248 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/items/{namespace}/{key}": {
+        parameters: {
+            query?: {
+                /**
+                 * @description Whose items: an end user's (1–128 characters), or, left out, the
+                 *     tenant's shared items. A key bound to a user acts on that user's
+                 *     items whether or not it says so; naming another user is
+                 *     `403 forbidden`.
+                 */
+                user_id?: components["parameters"]["ItemUserId"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The item's namespace: its 1–16 labels joined by dots
+                 *     (`users.u_42.memories`). A label is 1–128 characters, without `.`,
+                 *     control characters, and not `*`; percent-encode what a URL path
+                 *     cannot hold.
+                 */
+                namespace: components["parameters"]["ItemNamespace"];
+                /**
+                 * @description The item's key within its namespace: 1–512 characters, no control
+                 *     characters, not `.` or `..`. Percent-encode a `/` as `%2F`.
+                 */
+                key: components["parameters"]["ItemKey"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get an item
+         * @description Returns one live item of the space (an expired one is `404`, as a
+         *     missing one), with its `version` as the `ETag` header (`"<version>"`).
+         *     Needs `read` scope; `refresh_ttl=true`, which writes, needs `write`.
+         */
+        get: operations["getItem"];
+        /**
+         * Create or replace an item
+         * @description Writes the item's **whole** value (a JSON object of at most 64 KiB):
+         *     `201` with `Location` for a new key (at `version` 1), `200` for an
+         *     existing one (`version` grows by one); `created_at` stays,
+         *     `updated_at` moves. Needs `write` scope.
+         *
+         *     - `index` picks the value's texts that are embedded for search by
+         *       meaning (LangGraph's `index`): `false` or left out embeds nothing;
+         *       an array of paths (`"text"`, `"meta.title"`, `"tags[*]"`, `"$"` for
+         *       the whole value) embeds each text it picks, through the tenant's
+         *       endpoint (`PUT /v1/admin/embedding`) or the server's. The item is
+         *       stored at once; `embedding_state` is `pending` until the embedding
+         *       worker has embedded every text, then `ready`. A text a new version
+         *       did not change keeps its embedding.
+         *     - `ttl_seconds` makes the item expire that long after the put, and
+         *       after each read that asks to refresh it (`refresh_ttl`);
+         *       `expires_at` is a fixed time instead. Expired items are hidden at
+         *       once and erased by the expiry sweep.
+         *
+         *     **Optimistic concurrency.** `If-Match: "<version>"` (the `ETag` of a
+         *     read) replaces the item only if it is still at that version,
+         *     `If-Match: *` only if it exists, `If-None-Match: *` only creates it;
+         *     otherwise `412 precondition_failed` and nothing is written.
+         */
+        put: operations["putItem"];
+        post?: never;
+        /**
+         * Delete an item
+         * @description Deletes the item and its embeddings: `204`; a missing (or expired)
+         *     item is `404`. `If-Match` fences it as it does a put. Needs `write`
+         *     scope.
+         */
+        delete: operations["deleteItem"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/items/search": {
+        parameters: {
+            query?: {
+                /**
+                 * @description Whose items: an end user's (1–128 characters), or, left out, the
+                 *     tenant's shared items. A key bound to a user acts on that user's
+                 *     items whether or not it says so; naming another user is
+                 *     `403 forbidden`.
+                 */
+                user_id?: components["parameters"]["ItemUserId"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Search items under a namespace prefix
+         * @description The space's live items under `namespace_prefix` (every item for `[]`)
+         *     that pass `filter`. Needs `read` scope (`refresh_ttl` needs `write`).
+         *
+         *     - Without `query`: in (namespace, key) order, bytewise; page with
+         *       `next_cursor` (keyset) or `offset`.
+         *     - With `query`: ranked by meaning, as LangGraph's stores rank: `query`
+         *       is embedded by the tenant's endpoint (or the server's), and each
+         *       item scores the best cosine similarity of any of its embedded texts
+         *       (`score`, higher is better); items with no embedded text follow,
+         *       with `score` `null`. Page with `offset`. Only texts embedded by the
+         *       query's model count.
+         *
+         *     `filter` is LangGraph's: `{"field": value}` for equality, or
+         *     `{"field": {"$op": value}}` with `$eq $ne $gt $gte $lt $lte $in $nin`,
+         *     on the value's top-level fields. Values are strings, numbers,
+         *     booleans or `null` (lists of them for `$in`, `$nin`); numbers compare
+         *     by value, strings bytewise, and a field of another kind (or missing)
+         *     never matches, except for `$ne` and `$nin`, which it does.
+         */
+        post: operations["searchItems"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/items/namespaces": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List namespaces
+         * @description The distinct namespaces of the space's live items that start with
+         *     `prefix` and end with `suffix` (`*` matches any one label), cut to
+         *     `max_depth` labels, without repeats, in label order. Needs `read`
+         *     scope.
+         */
+        get: operations["listItemNamespaces"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/items/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export items as NDJSON
+         * @description Streams the live items of one space (the shared one, or `user_id`'s)
+         *     under `namespace_prefix`, or with `all_users=true` every space's, as
+         *     NDJSON (`application/x-ndjson`) from one consistent snapshot, in
+         *     (user, namespace, key) order:
+         *
+         *     1. `{"type":"header","format":"logbook.items","version":1}`
+         *     2. one line per item, `{"type":"item","item":{"namespace","key","user_id",
+         *        "value","version","index","created_at","updated_at","expires_at",
+         *        "ttl_seconds","vectors":[{"field","text","model","embedding"}]}}`,
+         *        with the embeddings of its embedded texts bit for bit
+         *     3. `{"type":"items_end","counts":{"items":N},"sha256":"<hex>"}`, the
+         *        SHA-256 of every byte of the lines before it.
+         *
+         *     `POST /v1/items/import` restores it. Both backends write the same
+         *     bytes for the same items. A key bound to a user exports its own
+         *     items; `all_users` is `403` for it. Read scope.
+         */
+        get: operations["exportItems"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/items/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Import items from an items export
+         * @description Restores the items of `GET /v1/items/export`, sent as
+         *     `application/x-ndjson`, into the caller's tenant, each in the space
+         *     its line names, with its version and times. The whole body is
+         *     checked first (format, `sha256`, `counts`, every item with the rules
+         *     a put follows) and then stored all or nothing: a line that is not JSON
+         *     is `400 malformed_json`, any other problem `422 invalid_import`, an
+         *     item the tenant has (same space, namespace and key) `409 conflict`
+         *     unless `replace=true` overwrites it; each names its line. Embedded
+         *     texts the export carries are kept; texts it lacks wait for the
+         *     embedding worker. The body limit and pace are a session import's. A
+         *     key bound to one end user may not import (`403`). Write scope.
+         */
+        post: operations["importItems"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/items/batch": {
+        parameters: {
+            query?: {
+                /**
+                 * @description Whose items: an end user's (1–128 characters), or, left out, the
+                 *     tenant's shared items. A key bound to a user acts on that user's
+                 *     items whether or not it says so; naming another user is
+                 *     `403 forbidden`.
+                 */
+                user_id?: components["parameters"]["ItemUserId"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run several item operations in one request
+         * @description Up to 100 gets, puts, deletes, searches and namespace listings, as
+         *     LangGraph's `BaseStore.batch` sends them, answered in order. The
+         *     reads run first, each on the items as they stood before the batch;
+         *     then the writes (and the TTL refreshes the reads asked for), in
+         *     order, in one transaction: all of them or none. A batch that fails
+         *     writes nothing, and its problem names the operation
+         *     (`ops[3].if_version`). Needs `read` scope for reads alone, `write`
+         *     as soon as one operation writes.
+         */
+        post: operations["itemBatch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/files": {
         parameters: {
             query?: never;
@@ -2163,8 +2405,8 @@ export interface components {
             older_than?: string;
             /**
              * @description `true`: erase instead every session whose `expires_at` has passed (each as a purge
-             *     erases a session), then delete every archival passage whose `expires_at` has passed,
-             *     in batches. Run it on a schedule (cron) to enforce time to live; until then,
+             *     erases a session), then delete every archival passage and every item whose
+             *     `expires_at` has passed, in batches. Run it on a schedule (cron) to enforce time to live; until then,
              *     expired sessions and passages are hidden from reads. Left out means `false`.
              */
             expired?: boolean;
@@ -2173,6 +2415,8 @@ export interface components {
         };
         /** @description What a purge erased, or with `dry_run` what it would erase. */
         PurgeResult: {
+            /** @description Expired items of the item store deleted (or that would be); always `0` unless `expired` was `true`. */
+            items: number;
             /** @description Whether this was a dry run (nothing was erased). */
             dry_run: boolean;
             /** @description Expired archival passages deleted (or that would be); always `0` unless `expired` was `true`. */
@@ -3931,6 +4175,197 @@ export interface components {
             new_path?: string | null;
         };
         /**
+         * @description A namespace, a path of 1–16 labels (1–128 characters each, no `.`, not `*`).
+         * @example [
+         *       "users",
+         *       "u_42",
+         *       "memories"
+         *     ]
+         */
+        Namespace: string[];
+        /**
+         * @description One entry of the item store: a JSON object under a namespace and a
+         *     key, in the tenant's shared space or one end user's (`user_id`).
+         *     Every key is always present; optional values are `null`.
+         */
+        Item: {
+            namespace: components["schemas"]["Namespace"];
+            /** @description The item's key within its namespace. */
+            key: string;
+            /** @description The item's value, kept byte for byte. */
+            value: {
+                [key: string]: unknown;
+            };
+            /** @description The end user whose item it is; `null` for the tenant's shared items. */
+            user_id: string | null;
+            /**
+             * Format: int64
+             * @description 1 when made, one more with each put; the item's `ETag` is `"<version>"`.
+             */
+            version: number;
+            /** @description The value's paths whose texts are embedded; `null` when none are. */
+            index: string[] | null;
+            /** @description `null` when nothing of the item is embedded; `pending` while the server embeds its texts, `ready` when all are, `failed` when one could not be. */
+            embedding_state: components["schemas"]["EmbeddingState"] | null;
+            /** @description Why a text could not be embedded (`failed`). */
+            embedding_error: string | null;
+            created_at: components["schemas"]["Timestamp"];
+            updated_at: components["schemas"]["Timestamp"];
+            /**
+             * Format: date-time
+             * @description When the item stops being found; `null` never.
+             */
+            expires_at: string | null;
+            /**
+             * Format: int64
+             * @description How far a read that refreshes the item moves `expires_at` ahead of now; `null` when it has no TTL.
+             */
+            ttl_seconds: number | null;
+        };
+        /** @description The body of `PUT /v1/items/{namespace}/{key}`. Unknown fields are `422`. */
+        ItemPut: {
+            /** @description The whole value, a JSON object of at most 64 KiB, nested at most 64 levels. */
+            value: {
+                [key: string]: unknown;
+            };
+            index?: components["schemas"]["ItemIndex"];
+            /**
+             * Format: int64
+             * @description Expire the item this long after the put (and after each read that refreshes it). Not with `expires_at`.
+             */
+            ttl_seconds?: number;
+            /**
+             * Format: date-time
+             * @description Expire the item at this time. Not with `ttl_seconds`.
+             */
+            expires_at?: string;
+        };
+        /**
+         * @description What of the value is embedded for search by meaning, as LangGraph's
+         *     `index`: `false` (nothing, as when left out), or up to 16 paths:
+         *     `"$"` (the whole value as indented JSON), fields joined by dots
+         *     (`"meta.title"`), array elements (`"tags[0]"`, `"tags[-1]"`,
+         *     `"tags[*]"`), any member (`"*"`), several fields (`"{title,body}"`).
+         *     A string is embedded as it is, a number or boolean as its JSON, an
+         *     object or array as indented JSON; at most 64 texts per item.
+         */
+        ItemIndex: false | string[];
+        /** @description An item found by a search, with its `score` (`null` without a query, or when none of its texts is embedded). */
+        ItemHit: components["schemas"]["Item"] & {
+            /** @description The best cosine similarity of the query with any of the item's embedded texts; higher is better. */
+            score: number | null;
+        };
+        /** @description A page of a search. */
+        ItemPage: {
+            data: components["schemas"]["ItemHit"][];
+            /** @description Whether more items follow. */
+            has_more: boolean;
+            /** @description Pass as `cursor` for the next page (a search without `query`); `null` on the last page or with `query`. */
+            next_cursor: string | null;
+        };
+        /**
+         * @description Conditions on the value's top-level fields, all of which must hold:
+         *     `{"field": value}` (equality) or `{"field": {"$op": value, …}}` with
+         *     `$eq $ne $gt $gte $lt $lte $in $nin` (at most 32 conditions).
+         * @example {
+         *       "kind": "preference",
+         *       "stars": {
+         *         "$gte": 3
+         *       }
+         *     }
+         */
+        ItemFilter: {
+            [key: string]: unknown;
+        };
+        /** @description The body of `POST /v1/items/search`, and a batch's search. Unknown fields are `422`. */
+        ItemSearchRequest: {
+            /** @description Search the items under this prefix; `[]` or left out, every item of the space. */
+            namespace_prefix?: string[];
+            filter?: components["schemas"]["ItemFilter"];
+            /** @description Rank by meaning against this text. */
+            query?: string;
+            /** @description At most this many items (left out, 10, as LangGraph's search). */
+            limit?: number;
+            /** @description Skip this many; not with `cursor`. */
+            offset?: number;
+            /** @description The `next_cursor` of the previous page (not with `query` or `offset`). */
+            cursor?: string;
+            /** @description Refresh the TTL of the items found (a write). */
+            refresh_ttl?: boolean;
+        };
+        /** @description A page of a namespace listing. */
+        NamespacePage: {
+            data: string[][];
+            /** @description Whether more follow (ask again with a greater `offset`). */
+            has_more: boolean;
+        };
+        /**
+         * @description One operation of a batch. `op` says which, and which fields it takes
+         *     (any other is `422`): `get` (`namespace`, `key`, `refresh_ttl`), `put`
+         *     (`namespace`, `key`, `value`, `index`, `ttl_seconds`, `expires_at`,
+         *     `if_version`), `delete` (`namespace`, `key`, `if_version`), `search`
+         *     (the fields of `ItemSearchRequest`), `list_namespaces` (`prefix`,
+         *     `suffix`, `max_depth`, `limit`, `offset`, as arrays of labels).
+         */
+        ItemOp: {
+            /** @enum {string} */
+            op: "get" | "put" | "delete" | "search" | "list_namespaces";
+            namespace?: components["schemas"]["Namespace"];
+            key?: string;
+            value?: {
+                [key: string]: unknown;
+            };
+            index?: components["schemas"]["ItemIndex"];
+            /** Format: int64 */
+            ttl_seconds?: number;
+            /** Format: date-time */
+            expires_at?: string;
+            /**
+             * Format: int64
+             * @description Write only if the item is at this version; `0`, only if it does not exist.
+             */
+            if_version?: number;
+            refresh_ttl?: boolean;
+            namespace_prefix?: string[];
+            filter?: components["schemas"]["ItemFilter"];
+            query?: string;
+            limit?: number;
+            offset?: number;
+            cursor?: string;
+            prefix?: string[];
+            suffix?: string[];
+            max_depth?: number;
+        };
+        /** @description The body of `POST /v1/items/batch`. */
+        ItemBatchRequest: {
+            ops: components["schemas"]["ItemOp"][];
+        };
+        /**
+         * @description One operation's result: `get` has `item` (`null` when there is none),
+         *     `put` the stored `item`, `delete` `deleted` (whether there was an
+         *     item), `search` `items`, `has_more` and `next_cursor`,
+         *     `list_namespaces` `namespaces` and `has_more`.
+         */
+        ItemResult: {
+            /** @enum {string} */
+            op: "get" | "put" | "delete" | "search" | "list_namespaces";
+            item?: components["schemas"]["Item"] | null;
+            deleted?: boolean;
+            items?: components["schemas"]["ItemHit"][];
+            has_more?: boolean;
+            next_cursor?: string | null;
+            namespaces?: string[][];
+        };
+        /** @description The answer of `POST /v1/items/import`. */
+        ItemsImportResult: {
+            /** @description How many items the import stored. */
+            items: number;
+        };
+        /** @description The answer of `POST /v1/items/batch`. */
+        ItemBatchResult: {
+            results: components["schemas"]["ItemResult"][];
+        };
+        /**
          * @description The stable, machine-readable reason of a problem. Branch on this, not on
          *     `detail`.
          *
@@ -4409,6 +4844,30 @@ export interface components {
             };
         };
         /**
+         * @description `precondition_failed`: the item is not at the version the write's
+         *     condition names (`If-Match`, `If-None-Match`, a batch's `if_version`;
+         *     in a batch, `errors` names the operation). Nothing was written.
+         */
+        ItemPreconditionFailed: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "urn:logbook:problem:precondition_failed",
+                 *       "title": "Precondition Failed",
+                 *       "status": 412,
+                 *       "detail": "item \"pet\" in namespace \"users.u_42.memories\" is at version 3, which the write's condition (If-Match, If-None-Match, if_version) does not allow; read it again and retry",
+                 *       "code": "precondition_failed",
+                 *       "instance": "/v1/items/users.u_42.memories/pet"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
          * @description The block write was refused; nothing was written. `code` says why:
          *     - `limit_exceeded`: the new value would be longer than the block's `limit`
          *       (in characters); `detail` says by how much. Shorten the text or raise the
@@ -4613,6 +5072,38 @@ export interface components {
         SearchBefore: string;
         /** @description How many hits at most, 1–200. Outside that range is `400 invalid_query`. */
         SearchLimit: number;
+        /**
+         * @description The item's namespace: its 1–16 labels joined by dots
+         *     (`users.u_42.memories`). A label is 1–128 characters, without `.`,
+         *     control characters, and not `*`; percent-encode what a URL path
+         *     cannot hold.
+         */
+        ItemNamespace: string;
+        /**
+         * @description The item's key within its namespace: 1–512 characters, no control
+         *     characters, not `.` or `..`. Percent-encode a `/` as `%2F`.
+         */
+        ItemKey: string;
+        /**
+         * @description Whose items: an end user's (1–128 characters), or, left out, the
+         *     tenant's shared items. A key bound to a user acts on that user's
+         *     items whether or not it says so; naming another user is
+         *     `403 forbidden`.
+         */
+        ItemUserId: string;
+        /** @description `true`: move the expiry of an item with `ttl_seconds` that long ahead of now (a write: needs `write` scope). */
+        RefreshTTL: boolean;
+        /**
+         * @description `"<version>"` (the item's `ETag`): write only if the item is at that
+         *     version; `*`: only if it exists. Otherwise `412 precondition_failed`.
+         * @example "2"
+         */
+        ItemIfMatch: string;
+        /**
+         * @description `*`: create the item only if it does not exist, else `412 precondition_failed`. Nothing else is taken (`422`).
+         * @example *
+         */
+        ItemIfNoneMatch: string;
     };
     requestBodies: never;
     headers: {
@@ -4677,6 +5168,17 @@ export interface components {
          *     (with `If-None-Match`) before each reuse; shared caches must not keep it.
          */
         NoCacheControl: "private, no-cache";
+        /**
+         * @description The new item's URL path.
+         * @example /v1/items/users.u_42.memories/favourite-food
+         */
+        ItemLocation: string;
+        /**
+         * @description The item's `version` as a strong entity tag, `"<version>"`. Send it
+         *     back in `If-Match` to write only if the item is still at it.
+         * @example "2"
+         */
+        ItemETag: string;
     };
     pathItems: never;
 }
@@ -7134,6 +7636,522 @@ export interface operations {
             default: components["responses"]["Default"];
         };
     };
+    getItem: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Whose items: an end user's (1–128 characters), or, left out, the
+                 *     tenant's shared items. A key bound to a user acts on that user's
+                 *     items whether or not it says so; naming another user is
+                 *     `403 forbidden`.
+                 */
+                user_id?: components["parameters"]["ItemUserId"];
+                /** @description `true`: move the expiry of an item with `ttl_seconds` that long ahead of now (a write: needs `write` scope). */
+                refresh_ttl?: components["parameters"]["RefreshTTL"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The item's namespace: its 1–16 labels joined by dots
+                 *     (`users.u_42.memories`). A label is 1–128 characters, without `.`,
+                 *     control characters, and not `*`; percent-encode what a URL path
+                 *     cannot hold.
+                 */
+                namespace: components["parameters"]["ItemNamespace"];
+                /**
+                 * @description The item's key within its namespace: 1–512 characters, no control
+                 *     characters, not `.` or `..`. Percent-encode a `/` as `%2F`.
+                 */
+                key: components["parameters"]["ItemKey"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The item. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    ETag: components["headers"]["ItemETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "namespace": [
+                     *         "users",
+                     *         "u_42",
+                     *         "memories"
+                     *       ],
+                     *       "key": "favourite-food",
+                     *       "value": {
+                     *         "text": "Ada likes ramen",
+                     *         "kind": "preference"
+                     *       },
+                     *       "user_id": null,
+                     *       "version": 2,
+                     *       "index": [
+                     *         "text"
+                     *       ],
+                     *       "embedding_state": "ready",
+                     *       "embedding_error": null,
+                     *       "created_at": "2026-11-22T02:31:44.020Z",
+                     *       "updated_at": "2026-11-22T02:40:03.311Z",
+                     *       "expires_at": null,
+                     *       "ttl_seconds": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Item"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["Default"];
+        };
+    };
+    putItem: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Whose items: an end user's (1–128 characters), or, left out, the
+                 *     tenant's shared items. A key bound to a user acts on that user's
+                 *     items whether or not it says so; naming another user is
+                 *     `403 forbidden`.
+                 */
+                user_id?: components["parameters"]["ItemUserId"];
+            };
+            header?: {
+                /**
+                 * @description `"<version>"` (the item's `ETag`): write only if the item is at that
+                 *     version; `*`: only if it exists. Otherwise `412 precondition_failed`.
+                 * @example "2"
+                 */
+                "If-Match"?: components["parameters"]["ItemIfMatch"];
+                /**
+                 * @description `*`: create the item only if it does not exist, else `412 precondition_failed`. Nothing else is taken (`422`).
+                 * @example *
+                 */
+                "If-None-Match"?: components["parameters"]["ItemIfNoneMatch"];
+            };
+            path: {
+                /**
+                 * @description The item's namespace: its 1–16 labels joined by dots
+                 *     (`users.u_42.memories`). A label is 1–128 characters, without `.`,
+                 *     control characters, and not `*`; percent-encode what a URL path
+                 *     cannot hold.
+                 */
+                namespace: components["parameters"]["ItemNamespace"];
+                /**
+                 * @description The item's key within its namespace: 1–512 characters, no control
+                 *     characters, not `.` or `..`. Percent-encode a `/` as `%2F`.
+                 */
+                key: components["parameters"]["ItemKey"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "value": {
+                 *         "text": "Ada likes ramen",
+                 *         "kind": "preference"
+                 *       },
+                 *       "index": [
+                 *         "text"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["ItemPut"];
+            };
+        };
+        responses: {
+            /** @description The item was replaced (and committed); `version` grew by one. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    ETag: components["headers"]["ItemETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Item"];
+                };
+            };
+            /** @description The item was created (and committed), at version 1. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    Location: components["headers"]["ItemLocation"];
+                    ETag: components["headers"]["ItemETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Item"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            412: components["responses"]["ItemPreconditionFailed"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["Default"];
+        };
+    };
+    deleteItem: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Whose items: an end user's (1–128 characters), or, left out, the
+                 *     tenant's shared items. A key bound to a user acts on that user's
+                 *     items whether or not it says so; naming another user is
+                 *     `403 forbidden`.
+                 */
+                user_id?: components["parameters"]["ItemUserId"];
+            };
+            header?: {
+                /**
+                 * @description `"<version>"` (the item's `ETag`): write only if the item is at that
+                 *     version; `*`: only if it exists. Otherwise `412 precondition_failed`.
+                 * @example "2"
+                 */
+                "If-Match"?: components["parameters"]["ItemIfMatch"];
+            };
+            path: {
+                /**
+                 * @description The item's namespace: its 1–16 labels joined by dots
+                 *     (`users.u_42.memories`). A label is 1–128 characters, without `.`,
+                 *     control characters, and not `*`; percent-encode what a URL path
+                 *     cannot hold.
+                 */
+                namespace: components["parameters"]["ItemNamespace"];
+                /**
+                 * @description The item's key within its namespace: 1–512 characters, no control
+                 *     characters, not `.` or `..`. Percent-encode a `/` as `%2F`.
+                 */
+                key: components["parameters"]["ItemKey"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The item was deleted (and committed). */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            412: components["responses"]["ItemPreconditionFailed"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["Default"];
+        };
+    };
+    searchItems: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Whose items: an end user's (1–128 characters), or, left out, the
+                 *     tenant's shared items. A key bound to a user acts on that user's
+                 *     items whether or not it says so; naming another user is
+                 *     `403 forbidden`.
+                 */
+                user_id?: components["parameters"]["ItemUserId"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "namespace_prefix": [
+                 *         "users",
+                 *         "u_42"
+                 *       ],
+                 *       "filter": {
+                 *         "kind": "preference",
+                 *         "stars": {
+                 *           "$gte": 3
+                 *         }
+                 *       },
+                 *       "query": "what food does Ada like",
+                 *       "limit": 5
+                 *     }
+                 */
+                "application/json": components["schemas"]["ItemSearchRequest"];
+            };
+        };
+        responses: {
+            /** @description The page of items. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ItemPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["Default"];
+        };
+    };
+    listItemNamespaces: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Whose items: an end user's (1–128 characters), or, left out, the
+                 *     tenant's shared items. A key bound to a user acts on that user's
+                 *     items whether or not it says so; naming another user is
+                 *     `403 forbidden`.
+                 */
+                user_id?: components["parameters"]["ItemUserId"];
+                /** @description Labels joined by dots (`users.*.memories`); `*` matches any label. */
+                prefix?: string;
+                /** @description Labels joined by dots that the namespace ends with. */
+                suffix?: string;
+                /** @description Cut each namespace to this many labels (1–16); left out, whole. */
+                max_depth?: number;
+                /** @description At most this many namespaces (1–1000; left out, 100). */
+                limit?: number;
+                /** @description Skip this many (at most 10000). */
+                offset?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The namespaces. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         [
+                     *           "users",
+                     *           "u_42",
+                     *           "memories"
+                     *         ],
+                     *         [
+                     *           "users",
+                     *           "u_7",
+                     *           "memories"
+                     *         ]
+                     *       ],
+                     *       "has_more": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["NamespacePage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["Default"];
+        };
+    };
+    exportItems: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Whose items: an end user's (1–128 characters), or, left out, the
+                 *     tenant's shared items. A key bound to a user acts on that user's
+                 *     items whether or not it says so; naming another user is
+                 *     `403 forbidden`.
+                 */
+                user_id?: components["parameters"]["ItemUserId"];
+                /** @description Export every space of the tenant (the shared items and every user's); not with `user_id`. */
+                all_users?: boolean;
+                /** @description Only the items under this prefix, its labels joined by dots. */
+                namespace_prefix?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The export, streamed. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {"type":"header","format":"logbook.items","version":1}
+                     *     {"type":"item","item":{"namespace":["users","u_42","memories"],"key":"food","user_id":null,"value":{"text":"likes ramen"},"version":1,"index":null,"created_at":"2026-11-22T02:36:54.323Z","updated_at":"2026-11-22T02:36:54.323Z","expires_at":null,"ttl_seconds":null}}
+                     *     {"type":"items_end","counts":{"items":1},"sha256":"<64 hex digits>"}
+                     */
+                    "application/x-ndjson": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["Default"];
+        };
+    };
+    importItems: {
+        parameters: {
+            query?: {
+                /** @description Overwrite the items the tenant has instead of refusing the import (left out, `false`). */
+                replace?: boolean;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-ndjson": string;
+            };
+        };
+        responses: {
+            /** @description How many items were imported (committed). */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ItemsImportResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ImportUnprocessable"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["Default"];
+        };
+    };
+    itemBatch: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Whose items: an end user's (1–128 characters), or, left out, the
+                 *     tenant's shared items. A key bound to a user acts on that user's
+                 *     items whether or not it says so; naming another user is
+                 *     `403 forbidden`.
+                 */
+                user_id?: components["parameters"]["ItemUserId"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "ops": [
+                 *         {
+                 *           "op": "get",
+                 *           "namespace": [
+                 *             "users",
+                 *             "u_42",
+                 *             "memories"
+                 *           ],
+                 *           "key": "favourite-food"
+                 *         },
+                 *         {
+                 *           "op": "put",
+                 *           "namespace": [
+                 *             "users",
+                 *             "u_42",
+                 *             "memories"
+                 *           ],
+                 *           "key": "pet",
+                 *           "value": {
+                 *             "text": "Ada has a dog"
+                 *           },
+                 *           "index": [
+                 *             "text"
+                 *           ]
+                 *         },
+                 *         {
+                 *           "op": "search",
+                 *           "namespace_prefix": [
+                 *             "users",
+                 *             "u_42"
+                 *           ],
+                 *           "query": "food",
+                 *           "limit": 3
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["ItemBatchRequest"];
+            };
+        };
+        responses: {
+            /** @description One result per operation, in order. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ItemBatchResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            412: components["responses"]["ItemPreconditionFailed"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["Default"];
+        };
+    };
     uploadFile: {
         parameters: {
             query?: never;
@@ -8347,7 +9365,8 @@ export interface operations {
                      *       "sessions": 12,
                      *       "messages": 3480,
                      *       "checkpoints": 40,
-                     *       "passages": 0
+                     *       "passages": 0,
+                     *       "items": 0
                      *     }
                      */
                     "application/json": components["schemas"]["PurgeResult"];

@@ -55,6 +55,17 @@ export type ToolDef = S["ToolDef"];
 export type ToolResult = S["ToolResult"];
 export type File = S["File"];
 
+export type Item = S["Item"];
+export type ItemHit = S["ItemHit"];
+export type ItemPut = S["ItemPut"];
+export type ItemIndex = S["ItemIndex"];
+export type ItemPage = S["ItemPage"];
+export type ItemSearchRequest = S["ItemSearchRequest"];
+export type ItemFilter = S["ItemFilter"];
+export type ItemOp = S["ItemOp"];
+export type ItemResult = S["ItemResult"];
+export type NamespacePage = S["NamespacePage"];
+
 export type ErrorCode = S["ErrorCode"];
 export type FieldError = S["FieldError"];
 export type ProblemBody = S["Problem"];
@@ -85,3 +96,4 @@ export type ListAgentsQuery = Query<"listAgents">;
 export type SearchMessagesQuery = Query<"searchMessages">;
 export type SearchPassagesQuery = Query<"searchPassages">;
 export type ContextQuery = Query<"getSessionContext">;
+export type ListItemNamespacesQuery = Query<"listItemNamespaces">;

@@ -2,12 +2,20 @@
 // once: `npm test` compiles this and runs it with node --test.
 
 import { after } from "node:test";
+import { stopStandin } from "./embedding.js";
 import { cleanup } from "./harness.js";
+import { stopPostgres } from "./postgres.js";
 
 import "./schema.suite.js";
 import "./client.suite.js";
 import "./retry.suite.js";
 import "./events.suite.js";
 import "./agents.suite.js";
+import "./langgraph-store.suite.js";
+import "./adk.suite.js";
 
-after(cleanup);
+after(async () => {
+  await stopStandin();
+  await stopPostgres();
+  await cleanup();
+});

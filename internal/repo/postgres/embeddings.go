@@ -20,7 +20,8 @@ func (s *Store) ClaimEmbeddings(ctx context.Context, c repo.EmbeddingClaim) ([]m
 	var due bool
 	now := int64(model.Now())
 	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM passages WHERE embedding_state = 'pending' AND embedding_due <= $1)
-		OR EXISTS (SELECT 1 FROM message_embeddings WHERE state = 'pending' AND due <= $1)`, now).Scan(&due); err != nil || !due {
+		OR EXISTS (SELECT 1 FROM message_embeddings WHERE state = 'pending' AND due <= $1)
+		OR EXISTS (SELECT 1 FROM item_vectors WHERE state = 'pending' AND due <= $1)`, now).Scan(&due); err != nil || !due {
 		return nil, mapErr(err) // nothing due: no write
 	}
 	var jobs []model.EmbeddingJob
@@ -30,7 +31,8 @@ func (s *Store) ClaimEmbeddings(ctx context.Context, c repo.EmbeddingClaim) ([]m
 			var t string
 			err := tx.QueryRow(ctx, `SELECT coalesce(least(
 				(SELECT min(tenant_id) FROM passages WHERE embedding_state = 'pending' AND tenant_id > $1),
-				(SELECT min(tenant_id) FROM message_embeddings WHERE state = 'pending' AND tenant_id > $1)), '')`, after).Scan(&t)
+				(SELECT min(tenant_id) FROM message_embeddings WHERE state = 'pending' AND tenant_id > $1),
+				(SELECT min(tenant_id) FROM item_vectors WHERE state = 'pending' AND tenant_id > $1)), '')`, after).Scan(&t)
 			return t, err
 		}
 		take := func(tenant string, n int) ([]model.EmbeddingJob, error) {
@@ -105,7 +107,37 @@ func claimTenantEmbeddingsPG(ctx context.Context, tx pgx.Tx, tenant string, n in
 		}
 		jobs = append(jobs, j.EmbeddingJob)
 	}
-	return jobs, nil
+	if len(jobs) >= n {
+		return jobs, nil
+	}
+	rows, err := tx.Query(ctx, `SELECT v.tenant_id, v.item_id, v.field, v.text, v.attempts, t.embedding_config::text
+		FROM item_vectors v LEFT JOIN tenant_embedding t ON t.tenant_id = v.tenant_id
+		WHERE v.tenant_id = $1 AND v.state = 'pending' AND v.due <= $2 ORDER BY v.due LIMIT $3
+		FOR UPDATE OF v SKIP LOCKED`, tenant, now, n-len(jobs))
+	if err != nil {
+		return nil, err
+	}
+	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (model.EmbeddingJob, error) {
+		var (
+			j   = model.EmbeddingJob{Kind: model.JobItem}
+			cfg *string
+		)
+		if err := r.Scan(&j.Tenant, &j.ID, &j.Field, &j.Text, &j.Attempts, &cfg); err != nil {
+			return j, err
+		}
+		var err error
+		j.Config, err = repo.DecodeEmbeddingConfig(cfg)
+		return j, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, j := range items {
+		if err := execEmbeddingPG(ctx, tx, j, `embedding_due = $1`, `due = $1`, until); err != nil {
+			return nil, err
+		}
+	}
+	return append(jobs, items...), nil
 }
 
 // PendingEmbeddings: see repo.Embeddings.
@@ -121,6 +153,11 @@ func execEmbeddingPG(ctx context.Context, tx pgx.Tx, j model.EmbeddingJob, passa
 	n := len(args)
 	p := func(i int) string { return "$" + strconv.Itoa(n+i) }
 	var err error
+	if j.Kind == model.JobItem {
+		_, err = tx.Exec(ctx, `UPDATE item_vectors SET `+messageSet+` WHERE tenant_id = `+p(1)+` AND item_id = `+p(2)+
+			` AND field = `+p(3)+` AND text = `+p(4)+` AND state = 'pending'`, append(args, j.Tenant, j.ID, j.Field, j.Text)...)
+		return err
+	}
 	if j.SessionID == "" {
 		_, err = tx.Exec(ctx, `UPDATE passages SET `+passageSet+` WHERE tenant_id = `+p(1)+` AND agent_id = `+p(2)+` AND id = `+p(3)+`
 			AND embedding_state = 'pending'`, append(args, j.Tenant, j.AgentID, j.ID)...)
@@ -139,6 +176,12 @@ func (s *Store) SaveEmbeddings(ctx context.Context, results []repo.EmbeddingOutc
 		for _, r := range results {
 			if r.Deferred {
 				if err := execEmbeddingPG(ctx, tx, r.Job, `embedding_due = $1`, `due = $1`, int64(r.RetryAt)); err != nil {
+					return err
+				}
+				continue
+			}
+			if r.Job.Kind == model.JobItem {
+				if err := saveItemEmbeddingPG(ctx, tx, r, maxAttempts); err != nil {
 					return err
 				}
 				continue
@@ -261,4 +304,20 @@ func (s *Store) QueueMessageEmbeddings(ctx context.Context, serverDefault bool, 
 		return err
 	})
 	return n, err
+}
+
+// saveItemEmbeddingPG is SQLite's saveItemEmbedding.
+func saveItemEmbeddingPG(ctx context.Context, tx pgx.Tx, r repo.EmbeddingOutcome, maxAttempts int) error {
+	var err error
+	if r.Err == "" {
+		err = execEmbeddingPG(ctx, tx, r.Job, "", `embedding = $1, model = $2, state = 'ready', error = NULL, due = NULL, attempts = attempts + 1`,
+			repo.EncodeVector(r.Vector), r.Model)
+	} else {
+		state, due := repo.EmbeddingRetry(r, maxAttempts)
+		err = execEmbeddingPG(ctx, tx, r.Job, "", `state = $1, error = $2, due = $3, attempts = attempts + 1`, state, r.Err, due)
+	}
+	if err != nil {
+		return err
+	}
+	return itemEmbeddingStatePG(ctx, tx, r.Job.Tenant, r.Job.ID)
 }

@@ -16,6 +16,7 @@ const (
 	purgeBatchPG     = 50
 	purgeBatchRowsPG = 20000
 	passageBatchPG   = 500 // expired passages deleted per transaction
+	itemBatchPG      = 500 // expired items deleted per transaction
 )
 
 // PurgeSession erases a session for good: its messages (their search rows
@@ -47,8 +48,9 @@ func (s *Store) PurgeSessions(ctx context.Context, tenant string, in model.Purge
 				WHERE s.tenant_id = $1 AND `+match("s")+`),
 			(SELECT COUNT(*) FROM checkpoints c JOIN sessions s ON s.tenant_id = c.tenant_id AND s.id = c.session_id
 				WHERE s.tenant_id = $1 AND `+match("s")+`),
-			(SELECT COUNT(*) FROM passages WHERE $4::boolean AND tenant_id = $1 AND expires_at IS NOT NULL AND expires_at < $3)`,
-			tenant, string(in.Status), int64(cutoff), in.Expired).Scan(&out.Sessions, &out.Messages, &out.Checkpoints, &out.Passages)
+			(SELECT COUNT(*) FROM passages WHERE $4::boolean AND tenant_id = $1 AND expires_at IS NOT NULL AND expires_at < $3),
+			(SELECT COUNT(*) FROM items WHERE $4::boolean AND tenant_id = $1 AND expires_at IS NOT NULL AND expires_at < $3)`,
+			tenant, string(in.Status), int64(cutoff), in.Expired).Scan(&out.Sessions, &out.Messages, &out.Checkpoints, &out.Passages, &out.Items)
 		return out, mapErr(err)
 	}
 	var (
@@ -96,6 +98,10 @@ func (s *Store) PurgeSessions(ctx context.Context, tenant string, in model.Purge
 			if in.Expired {
 				n, err := s.purgeExpiredPassagesPG(ctx, tenant, cutoff)
 				out.Passages = n
+				if err != nil {
+					return out, err
+				}
+				out.Items, err = s.purgeExpiredItemsPG(ctx, tenant, cutoff)
 				return out, err
 			}
 			return out, nil
@@ -133,6 +139,36 @@ func (s *Store) purgeExpiredPassagesPG(ctx context.Context, tenant string, cutof
 		})
 		total += n
 		if err != nil || n < passageBatchPG {
+			return total, err
+		}
+	}
+}
+
+// purgeExpiredItemsPG is SQLite's purgeExpiredItems.
+func (s *Store) purgeExpiredItemsPG(ctx context.Context, tenant string, cutoff model.Time) (int64, error) {
+	var total int64
+	for {
+		if err := ctx.Err(); err != nil {
+			return total, err
+		}
+		var n int64
+		err := s.writeFaultedPG(ctx, func(ctx context.Context, tx pgx.Tx) error {
+			rows, err := tx.Query(ctx, `DELETE FROM items WHERE (tenant_id, id) IN (SELECT tenant_id, id FROM items
+				WHERE tenant_id = $1 AND expires_at IS NOT NULL AND expires_at < $2 LIMIT $3 FOR UPDATE SKIP LOCKED) RETURNING id`,
+				tenant, int64(cutoff), itemBatchPG)
+			if err != nil {
+				return err
+			}
+			ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil {
+				return err
+			}
+			n = int64(len(ids))
+			_, err = tx.Exec(ctx, `DELETE FROM item_vectors WHERE tenant_id = $1 AND item_id = ANY($2::text[])`, tenant, ids)
+			return err
+		})
+		total += n
+		if err != nil || n < itemBatchPG {
 			return total, err
 		}
 	}
@@ -241,13 +277,14 @@ func purgeSessionTxPG(ctx context.Context, tx pgx.Tx, tenant, id string) (msgs, 
 }
 
 // ExpiredTenants lists, in order (bytewise, as SQLite's), the tenants that
-// have sessions or archival passages whose expires_at is before cutoff, for
+// have sessions, archival passages or items whose expires_at is before cutoff, for
 // the expiry sweep, as SQLite's (sqlite.Store.ExpiredTenants).
 // Errors: KindUnavailable.
 func (s *Store) ExpiredTenants(ctx context.Context, cutoff model.Time) ([]string, error) {
 	rows, err := s.pool.Query(ctx, `SELECT tenant_id FROM (
 			SELECT tenant_id FROM sessions WHERE expires_at IS NOT NULL AND expires_at < $1
-			UNION SELECT tenant_id FROM passages WHERE expires_at IS NOT NULL AND expires_at < $1) t
+			UNION SELECT tenant_id FROM passages WHERE expires_at IS NOT NULL AND expires_at < $1
+			UNION SELECT tenant_id FROM items WHERE expires_at IS NOT NULL AND expires_at < $1) t
 		ORDER BY tenant_id COLLATE "C"`, int64(cutoff))
 	if err != nil {
 		return nil, mapErr(err)

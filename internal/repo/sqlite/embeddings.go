@@ -16,7 +16,8 @@ func (s *Store) ClaimEmbeddings(ctx context.Context, c repo.EmbeddingClaim) ([]m
 	var due bool
 	now := int64(model.Now())
 	if err := s.rdb.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM passages WHERE embedding_state = 'pending' AND embedding_due <= ?1)
-		OR EXISTS (SELECT 1 FROM message_embeddings WHERE state = 'pending' AND due <= ?1)`, now).Scan(&due); err != nil || !due {
+		OR EXISTS (SELECT 1 FROM message_embeddings WHERE state = 'pending' AND due <= ?1)
+		OR EXISTS (SELECT 1 FROM item_vectors WHERE state = 'pending' AND due <= ?1)`, now).Scan(&due); err != nil || !due {
 		return nil, mapErr(err) // nothing due: no write
 	}
 	var jobs []model.EmbeddingJob
@@ -26,7 +27,8 @@ func (s *Store) ClaimEmbeddings(ctx context.Context, c repo.EmbeddingClaim) ([]m
 			var t string
 			err := tx.QueryRowContext(ctx, `SELECT coalesce(min(t), '') FROM (
 				SELECT min(tenant_id) AS t FROM passages WHERE embedding_state = 'pending' AND tenant_id > ?1
-				UNION ALL SELECT min(tenant_id) FROM message_embeddings WHERE state = 'pending' AND tenant_id > ?1)`, after).Scan(&t)
+				UNION ALL SELECT min(tenant_id) FROM message_embeddings WHERE state = 'pending' AND tenant_id > ?1
+				UNION ALL SELECT min(tenant_id) FROM item_vectors WHERE state = 'pending' AND tenant_id > ?1)`, after).Scan(&t)
 			return t, err
 		}
 		take := func(tenant string, n int) ([]model.EmbeddingJob, error) {
@@ -40,7 +42,7 @@ func (s *Store) ClaimEmbeddings(ctx context.Context, c repo.EmbeddingClaim) ([]m
 }
 
 // claimTenantEmbeddings takes up to n of tenant's due passages, then
-// messages, and leases them until until.
+// messages, then item texts, and leases them until until.
 func claimTenantEmbeddings(ctx context.Context, tx *sql.Tx, tenant string, n int, now, until int64) ([]model.EmbeddingJob, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT p.tenant_id, p.agent_id, p.id, '', 0, p.content, p.embedding_attempts,
 			coalesce(a.embedding_config, t.embedding_config), 0
@@ -87,7 +89,20 @@ func claimTenantEmbeddings(ctx context.Context, tx *sql.Tx, tenant string, n int
 		}
 		jobs = append(jobs, j.EmbeddingJob)
 	}
-	return leaseEmbeddings(ctx, tx, jobs, until)
+	if len(jobs) >= n {
+		return leaseEmbeddings(ctx, tx, jobs, until)
+	}
+	rows, err = tx.QueryContext(ctx, `SELECT v.tenant_id, v.item_id, v.field, v.text, v.attempts, t.embedding_config
+		FROM item_vectors v LEFT JOIN tenant_embedding t ON t.tenant_id = v.tenant_id
+		WHERE v.tenant_id = ? AND v.state = 'pending' AND v.due <= ? ORDER BY v.due LIMIT ?`, tenant, now, n-len(jobs))
+	if err != nil {
+		return nil, err
+	}
+	items, err := collect(rows, scanItemJob)
+	if err != nil {
+		return nil, err
+	}
+	return leaseEmbeddings(ctx, tx, append(jobs, items...), until)
 }
 
 func leaseEmbeddings(ctx context.Context, tx *sql.Tx, jobs []model.EmbeddingJob, until int64) ([]model.EmbeddingJob, error) {
@@ -125,11 +140,32 @@ func scanEmbeddingJob(sc scanner) (claimedJob, error) {
 	return j, err
 }
 
+// scanItemJob reads an item's text to embed, with the tenant's endpoint.
+func scanItemJob(sc scanner) (model.EmbeddingJob, error) {
+	var (
+		j   = model.EmbeddingJob{Kind: model.JobItem}
+		cfg *string
+	)
+	if err := sc.Scan(&j.Tenant, &j.ID, &j.Field, &j.Text, &j.Attempts, &cfg); err != nil {
+		return j, err
+	}
+	var err error
+	j.Config, err = repo.DecodeEmbeddingConfig(cfg)
+	return j, err
+}
+
 // execEmbedding updates a job's row: a passage's with passageSet, a message's
-// with messageSet, each followed by args; only while the row still waits for
-// this job (pending, and for a message the same message).
+// or an item text's with messageSet (their columns have the same names),
+// each followed by args; only while the row still waits for this job
+// (pending, and for a message the same message, for an item's text the same
+// text: a put may have changed it since the claim).
 func execEmbedding(ctx context.Context, tx *sql.Tx, j model.EmbeddingJob, passageSet, messageSet string, args ...any) error {
 	var err error
+	if j.Kind == model.JobItem {
+		_, err = tx.ExecContext(ctx, `UPDATE item_vectors SET `+messageSet+` WHERE tenant_id = ? AND item_id = ? AND field = ?
+			AND text = ? AND state = 'pending'`, append(args, j.Tenant, j.ID, j.Field, j.Text)...)
+		return err
+	}
 	if j.SessionID == "" {
 		_, err = tx.ExecContext(ctx, `UPDATE passages SET `+passageSet+` WHERE tenant_id = ? AND agent_id = ? AND id = ?
 			AND embedding_state = 'pending'`, append(args, j.Tenant, j.AgentID, j.ID)...)
@@ -148,6 +184,12 @@ func (s *Store) SaveEmbeddings(ctx context.Context, results []repo.EmbeddingOutc
 		for _, r := range results {
 			if r.Deferred {
 				if err := execEmbedding(ctx, tx, r.Job, `embedding_due = ?`, `due = ?`, int64(r.RetryAt)); err != nil {
+					return err
+				}
+				continue
+			}
+			if r.Job.Kind == model.JobItem {
+				if err := saveItemEmbedding(ctx, tx, r, maxAttempts); err != nil {
 					return err
 				}
 				continue
@@ -269,4 +311,23 @@ func (s *Store) QueueMessageEmbeddings(ctx context.Context, serverDefault bool, 
 		return err
 	})
 	return n, err
+}
+
+// saveItemEmbedding stores the outcome of an item's text and sums it up in
+// the item's embedding_state. An item's texts are pinned to nothing: each
+// keeps the model that embedded it, and a search compares only those of
+// its query's model.
+func saveItemEmbedding(ctx context.Context, tx *sql.Tx, r repo.EmbeddingOutcome, maxAttempts int) error {
+	var err error
+	if r.Err == "" {
+		err = execEmbedding(ctx, tx, r.Job, "", `embedding = ?, model = ?, state = 'ready', error = NULL, due = NULL, attempts = attempts + 1`,
+			repo.EncodeVector(r.Vector), r.Model)
+	} else {
+		state, due := repo.EmbeddingRetry(r, maxAttempts)
+		err = execEmbedding(ctx, tx, r.Job, "", `state = ?, error = ?, due = ?, attempts = attempts + 1`, state, r.Err, due)
+	}
+	if err != nil {
+		return err
+	}
+	return itemEmbeddingState(ctx, tx, r.Job.Tenant, r.Job.ID)
 }

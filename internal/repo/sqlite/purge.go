@@ -24,6 +24,7 @@ const (
 	purgeBatchRows = 20000
 	purgeBatchTime = 10 * time.Millisecond
 	passageBatch   = 500 // expired passages deleted per writer transaction
+	itemBatch      = 500 // expired items deleted per writer transaction
 	copyChunk      = 500 // messages read at a time when a fork takes its prefix over
 )
 
@@ -75,8 +76,9 @@ func (s *Store) PurgeSessions(ctx context.Context, tenant string, in model.Purge
 				WHERE s.tenant_id = ?1 AND `+match("s")+`),
 			(SELECT COUNT(*) FROM checkpoints c JOIN sessions s ON s.tenant_id = c.tenant_id AND s.id = c.session_id
 				WHERE s.tenant_id = ?1 AND `+match("s")+`),
-			(SELECT COUNT(*) FROM passages WHERE ?4 AND tenant_id = ?1 AND expires_at IS NOT NULL AND expires_at < ?3)`,
-			tenant, in.Status, int64(cutoff), in.Expired).Scan(&out.Sessions, &out.Messages, &out.Checkpoints, &out.Passages)
+			(SELECT COUNT(*) FROM passages WHERE ?4 AND tenant_id = ?1 AND expires_at IS NOT NULL AND expires_at < ?3),
+			(SELECT COUNT(*) FROM items WHERE ?4 AND tenant_id = ?1 AND expires_at IS NOT NULL AND expires_at < ?3)`,
+			tenant, in.Status, int64(cutoff), in.Expired).Scan(&out.Sessions, &out.Messages, &out.Checkpoints, &out.Passages, &out.Items)
 		return out, mapErr(err)
 	}
 	var (
@@ -128,6 +130,10 @@ func (s *Store) PurgeSessions(ctx context.Context, tenant string, in model.Purge
 			if in.Expired {
 				n, err := s.purgeExpiredPassages(ctx, tenant, cutoff)
 				out.Passages = n
+				if err != nil {
+					return out, err
+				}
+				out.Items, err = s.purgeExpiredItems(ctx, tenant, cutoff)
 				return out, err
 			}
 			return out, nil
@@ -209,6 +215,44 @@ func (s *Store) purgeExpiredPassages(ctx context.Context, tenant string, cutoff 
 		})
 		total += n
 		if err != nil || n < passageBatch {
+			return total, err
+		}
+	}
+}
+
+// purgeExpiredItems deletes the tenant's items whose expires_at is before
+// cutoff, with their texts to embed, itemBatch to a writer transaction, and
+// counts them.
+func (s *Store) purgeExpiredItems(ctx context.Context, tenant string, cutoff model.Time) (int64, error) {
+	var total int64
+	for {
+		if err := ctx.Err(); err != nil {
+			return total, err
+		}
+		var n int64
+		err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+			rows, err := tx.QueryContext(ctx, `DELETE FROM items WHERE rowid IN (SELECT rowid FROM items
+				WHERE tenant_id = ? AND expires_at IS NOT NULL AND expires_at < ? LIMIT ?) RETURNING id`, tenant, int64(cutoff), itemBatch)
+			if err != nil {
+				return err
+			}
+			ids, err := collect(rows, func(sc scanner) (string, error) {
+				var id string
+				return id, sc.Scan(&id)
+			})
+			if err != nil {
+				return err
+			}
+			n = int64(len(ids))
+			for _, id := range ids {
+				if _, err := tx.ExecContext(ctx, `DELETE FROM item_vectors WHERE tenant_id = ? AND item_id = ?`, tenant, id); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		total += n
+		if err != nil || n < itemBatch {
 			return total, err
 		}
 	}
@@ -372,8 +416,8 @@ func (s *Store) copySegment(ctx context.Context, tx *sql.Tx, tenant, fork string
 	return copyToolRows(ctx, tx, tenant, fork, g)
 }
 
-// ExpiredTenants lists, in order, the tenants that have sessions or archival
-// passages whose expires_at is before cutoff: the expiry sweep, which spans
+// ExpiredTenants lists, in order, the tenants that have sessions, archival
+// passages or items whose expires_at is before cutoff: the expiry sweep, which spans
 // tenants, purges each of them (PurgeSessions with Expired). It reads the
 // sessions_expiring and passages_expiring indexes, whose range before cutoff
 // holds only the rows waiting for the sweep. Errors: KindUnavailable.
@@ -381,6 +425,8 @@ func (s *Store) ExpiredTenants(ctx context.Context, cutoff model.Time) ([]string
 	rows, err := s.rdb.QueryContext(ctx, `SELECT tenant_id FROM sessions INDEXED BY sessions_expiring
 			WHERE expires_at IS NOT NULL AND expires_at < ?1
 		UNION SELECT tenant_id FROM passages INDEXED BY passages_expiring
+			WHERE expires_at IS NOT NULL AND expires_at < ?1
+		UNION SELECT tenant_id FROM items INDEXED BY items_expiring
 			WHERE expires_at IS NOT NULL AND expires_at < ?1
 		ORDER BY 1`, int64(cutoff))
 	if err != nil {

@@ -62,6 +62,13 @@ export async function get(path, query, signal) {
   return res.json();
 }
 
+/** post sends a JSON body (a search's) and answers the JSON, or throws ApiError. */
+export async function post(path, body, query, signal) {
+  const res = await send(path, { query, method: "POST", signal, headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
+  if (!res.ok) throw new ApiError(res.status, await problemOf(res), path);
+  return res.json();
+}
+
 /** blob answers the bytes of a GET (a file), or throws ApiError. */
 export async function blob(path, signal) {
   const res = await send(path, { signal, headers: { Accept: "*/*" } });

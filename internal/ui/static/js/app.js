@@ -1,5 +1,5 @@
 // The dashboard's entry point: a hash router (#/sessions, #/sessions/{id},
-// #/agents, #/agents/{id}, #/search, #/usage) that gives each view a fresh
+// #/agents, #/agents/{id}, #/items, #/search, #/usage) that gives each view a fresh
 // AbortController, aborted when the route changes, so that a view's requests
 // and live feed end with it.
 
@@ -10,6 +10,7 @@ import * as sessions from "./views/sessions.js";
 import * as session from "./views/session.js";
 import * as agents from "./views/agents.js";
 import * as agent from "./views/agent.js";
+import * as items from "./views/items.js";
 import * as search from "./views/search.js";
 import * as usage from "./views/usage.js";
 
@@ -18,6 +19,7 @@ const routes = [
   { re: /^\/sessions\/([^/]+)$/, view: session, nav: "sessions" },
   { re: /^\/agents\/?$/, view: agents, nav: "agents" },
   { re: /^\/agents\/([^/]+)$/, view: agent, nav: "agents" },
+  { re: /^\/items\/?$/, view: items, nav: "items" },
   { re: /^\/search\/?$/, view: search, nav: "search" },
   { re: /^\/usage\/?$/, view: usage, nav: "usage" },
 ];
