@@ -230,7 +230,7 @@ func purgeSessionTxPG(ctx context.Context, tx pgx.Tx, tenant, id string) (msgs, 
 	ckps = tag.RowsAffected()
 	b := &pgx.Batch{}
 	// Its events go too, as on SQLite: a purge leaves nothing of the session.
-	for _, table := range []string{"request_keys", "rewound_keys", "compactions", "tool_calls", "tool_results", "events", "usage_sessions"} {
+	for _, table := range []string{"request_keys", "rewound_keys", "compactions", "checkpoint_writes", "tool_calls", "tool_results", "events", "usage_sessions"} {
 		b.Queue(`DELETE FROM `+table+` WHERE tenant_id = $1 AND session_id = $2`, tenant, id)
 	}
 	b.Queue(`DELETE FROM sessions WHERE tenant_id = $1 AND id = $2`, tenant, id)

@@ -73,9 +73,9 @@ func TestCheckpointChainsAndPruning(t *testing.T) {
 				it := int64(i + 1)
 				var err error
 				if tc.via == "put" || i == 0 {
-					_, err = s.PutCheckpoint(ctx, "t", id, model.PutCheckpoint{Iteration: it, State: states[i]}, tc.keep)
+					_, err = s.PutCheckpoint(ctx, "t", id, model.PutCheckpoint{Iteration: it, State: states[i]}, model.KeepLastN(int64(tc.keep)))
 				} else {
-					_, err = s.PatchCheckpoint(ctx, "t", id, model.PatchCheckpoint{Iteration: it, StatePatch: patches[i]}, tc.keep)
+					_, err = s.PatchCheckpoint(ctx, "t", id, model.PatchCheckpoint{Iteration: it, StatePatch: patches[i]}, model.KeepLastN(int64(tc.keep)))
 				}
 				if err != nil {
 					t.Fatal(err)
@@ -217,8 +217,9 @@ func TestOldRowsStillRead(t *testing.T) {
 	for i, st := range states[:5] {
 		c := mustCanonical(t, st)
 		it := int64(i + 1)
-		s.mustExec(t, `INSERT INTO checkpoints (tenant_id, session_id, iteration, id, state, last_seq, sha256, created_at)
-			VALUES ('t', 's', ?, ?, ?, 0, ?, 1)`, it, fmt.Sprintf("ckp_old_%d", it), string(c), checkpointHash(it, 0, c))
+		id := fmt.Sprintf("ckp_old_%d", it)
+		s.mustExec(t, `INSERT INTO checkpoints (tenant_id, session_id, iteration, id, client_id, state, last_seq, sha256, created_at)
+			VALUES ('t', 's', ?, ?, ?, ?, 0, ?, 1)`, it, id, id, string(c), checkpointHash(it, 0, c))
 	}
 	mustReadAll(t, s, "s", states, span(1, 5))
 	var buf bytes.Buffer
@@ -264,7 +265,7 @@ func TestDeleteCheckpointsAfterSeq(t *testing.T) {
 			for i, st := range states {
 				// as if a message came before each iteration
 				s.mustExec(t, `UPDATE sessions SET last_seq = ? WHERE tenant_id = 't' AND id = ?`, i+1, ses)
-				if _, err := s.PutCheckpoint(ctx, "t", ses, model.PutCheckpoint{Iteration: int64(i + 1), State: st}, 0); err != nil {
+				if _, err := s.PutCheckpoint(ctx, "t", ses, model.PutCheckpoint{Iteration: int64(i + 1), State: st}, model.CheckpointRetention{}); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -255,7 +255,7 @@ func (s *Store) purgeSessionTx(ctx context.Context, tx *sql.Tx, tenant, id strin
 	}
 	// Its events go too: they carry its sessions' and compactions' data, and a
 	// purge leaves nothing of the session behind.
-	for _, table := range []string{"request_keys", "rewound_keys", "compactions", "tool_calls", "tool_results", "events", "usage_sessions"} {
+	for _, table := range []string{"request_keys", "rewound_keys", "compactions", "checkpoint_writes", "tool_calls", "tool_results", "events", "usage_sessions"} {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE tenant_id = ? AND session_id = ?`, tenant, id); err != nil {
 			return 0, 0, err
 		}
