@@ -192,8 +192,8 @@ type ForkSession struct {
 	// AtCheckpoint forks at a checkpoint instead: the fork shares the
 	// messages up to its last_seq and starts from a copy of it.
 	AtCheckpoint *ForkCheckpoint `json:"at_checkpoint,omitempty"`
-	Title    *string `json:"title,omitempty" validate:"omitempty,max=1000"`
-	Metadata Object  `json:"metadata,omitempty"`
+	Title        *string         `json:"title,omitempty" validate:"omitempty,max=1000"`
+	Metadata     Object          `json:"metadata,omitempty"`
 }
 
 // Validate refuses at_seq beside at_checkpoint, and checks at_checkpoint.
