@@ -7,6 +7,7 @@ export default defineConfig({
   test: {
     include: ["test/langgraph/**/*.test.ts"],
     globals: true, // the suite calls describe, it, beforeAll … as globals
+    globalSetup: ["test/langgraph/setup.ts"],
     testTimeout: 30_000,
     hookTimeout: 120_000,
     reporters: ["default"],

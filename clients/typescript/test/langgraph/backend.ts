@@ -1,9 +1,11 @@
-// A Logbook server for the LangGraph tests, on SQLite or on PostgreSQL (a
-// throwaway cluster, pgtest's; skipped with a message where PostgreSQL is not
-// installed), and a client of it.
+// A Logbook server for the LangGraph tests, on SQLite or on PostgreSQL (the
+// throwaway cluster of setup.ts; skipped with a message where PostgreSQL is
+// not installed), and a client of it.
 
+import { inject } from "vitest";
 import { Client } from "../../src/client.js";
-import { startPostgres, startServer, type RunningServer } from "../harness.js";
+import { startServer } from "../harness.js";
+import { databases } from "./setup.js";
 
 export type Backend = "sqlite" | "postgres";
 
@@ -18,27 +20,20 @@ export interface LogbookUnderTest {
 const flags = ["--checkpoint-retention", "all", "--sync", "normal", "--max-body-bytes", "8388608"];
 
 /**
- * Starts Logbook on backend; a string says why it cannot run here (no
- * PostgreSQL), for the caller to skip with.
+ * Starts Logbook on backend (on PostgreSQL, in the database the global setup
+ * made for file); a string says why it cannot run here (no PostgreSQL), for
+ * the caller to skip with.
  */
-export async function startLogbook(backend: Backend): Promise<LogbookUnderTest | string> {
-  let pg: Awaited<ReturnType<typeof startPostgres>> | undefined;
-  let server: RunningServer;
+export async function startLogbook(backend: Backend, file: keyof typeof databases): Promise<LogbookUnderTest | string> {
+  process.env.LOGBOOK_SERVER_BIN = inject("serverBin");
+  let db: string | undefined;
   if (backend === "postgres") {
-    pg = await startPostgres(1);
+    const pg = inject("postgres");
     if (typeof pg === "string") return pg;
-    server = await startServer({ db: pg.urls[0], args: flags });
-  } else {
-    server = await startServer({ args: flags });
+    db = pg[databases[file]];
   }
-  return {
-    url: server.url,
-    client: new Client({ baseUrl: server.url, maxRetries: 0 }),
-    async stop() {
-      await server.stop();
-      if (pg && typeof pg !== "string") await pg.stop();
-    },
-  };
+  const server = await startServer({ db, args: flags });
+  return { url: server.url, client: new Client({ baseUrl: server.url, maxRetries: 0 }), stop: () => server.stop() };
 }
 
 /** Erases every session of the tenant: the suite wants each checkpointer to start empty. */
