@@ -91,6 +91,7 @@ const (
 	ErrorCodeAlreadyAttached      ErrorCode = "already_attached"
 	ErrorCodeBlockAttached        ErrorCode = "block_attached"
 	ErrorCodeBlockExists          ErrorCode = "block_exists"
+	ErrorCodeCheckpointExists     ErrorCode = "checkpoint_exists"
 	ErrorCodeConflict             ErrorCode = "conflict"
 	ErrorCodeCorrupted            ErrorCode = "corrupted"
 	ErrorCodeDuplicateToolResult  ErrorCode = "duplicate_tool_result"
@@ -107,6 +108,7 @@ const (
 	ErrorCodeMalformedJSON        ErrorCode = "malformed_json"
 	ErrorCodeMethodNotAllowed     ErrorCode = "method_not_allowed"
 	ErrorCodeNoCheckpoint         ErrorCode = "no_checkpoint"
+	ErrorCodeNoParent             ErrorCode = "no_parent"
 	ErrorCodeNotAttached          ErrorCode = "not_attached"
 	ErrorCodeNotFound             ErrorCode = "not_found"
 	ErrorCodeOldNotFound          ErrorCode = "old_not_found"
@@ -134,6 +136,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeBlockAttached:
 		return true
 	case ErrorCodeBlockExists:
+		return true
+	case ErrorCodeCheckpointExists:
 		return true
 	case ErrorCodeConflict:
 		return true
@@ -166,6 +170,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeMethodNotAllowed:
 		return true
 	case ErrorCodeNoCheckpoint:
+		return true
+	case ErrorCodeNoParent:
 		return true
 	case ErrorCodeNotAttached:
 		return true
@@ -1506,6 +1512,8 @@ type EmbeddingState string
 // | `not_attached` | 409 | the label is the agent's own block, not an attachment |
 // | `stale_iteration` | 409 | a checkpoint lost the race to a newer one; see `latest_iteration` |
 // | `no_checkpoint` | 409 | a checkpoint patch has no checkpoint to apply to |
+// | `no_parent` | 409 | a graph checkpoint names a parent its namespace does not hold |
+// | `checkpoint_exists` | 409 | a checkpoint's client id is taken by a checkpoint with other content |
 // | `stale_seq` | 409 | `expected_last_seq` is not the session's `last_seq`; see `last_seq` |
 // | `rewound` | 409 | the key names messages a rewind removed; send them under a new key |
 // | `stream_stopped` | 409 | an earlier line of the stream failed; this one was not appended |

@@ -4146,6 +4146,8 @@ export interface components {
          *     | `not_attached` | 409 | the label is the agent's own block, not an attachment |
          *     | `stale_iteration` | 409 | a checkpoint lost the race to a newer one; see `latest_iteration` |
          *     | `no_checkpoint` | 409 | a checkpoint patch has no checkpoint to apply to |
+         *     | `no_parent` | 409 | a graph checkpoint names a parent its namespace does not hold |
+         *     | `checkpoint_exists` | 409 | a checkpoint's client id is taken by a checkpoint with other content |
          *     | `stale_seq` | 409 | `expected_last_seq` is not the session's `last_seq`; see `last_seq` |
          *     | `rewound` | 409 | the key names messages a rewind removed; send them under a new key |
          *     | `stream_stopped` | 409 | an earlier line of the stream failed; this one was not appended |
@@ -4168,7 +4170,7 @@ export interface components {
          *     | `internal` | 500 | unexpected failure |
          * @enum {string}
          */
-        ErrorCode: "not_found" | "validation_failed" | "invalid_transition" | "session_closed" | "conflict" | "idempotency_conflict" | "precondition_failed" | "limit_exceeded" | "old_not_found" | "read_only" | "block_exists" | "block_attached" | "already_attached" | "not_attached" | "stale_iteration" | "no_checkpoint" | "stale_seq" | "rewound" | "stream_stopped" | "event_not_found" | "unknown_tool_call" | "duplicate_tool_result" | "corrupted" | "invalid_import" | "payload_too_large" | "malformed_json" | "invalid_query" | "invalid_cursor" | "method_not_allowed" | "unsupported_media_type" | "unauthorized" | "forbidden" | "rate_limited" | "storage_unavailable" | "embedding_unavailable" | "internal";
+        ErrorCode: "not_found" | "validation_failed" | "invalid_transition" | "session_closed" | "conflict" | "idempotency_conflict" | "precondition_failed" | "limit_exceeded" | "old_not_found" | "read_only" | "block_exists" | "block_attached" | "already_attached" | "not_attached" | "stale_iteration" | "no_checkpoint" | "no_parent" | "checkpoint_exists" | "stale_seq" | "rewound" | "stream_stopped" | "event_not_found" | "unknown_tool_call" | "duplicate_tool_result" | "corrupted" | "invalid_import" | "payload_too_large" | "malformed_json" | "invalid_query" | "invalid_cursor" | "method_not_allowed" | "unsupported_media_type" | "unauthorized" | "forbidden" | "rate_limited" | "storage_unavailable" | "embedding_unavailable" | "internal";
         /** @description One bad input field or query parameter. */
         FieldError: {
             /** @description The field's JSON path as the client wrote it (e.g. `messages[2].role`), a query parameter's name, or a header's name (`Idempotency-Key`). */
