@@ -118,9 +118,12 @@ func (t *ckTx) Session(ctx context.Context, create bool) (int64, *model.Checkpoi
 			return 0, nil, model.Invalid(model.FieldError{Field: "create_session",
 				Message: "the session id must be 1 to 128 characters of A-Z a-z 0-9 _ . : - to be created"})
 		}
-		if ses, err = t.s.createSessionTx(ctx, t.tx, t.tenant, model.CreateSession{ID: t.session}); err == nil {
+		switch _, cerr := t.s.createSessionTx(ctx, t.tx, t.tenant, model.CreateSession{ID: t.session}); {
+		case cerr == nil:
 			return 0, nil, nil
-		}
+		case model.AsError(cerr).Kind != model.KindConflict:
+			return 0, nil, cerr
+		} // it exists, past its expires_at: not found, as to every write
 	}
 	if err != nil {
 		return 0, nil, err
