@@ -1267,6 +1267,15 @@ type CheckpointState struct {
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
+// CheckpointWrite One write of a task, as `POST /v1/sessions/{id}/checkpoint-writes` takes it.
+type CheckpointWrite struct {
+	// Channel The channel written.
+	Channel string `json:"channel"`
+
+	// Value Any JSON value.
+	Value interface{} `json:"value"`
+}
+
 // CheckpointWrites The body of `POST /v1/sessions/{id}/checkpoint-writes`. Unknown fields are `422`.
 type CheckpointWrites struct {
 	// CheckpointID The client id of the checkpoint the writes belong to (it need not exist yet).
@@ -1285,13 +1294,7 @@ type CheckpointWrites struct {
 	TaskPath *string `json:"task_path,omitempty"`
 
 	// Writes The task's writes, in order.
-	Writes []struct {
-		// Channel The channel written.
-		Channel string `json:"channel"`
-
-		// Value Any JSON value.
-		Value interface{} `json:"value"`
-	} `json:"writes"`
+	Writes []CheckpointWrite `json:"writes"`
 }
 
 // Compaction "This summary stands for messages 1..through_seq." The originals stay readable, searchable and exported.

@@ -2550,14 +2550,16 @@ export interface components {
             /** @description The task's path, which orders a checkpoint's writes before `task_id`. */
             task_path?: string;
             /** @description The task's writes, in order. */
-            writes: {
-                /** @description The channel written. */
-                channel: string;
-                /** @description Any JSON value. */
-                value: unknown;
-            }[];
+            writes: components["schemas"]["CheckpointWrite"][];
             /** @description Make the session first when it does not exist. */
             create_session?: boolean;
+        };
+        /** @description One write of a task, as `POST /v1/sessions/{id}/checkpoint-writes` takes it. */
+        CheckpointWrite: {
+            /** @description The channel written. */
+            channel: string;
+            /** @description Any JSON value. */
+            value: unknown;
         };
         /** @description One task's write, recorded against a checkpoint. */
         PendingWrite: {
