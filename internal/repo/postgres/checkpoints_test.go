@@ -14,6 +14,7 @@ import (
 
 	"github.com/logbook/logbook/internal/model"
 	"github.com/logbook/logbook/internal/repo"
+	"github.com/logbook/logbook/internal/repo/ckstore"
 	"github.com/logbook/logbook/internal/repo/ckstate"
 	"github.com/logbook/logbook/internal/repo/postgres"
 )
@@ -470,7 +471,8 @@ func TestCheckpointPagingPG(t *testing.T) {
 	if err != nil || len(pg.Data) != 2 || !pg.HasMore || pg.Data[0].Iteration != 5 || pg.Data[1].Iteration != 4 {
 		t.Fatalf("first page %+v %v", pg, err)
 	}
-	want := repo.EncodeCursor(repo.Cursor{Q: repo.Fingerprint("checkpoints", "a"), N: 4})
+	want := repo.EncodeCursor(repo.Cursor{Q: ckstore.Fingerprint(model.CheckpointFilter{SessionID: "a"}),
+		N: int64(pg.Data[1].CreatedAt), S: pg.Data[1].ID})
 	if *pg.NextCursor != *want {
 		t.Errorf("cursor %s, want %s (the one SQLite makes)", *pg.NextCursor, *want)
 	}
