@@ -321,3 +321,26 @@ func TestGraphCheckpointBadInput(t *testing.T) {
 		t.Errorf("a refused write stored %+v", page.Data)
 	}
 }
+
+// A page of a list holds at most ckstore.MaxPageBytes of states: one hostile
+// or careless list of 200 large states does not make the server hold them
+// all at once. It ends early with has_more, and the next page goes on.
+func TestCheckpointPageIsBoundedInBytes(t *testing.T) {
+	c := newClient(t, withMaxBody(8<<20))
+	mustCreateSession(t, c, map[string]any{"id": "big"})
+	c.do("PUT", "/v1/sessions/big/checkpoint-retention", map[string]any{"keep": "all"}).want(t, http.StatusOK, nil)
+	for i := range 7 {
+		mustGraphPut(t, c, "big", map[string]any{"client_id": fmt.Sprint("c", i),
+			"state": map[string]any{"blob": strings.Repeat(string(rune('a'+i)), 3<<20)}})
+	}
+	var page model.Page[model.Checkpoint]
+	c.do("GET", "/v1/sessions/big/checkpoints?limit=200", nil).want(t, http.StatusOK, &page)
+	if len(page.Data) != 6 || !page.HasMore || page.NextCursor == nil {
+		t.Fatalf("first page: %d checkpoints, has_more %v", len(page.Data), page.HasMore)
+	}
+	var rest model.Page[model.Checkpoint]
+	c.do("GET", "/v1/sessions/big/checkpoints?limit=200&cursor="+*page.NextCursor, nil).want(t, http.StatusOK, &rest)
+	if len(rest.Data) != 1 || rest.HasMore || rest.Data[0].ClientID != "c0" {
+		t.Errorf("second page: %+v", rest)
+	}
+}

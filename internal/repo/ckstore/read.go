@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/logbook/logbook/internal/model"
+	"github.com/logbook/logbook/internal/repo"
 	"github.com/logbook/logbook/internal/repo/ckstate"
 )
 
@@ -86,15 +87,25 @@ func sorted(ws []model.PendingWrite) []model.PendingWrite {
 	return ws
 }
 
+// MaxPageBytes bounds the states and writes one page of a list holds: 200
+// checkpoints of 4 MiB states would be 800 MiB in memory at once. A page that
+// reaches it ends there, with has_more, after at least one checkpoint.
+const MaxPageBytes = 16 << 20
+
 // Page reads a list's rows: rebuilt through one reader per session and
 // namespace (which shares the work of a run of deltas among its rows), with
 // their pending writes unless f.NoValues. rowsOf gives the Reads of a
-// session. A damaged checkpoint fails the page (corrupted), naming it.
-func Page(ctx context.Context, rows []ckstate.Row, f model.CheckpointFilter, rowsOf func(session string) Reads) ([]model.Checkpoint, error) {
+// session. cut says the page stopped early, at MaxPageBytes. A damaged
+// checkpoint fails the page (corrupted), naming it.
+func Page(ctx context.Context, rows []ckstate.Row, f model.CheckpointFilter, rowsOf func(session string) Reads) (out []model.Checkpoint, cut bool, err error) {
 	type key struct{ session, ns string }
 	readers := map[key]*ckstate.Reader{}
-	out := make([]model.Checkpoint, len(rows))
+	out = make([]model.Checkpoint, len(rows))
+	size := 0
 	for i, row := range rows {
+		if i > 0 && size >= MaxPageBytes {
+			return out[:i], true, nil
+		}
 		r := rowsOf(row.SessionID)
 		if f.NoValues {
 			out[i] = row.Checkpoint
@@ -109,12 +120,31 @@ func Page(ctx context.Context, rows []ckstate.Row, f model.CheckpointFilter, row
 		}
 		c, err := rd.Read(row)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if err := Attach(ctx, r, &c, f.ParentWrites); err != nil {
-			return nil, err
+			return nil, false, err
+		}
+		size += len(c.State)
+		for _, w := range c.PendingWrites {
+			size += len(w.Value)
 		}
 		out[i] = c
 	}
-	return out, nil
+	return out, false, nil
+}
+
+// NewPage is a list's page of out, read from rows (limit+1 of them when
+// there is more), as repo.NewPage makes it; cut (Page's) ends it early.
+func NewPage(out []model.Checkpoint, rows []ckstate.Row, limit int, cut bool, q string) model.Page[model.Checkpoint] {
+	next := func(last model.Checkpoint) repo.Cursor {
+		return repo.Cursor{Q: q, N: int64(last.CreatedAt), S: last.ID}
+	}
+	if cut {
+		return model.Page[model.Checkpoint]{Data: out, HasMore: true, NextCursor: repo.EncodeCursor(next(out[len(out)-1]))}
+	}
+	if len(rows) > limit {
+		out = append(out, rows[limit].Checkpoint) // only says there is more
+	}
+	return repo.NewPage(out, limit, next)
 }

@@ -57,7 +57,7 @@ func (s *Store) FindCheckpoints(ctx context.Context, tenant string, f model.Chec
 		return model.Page[model.Checkpoint]{}, err
 	}
 	limit := p.Clamp()
-	var out []model.Checkpoint
+	var page model.Page[model.Checkpoint]
 	err = s.ckReadTxPG(ctx, func(tx pgx.Tx) error {
 		if f.SessionID != "" {
 			if _, err := ckSessionPG(ctx, tx, tenant, f.SessionID, false); err != nil {
@@ -99,20 +99,15 @@ func (s *Store) FindCheckpoints(ctx context.Context, tenant string, f model.Chec
 		if err != nil {
 			return err
 		}
-		out, err = ckstore.Page(ctx, stored[:min(len(stored), limit)], f, func(session string) ckstore.Reads {
+		out, cut, err := ckstore.Page(ctx, stored[:min(len(stored), limit)], f, func(session string) ckstore.Reads {
 			return ckRowsPG{tx, tenant, session}
 		})
-		if err == nil && len(stored) > limit {
-			out = append(out, stored[limit].Checkpoint) // only says there is more
+		if err == nil {
+			page = ckstore.NewPage(out, stored, limit, cut, q)
 		}
 		return err
 	})
-	if err != nil {
-		return model.Page[model.Checkpoint]{}, err
-	}
-	return repo.NewPage(out, limit, func(last model.Checkpoint) repo.Cursor {
-		return repo.Cursor{Q: q, N: int64(last.CreatedAt), S: last.ID}
-	}), nil
+	return page, err
 }
 
 // sessionRetentionPG reads a session's own retention policy (nil: none).

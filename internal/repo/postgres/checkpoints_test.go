@@ -14,8 +14,8 @@ import (
 
 	"github.com/logbook/logbook/internal/model"
 	"github.com/logbook/logbook/internal/repo"
-	"github.com/logbook/logbook/internal/repo/ckstore"
 	"github.com/logbook/logbook/internal/repo/ckstate"
+	"github.com/logbook/logbook/internal/repo/ckstore"
 	"github.com/logbook/logbook/internal/repo/postgres"
 )
 

@@ -66,18 +66,13 @@ func (s *Store) FindCheckpoints(ctx context.Context, tenant string, f model.Chec
 	if err != nil {
 		return model.Page[model.Checkpoint]{}, mapErr(err)
 	}
-	out, err := ckstore.Page(ctx, stored[:min(len(stored), limit)], f, func(session string) ckstore.Reads {
+	out, cut, err := ckstore.Page(ctx, stored[:min(len(stored), limit)], f, func(session string) ckstore.Reads {
 		return ckRows{tx, tenant, session}
 	})
 	if err != nil {
 		return model.Page[model.Checkpoint]{}, err
 	}
-	if len(stored) > limit {
-		out = append(out, stored[limit].Checkpoint) // only says there is more
-	}
-	return repo.NewPage(out, limit, func(last model.Checkpoint) repo.Cursor {
-		return repo.Cursor{Q: q, N: int64(last.CreatedAt), S: last.ID}
-	}), nil
+	return ckstore.NewPage(out, stored, limit, cut, q), nil
 }
 
 // checkpointAt is the place in a list's order of the checkpoint f.Before
