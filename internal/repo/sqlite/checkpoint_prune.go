@@ -5,6 +5,7 @@ import (
 	"database/sql"
 
 	"github.com/logbook/logbook/internal/repo/ckstate"
+	"github.com/logbook/logbook/internal/repo/ckstore"
 )
 
 // deleteCheckpointsAfterSeq deletes a session's checkpoints written after its
@@ -71,7 +72,7 @@ func dropCheckpoints(ctx context.Context, tx *sql.Tx, tenant, sessionID, ns, con
 	if err != nil {
 		return nil, err
 	}
-	rd := ckstateReader(ctx, tx, tenant, sessionID, ns)
+	rd := ckstore.NewReader(ctx, ckRows{tx, tenant, sessionID}, ns)
 	for _, row := range stranded {
 		c, err := rd.Read(row)
 		if isCorrupted(err) {
@@ -98,9 +99,4 @@ func dropCheckpoints(ctx context.Context, tx *sql.Tx, tenant, sessionID, ns, con
 		return nil, err
 	}
 	return gone, nil
-}
-
-// ckstateReader rebuilds one namespace's states as tx sees them.
-func ckstateReader(ctx context.Context, tx *sql.Tx, tenant, sessionID, ns string) *ckstate.Reader {
-	return ckstoreReader(ctx, ckRows{tx, tenant, sessionID}, ns)
 }

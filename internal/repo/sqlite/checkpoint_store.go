@@ -92,12 +92,6 @@ func (r ckRows) Writes(ctx context.Context, ns, id, channel string) ([]model.Pen
 	})
 }
 
-// newCkReader rebuilds the states of one session's checkpoints in namespace
-// "" as q sees them.
-func newCkReader(ctx context.Context, q querier, tenant, session string) *ckstate.Reader {
-	return ckstore.NewReader(ctx, ckRows{q, tenant, session}, "")
-}
-
 // getCheckpoint returns a session's checkpoint at iteration of namespace "",
 // or its latest when iteration is 0, read as ckstore.Get does. q should be a
 // transaction. Errors: KindNotFound, corrupted (with the checkpoint as far as
@@ -125,5 +119,3 @@ const (
 	snapshotEvery = ckstate.SnapshotEvery
 	deltaAbove    = ckstate.DeltaAbove
 )
-
-var ckstoreReader = ckstore.NewReader
