@@ -88,8 +88,8 @@ func dropCheckpoints(ctx context.Context, tx *sql.Tx, tenant, sessionID, ns, con
 			return nil, err
 		}
 	}
-	// Their pending writes go with them, unless a checkpoint that stays has
-	// the same client id (a write recorded before its checkpoint is kept).
+	// Their pending writes go with them (a client id names one checkpoint of
+	// the namespace, so no checkpoint that stays shares them).
 	if _, err := tx.ExecContext(ctx, `DELETE FROM checkpoint_writes WHERE tenant_id = ? AND session_id = ? AND namespace = ?
 		AND checkpoint_id IN (SELECT client_id FROM checkpoints WHERE `+where+`)`,
 		append([]any{tenant, sessionID, ns}, wargs...)...); err != nil {
