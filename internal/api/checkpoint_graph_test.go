@@ -3,6 +3,7 @@ package api_test
 import (
 	"fmt"
 	"net/http"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -342,5 +343,33 @@ func TestCheckpointPageIsBoundedInBytes(t *testing.T) {
 	c.do("GET", "/v1/sessions/big/checkpoints?limit=200&cursor="+*page.NextCursor, nil).want(t, http.StatusOK, &rest)
 	if len(rest.Data) != 1 || rest.HasMore || rest.Data[0].ClientID != "c0" {
 		t.Errorf("second page: %+v", rest)
+	}
+}
+
+// A thread's tree travels through export and import: namespaces, client
+// ids, parents and metadata come back as they were.
+func TestGraphCheckpointsExportImport(t *testing.T) {
+	c := newClient(t)
+	mustGraphPut(t, c, "tree", map[string]any{"client_id": "a", "state": map[string]any{"n": 1}, "metadata": map[string]any{"step": 0}, "create_session": true})
+	mustGraphPut(t, c, "tree", map[string]any{"client_id": "b", "parent_id": "a", "state_patch": map[string]any{"n": 2}})
+	mustGraphPut(t, c, "tree", map[string]any{"client_id": "c", "parent_id": "a", "state_patch": map[string]any{"n": 3}})
+	mustGraphPut(t, c, "tree", map[string]any{"namespace": "sub:1", "client_id": "x", "state": map[string]any{"inner": true}})
+	export := mustExport(t, c, "tree")
+	var copy model.Session
+	importNDJSON(c, export, "?as_new=true").want(t, http.StatusCreated, &copy)
+	show := func(session string) string {
+		var out []string
+		for _, ck := range listAll[model.Checkpoint](t, c, "/v1/sessions/"+session+"/checkpoints", 50) {
+			parent := "-"
+			if ck.ParentID != nil {
+				parent = *ck.ParentID
+			}
+			out = append(out, fmt.Sprintf("%q/%d/%s<%s %s %s", ck.Namespace, ck.Iteration, ck.ClientID, parent, ck.Metadata, ck.State))
+		}
+		sort.Strings(out)
+		return strings.Join(out, "\n")
+	}
+	if got, want := show(copy.ID), show("tree"); got != want {
+		t.Errorf("imported:\n%s\nwant:\n%s", got, want)
 	}
 }
