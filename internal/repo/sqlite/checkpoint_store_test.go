@@ -380,16 +380,18 @@ func TestImportStoresDeltas(t *testing.T) {
 	mustReadAll(t, other, "s", states, span(1, 12))
 }
 
-// Migration 00007 rolls back over rows the older code can read, and refuses a
-// database holding rows it could not.
+// Migrations 00020 and 00007 roll back over rows the older code can read,
+// and refuse a database holding rows it could not.
 func TestCheckpointMigrationDown(t *testing.T) {
 	for _, tc := range []struct {
-		name   string
-		state  string
-		refuse bool
+		name      string
+		state     string
+		namespace string
+		refuse    string // what the refusal names; "" for none
 	}{
-		{"plain_rows_roll_back", `{"a":1}`, false},
-		{"compressed_rows_refuse", `{"a":"` + strings.Repeat("ab", compressAbove) + `"}`, true},
+		{"plain_rows_roll_back", `{"a":1}`, "", ""},
+		{"compressed_rows_refuse", `{"a":"` + strings.Repeat("ab", compressAbove) + `"}`, "", "need migration 00007"},
+		{"namespaced_rows_refuse", `{"a":1}`, "sub", "need migration 00020"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -399,7 +401,10 @@ func TestCheckpointMigrationDown(t *testing.T) {
 				t.Fatal(err)
 			}
 			mustCkSession(t, s, "t", "s")
-			mustCheckpoint(t, s, "s", 1, tc.state)
+			if _, err := s.PutCheckpoint(ctx, "t", "s", model.PutCheckpoint{Iteration: 1, State: model.JSON(tc.state), Namespace: tc.namespace},
+				model.CheckpointRetention{}); err != nil {
+				t.Fatal(err)
+			}
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
 			}
@@ -414,9 +419,9 @@ func TestCheckpointMigrationDown(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, err = p.DownTo(ctx, 6)
-			if tc.refuse {
-				if err == nil || !strings.Contains(err.Error(), "need migration 00007") {
-					t.Fatalf("down: %v, want a refusal naming 00007", err)
+			if tc.refuse != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.refuse) {
+					t.Fatalf("down: %v, want a refusal: %s", err, tc.refuse)
 				}
 				return
 			}
