@@ -373,3 +373,32 @@ func TestGraphCheckpointsExportImport(t *testing.T) {
 		t.Errorf("imported:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+// A key bound to an end user lists only that user's sessions' checkpoints
+// across the tenant, and cannot write to another user's thread.
+func TestGraphCheckpointsUserBound(t *testing.T) {
+	c := newClient(t, withoutOpenMode())
+	_, admin := adminClients(t, c)
+	keyFor := func(user string) *client {
+		var k model.NewAPIKey
+		admin.do("POST", "/v1/admin/keys", map[string]any{"scope": "write", "user_id": user}).want(t, http.StatusCreated, &k)
+		return c.as(k.Key)
+	}
+	ann, bob := keyFor("ann"), keyFor("bob")
+	mustCreateSession(t, ann, map[string]any{"id": "ann-thread"})
+	mustCreateSession(t, bob, map[string]any{"id": "bob-thread"})
+	mustGraphPut(t, ann, "ann-thread", map[string]any{"client_id": "a", "state": map[string]any{}})
+	mustGraphPut(t, bob, "bob-thread", map[string]any{"client_id": "b", "state": map[string]any{}})
+	var page model.Page[model.Checkpoint]
+	ann.do("GET", "/v1/checkpoints", nil).want(t, http.StatusOK, &page)
+	if len(page.Data) != 1 || page.Data[0].SessionID != "ann-thread" {
+		t.Errorf("ann lists %+v", page.Data)
+	}
+	graphPut(ann, "bob-thread", map[string]any{"client_id": "x", "state": map[string]any{}}).wantProblem(t, http.StatusNotFound, "not_found")
+	ann.do("POST", "/v1/sessions/bob-thread/checkpoint-writes", map[string]any{"checkpoint_id": "b", "task_id": "t",
+		"writes": []any{map[string]any{"channel": "c", "value": 1}}}).wantProblem(t, http.StatusNotFound, "not_found")
+	ann.do("GET", "/v1/checkpoints?session_id=bob-thread", nil).want(t, http.StatusOK, &page)
+	if len(page.Data) != 0 {
+		t.Errorf("ann reads bob's checkpoints: %+v", page.Data)
+	}
+}
