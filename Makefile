@@ -44,12 +44,16 @@ test-postgres:
 test-python:
 	cd clients/python && python3 -m unittest discover -v
 
-# The TypeScript client (clients/typescript) the same way, with node --test. Its
-# pinned dev tools (tsc, openapi-typescript, the Agents SDK) come from its
-# package-lock.json: npm ci runs only when node_modules is missing or older.
+# The TypeScript client (clients/typescript) the same way, with node --test;
+# then, under vitest (their own runner), LangGraph's checkpointer validation
+# suite against LogbookSaver and a real StateGraph, each on SQLite and on a
+# throwaway PostgreSQL cluster (skipped, saying why, without PostgreSQL). Its
+# pinned dev tools (tsc, openapi-typescript, the Agents SDK, LangGraph, vitest)
+# come from its package-lock.json: npm ci runs only when node_modules is
+# missing or older.
 TS_CLIENT := clients/typescript
 test-typescript: $(TS_CLIENT)/node_modules/.package-lock.json
-	cd $(TS_CLIENT) && npm test
+	cd $(TS_CLIENT) && npm test && npx vitest run
 
 $(TS_CLIENT)/node_modules/.package-lock.json: $(TS_CLIENT)/package-lock.json $(TS_CLIENT)/package.json
 	cd $(TS_CLIENT) && npm ci --no-audit --no-fund

@@ -20,6 +20,27 @@ import (
 	openapi_types "github.com/oapi-codegen/runtime/types"
 )
 
+// Defines values for CheckpointRetentionKeep.
+const (
+	CheckpointRetentionKeepAll         CheckpointRetentionKeep = "all"
+	CheckpointRetentionKeepLast        CheckpointRetentionKeep = "last"
+	CheckpointRetentionKeepYoungerThan CheckpointRetentionKeep = "younger_than"
+)
+
+// Valid indicates whether the value is a known member of the CheckpointRetentionKeep enum.
+func (e CheckpointRetentionKeep) Valid() bool {
+	switch e {
+	case CheckpointRetentionKeepAll:
+		return true
+	case CheckpointRetentionKeepLast:
+		return true
+	case CheckpointRetentionKeepYoungerThan:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CounterDriftField.
 const (
 	CounterDriftFieldLastSeq      CounterDriftField = "last_seq"
@@ -70,6 +91,7 @@ const (
 	ErrorCodeAlreadyAttached       ErrorCode = "already_attached"
 	ErrorCodeBlockAttached         ErrorCode = "block_attached"
 	ErrorCodeBlockExists           ErrorCode = "block_exists"
+	ErrorCodeCheckpointExists      ErrorCode = "checkpoint_exists"
 	ErrorCodeConflict              ErrorCode = "conflict"
 	ErrorCodeCorrupted             ErrorCode = "corrupted"
 	ErrorCodeDuplicateToolResult   ErrorCode = "duplicate_tool_result"
@@ -88,6 +110,7 @@ const (
 	ErrorCodeMalformedJSON         ErrorCode = "malformed_json"
 	ErrorCodeMethodNotAllowed      ErrorCode = "method_not_allowed"
 	ErrorCodeNoCheckpoint          ErrorCode = "no_checkpoint"
+	ErrorCodeNoParent              ErrorCode = "no_parent"
 	ErrorCodeNotAttached           ErrorCode = "not_attached"
 	ErrorCodeNotFound              ErrorCode = "not_found"
 	ErrorCodeOldNotFound           ErrorCode = "old_not_found"
@@ -115,6 +138,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeBlockAttached:
 		return true
 	case ErrorCodeBlockExists:
+		return true
+	case ErrorCodeCheckpointExists:
 		return true
 	case ErrorCodeConflict:
 		return true
@@ -151,6 +176,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeMethodNotAllowed:
 		return true
 	case ErrorCodeNoCheckpoint:
+		return true
+	case ErrorCodeNoParent:
 		return true
 	case ErrorCodeNotAttached:
 		return true
@@ -548,6 +575,27 @@ func (e Scope) Valid() bool {
 	case ScopeRead:
 		return true
 	case ScopeWrite:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SessionRetentionKeep.
+const (
+	SessionRetentionKeepAll         SessionRetentionKeep = "all"
+	SessionRetentionKeepLast        SessionRetentionKeep = "last"
+	SessionRetentionKeepYoungerThan SessionRetentionKeep = "younger_than"
+)
+
+// Valid indicates whether the value is a known member of the SessionRetentionKeep enum.
+func (e SessionRetentionKeep) Valid() bool {
+	switch e {
+	case SessionRetentionKeepAll:
+		return true
+	case SessionRetentionKeepLast:
+		return true
+	case SessionRetentionKeepYoungerThan:
 		return true
 	default:
 		return false
@@ -1127,8 +1175,11 @@ type BlockReplace struct {
 	Old string `json:"old"`
 }
 
-// Checkpoint One iteration's saved loop state.
+// Checkpoint One iteration's saved loop state, in its namespace's tree.
 type Checkpoint struct {
+	// ClientID The client's name for it, unique in the session and namespace (its `id` when the client gave none).
+	ClientID string `json:"client_id"`
+
 	// CreatedAt When the checkpoint was written.
 	//
 	// Examples: 2026-11-22T02:36:54.323Z
@@ -1137,11 +1188,29 @@ type Checkpoint struct {
 	// ID `ckp_` + 32 hex digits.
 	ID string `json:"id"`
 
-	// Iteration The runtime's iteration this state follows; grows with each checkpoint.
+	// Iteration The runtime's iteration this state follows; grows with each checkpoint of its namespace.
 	Iteration int64 `json:"iteration"`
 
 	// LastSeq The session's last_seq when the checkpoint was written.
 	LastSeq int64 `json:"last_seq"`
+
+	// Metadata The metadata written with it (`{}` when none).
+	Metadata map[string]interface{} `json:"metadata"`
+
+	// Namespace Its namespace (`""` by default); each has its own line of iterations.
+	Namespace string `json:"namespace"`
+
+	// ParentID The client id of the checkpoint it follows in its namespace (kept when that one is pruned); `null` for a root.
+	ParentID *string `json:"parent_id"`
+
+	// ParentIteration The iteration of that parent; `null` for a root.
+	ParentIteration *int64 `json:"parent_iteration"`
+
+	// ParentWrites With `parent_writes=CHANNEL`, the parent's pending writes to that channel.
+	ParentWrites []PendingWrite `json:"parent_writes,omitempty"`
+
+	// PendingWrites The pending writes recorded against it, by `task_path`, `task_id`, `idx`. Left out of a list with `values=false` and of a write's answer.
+	PendingWrites []PendingWrite `json:"pending_writes,omitempty"`
 
 	// SessionID The session the checkpoint belongs to.
 	//
@@ -1151,8 +1220,35 @@ type Checkpoint struct {
 	// Sha256 A SHA-256 over the iteration, `last_seq` and the state's canonical JSON, verified on every read (lowercase hex).
 	Sha256 string `json:"sha256"`
 
-	// State The state as written (or as merged by a `PATCH`), with every key the runtime sent.
-	State CheckpointState `json:"state"`
+	// State The state as written (or as merged by a `PATCH`), with every key the runtime sent. Left out of a list with `values=false` and of a `POST`'s answer.
+	State *CheckpointState `json:"state,omitempty"`
+}
+
+// CheckpointCreate The body of `POST /v1/sessions/{id}/checkpoints`. Unknown fields are `422`. One of `state` and `state_patch`.
+type CheckpointCreate struct {
+	// ClientID The client's name for the checkpoint, unique in the session and namespace; default its `id`.
+	ClientID *string `json:"client_id,omitempty"`
+
+	// CreateSession Make the session first when it does not exist.
+	CreateSession *bool `json:"create_session,omitempty"`
+
+	// ExpectedIteration When given, must equal the namespace's latest iteration (0 when it has none).
+	ExpectedIteration *int64 `json:"expected_iteration,omitempty"`
+
+	// Metadata Any JSON object, for lists to filter on.
+	Metadata map[string]interface{} `json:"metadata,omitempty"`
+
+	// Namespace The namespace (default `""`).
+	Namespace *string `json:"namespace,omitempty"`
+
+	// ParentID The client id of the checkpoint of the same namespace this one follows; left out for a root.
+	ParentID *string `json:"parent_id,omitempty"`
+
+	// State The state, whole.
+	State *CheckpointState `json:"state,omitempty"`
+
+	// StatePatch An RFC 7396 merge patch of the parent's state (of `{}` for a root).
+	StatePatch map[string]interface{} `json:"state_patch,omitempty"`
 }
 
 // CheckpointEvent The data of a `checkpoint.created` event, the checkpoint without its state (`GET /v1/sessions/{id}/checkpoints/{iteration}` has it).
@@ -1176,7 +1272,7 @@ type CheckpointEvent struct {
 	Sha256 string `json:"sha256"`
 }
 
-// CheckpointPage One page of a session's checkpoints, newest iteration first.
+// CheckpointPage One page of checkpoints, newest first.
 type CheckpointPage struct {
 	// Data The checkpoints of this page.
 	Data []Checkpoint `json:"data"`
@@ -1190,15 +1286,39 @@ type CheckpointPage struct {
 
 // CheckpointPut The body of `PUT /v1/sessions/{id}/checkpoint`. Unknown fields are `422` (the `state` itself is open).
 type CheckpointPut struct {
+	// ClientID The client's name for the checkpoint, unique in the session and namespace; default its `id`.
+	ClientID *string `json:"client_id,omitempty"`
+
 	// ExpectedIteration When given, must equal the latest checkpoint's iteration (0 when there is none).
 	ExpectedIteration *int64 `json:"expected_iteration,omitempty"`
 
 	// Iteration Must be above the latest checkpoint's iteration.
 	Iteration int64 `json:"iteration"`
 
+	// Metadata Any JSON object kept beside the state, for lists to filter on (`metadata[KEY]=`).
+	Metadata map[string]interface{} `json:"metadata,omitempty"`
+
+	// Namespace The namespace; each has its own latest and its own fence. Default `""`.
+	Namespace *string `json:"namespace,omitempty"`
+
 	// State The runtime's loop state after this iteration, kept as given (any keys).
 	State CheckpointState `json:"state"`
 }
+
+// CheckpointRetention A checkpoint retention policy. Unknown fields are `422`.
+type CheckpointRetention struct {
+	// Keep `all` keeps every checkpoint; `last` the newest `last` of each namespace; `younger_than` those written less than `max_age_seconds` ago. The latest of a namespace is always kept.
+	Keep CheckpointRetentionKeep `json:"keep"`
+
+	// Last With `keep` `last`.
+	Last *int64 `json:"last,omitempty"`
+
+	// MaxAgeSeconds With `keep` `younger_than`.
+	MaxAgeSeconds *int64 `json:"max_age_seconds,omitempty"`
+}
+
+// CheckpointRetentionKeep `all` keeps every checkpoint; `last` the newest `last` of each namespace; `younger_than` those written less than `max_age_seconds` ago. The latest of a namespace is always kept.
+type CheckpointRetentionKeep string
 
 // CheckpointState The runtime's loop state, kept as given (canonical JSON). The keys below are
 // the ones the server reads and checks; **any other key is the runtime's own**
@@ -1220,6 +1340,36 @@ type CheckpointState struct {
 	// StopReason Why the loop stopped, in the runtime's words (e.g. `end_turn`).
 	StopReason           *string                `json:"stop_reason,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// CheckpointWrite One write of a task, as `POST /v1/sessions/{id}/checkpoint-writes` takes it.
+type CheckpointWrite struct {
+	// Channel The channel written.
+	Channel string `json:"channel"`
+
+	// Value Any JSON value.
+	Value interface{} `json:"value"`
+}
+
+// CheckpointWrites The body of `POST /v1/sessions/{id}/checkpoint-writes`. Unknown fields are `422`.
+type CheckpointWrites struct {
+	// CheckpointID The client id of the checkpoint the writes belong to (it need not exist yet).
+	CheckpointID string `json:"checkpoint_id"`
+
+	// CreateSession Make the session first when it does not exist.
+	CreateSession *bool `json:"create_session,omitempty"`
+
+	// Namespace The checkpoint's namespace (default `""`).
+	Namespace *string `json:"namespace,omitempty"`
+
+	// TaskID The task that made the writes.
+	TaskID string `json:"task_id"`
+
+	// TaskPath The task's path, which orders a checkpoint's writes before `task_id`.
+	TaskPath *string `json:"task_path,omitempty"`
+
+	// Writes The task's writes, in order.
+	Writes []CheckpointWrite `json:"writes"`
 }
 
 // Compaction "This summary stands for messages 1..through_seq." The originals stay readable, searchable and exported.
@@ -1461,6 +1611,8 @@ type EmbeddingState string
 // | `not_attached` | 409 | the label is the agent's own block, not an attachment |
 // | `stale_iteration` | 409 | a checkpoint lost the race to a newer one; see `latest_iteration` |
 // | `no_checkpoint` | 409 | a checkpoint patch has no checkpoint to apply to |
+// | `no_parent` | 409 | a graph checkpoint names a parent its namespace does not hold |
+// | `checkpoint_exists` | 409 | a checkpoint's client id is taken by a checkpoint with other content |
 // | `stale_seq` | 409 | `expected_last_seq` is not the session's `last_seq`; see `last_seq` |
 // | `rewound` | 409 | the key names messages a rewind removed; send them under a new key |
 // | `stream_stopped` | 409 | an earlier line of the stream failed; this one was not appended |
@@ -1551,6 +1703,18 @@ type File struct {
 
 // ForkCreate The body of `POST /v1/sessions/{id}/fork`; `{}` is valid. Unknown fields are `422`.
 type ForkCreate struct {
+	// AtCheckpoint Fork at a checkpoint instead of `at_seq` (not both): the fork shares the messages up to its `last_seq` and starts from its own copy of it (same namespace, iteration, client id, metadata, state and pending writes; no parent).
+	AtCheckpoint *struct {
+		// ClientID The checkpoint's client id (or give `iteration`).
+		ClientID *string `json:"client_id,omitempty"`
+
+		// Iteration The checkpoint's iteration (or give `client_id`).
+		Iteration *int64 `json:"iteration,omitempty"`
+
+		// Namespace The checkpoint's namespace (default `""`).
+		Namespace *string `json:"namespace,omitempty"`
+	} `json:"at_checkpoint,omitempty"`
+
 	// AtSeq How many of the parent's messages the fork shares; left out means all of them.
 	AtSeq *int64 `json:"at_seq,omitempty"`
 
@@ -2624,11 +2788,20 @@ type PassageSearchResult struct {
 
 // PatchCheckpoint The body of `PATCH /v1/sessions/{id}/checkpoint`. Unknown fields are `422` (`state_patch` itself is open).
 type PatchCheckpoint struct {
+	// ClientID The client's name for the checkpoint, unique in the session and namespace; default its `id`.
+	ClientID *string `json:"client_id,omitempty"`
+
 	// ExpectedIteration When given, must equal the latest checkpoint's iteration.
 	ExpectedIteration *int64 `json:"expected_iteration,omitempty"`
 
 	// Iteration Must be above the latest checkpoint's iteration.
 	Iteration int64 `json:"iteration"`
+
+	// Metadata Any JSON object kept beside the state, for lists to filter on (`metadata[KEY]=`).
+	Metadata map[string]interface{} `json:"metadata,omitempty"`
+
+	// Namespace The namespace; each has its own latest and its own fence. Default `""`.
+	Namespace *string `json:"namespace,omitempty"`
 
 	// StatePatch An RFC 7396 JSON merge patch of the latest checkpoint's state (any keys; `null` removes one); the merged result must be a valid `CheckpointState`.
 	StatePatch map[string]interface{} `json:"state_patch"`
@@ -2648,6 +2821,24 @@ type PendingToolCall struct {
 	// ToolName The tool's name.
 	ToolName             string                 `json:"tool_name"`
 	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// PendingWrite One task's write, recorded against a checkpoint.
+type PendingWrite struct {
+	// Channel The channel written.
+	Channel string `json:"channel"`
+
+	// Idx Its position in the task's writes, or a special channel's negative index.
+	Idx int64 `json:"idx"`
+
+	// TaskID The task that made it.
+	TaskID string `json:"task_id"`
+
+	// TaskPath The task's path (`""` when none was given).
+	TaskPath string `json:"task_path"`
+
+	// Value The value, as given.
+	Value interface{} `json:"value"`
 }
 
 // Problem An RFC 9457 problem details object (`application/problem+json`). `errors`
@@ -3086,6 +3277,24 @@ type SessionPage struct {
 	NextCursor *string `json:"next_cursor"`
 }
 
+// SessionRetention The retention policy in force for a session.
+type SessionRetention struct {
+	// Default `true` when this is the server's default (`--checkpoint-retention`, `--checkpoint-keep`), the session having none of its own.
+	Default bool `json:"default"`
+
+	// Keep As in `CheckpointRetention`.
+	Keep SessionRetentionKeep `json:"keep"`
+
+	// Last With `keep` `last`.
+	Last *int64 `json:"last,omitempty"`
+
+	// MaxAgeSeconds With `keep` `younger_than`.
+	MaxAgeSeconds *int64 `json:"max_age_seconds,omitempty"`
+}
+
+// SessionRetentionKeep As in `CheckpointRetention`.
+type SessionRetentionKeep string
+
 // SessionStatus Where a session is in its life: `created` (no messages yet), `active`,
 // `completed` (closed; may be reopened), `archived` (closed for good).
 type SessionStatus string
@@ -3256,6 +3465,24 @@ type UsageTotals struct {
 	Tokens int64 `json:"tokens"`
 }
 
+// CheckpointBefore defines model for CheckpointBefore.
+type CheckpointBefore = string
+
+// CheckpointBeforeNamespace defines model for CheckpointBeforeNamespace.
+type CheckpointBeforeNamespace = string
+
+// CheckpointMetadata defines model for CheckpointMetadata.
+type CheckpointMetadata map[string]string
+
+// CheckpointNamespace defines model for CheckpointNamespace.
+type CheckpointNamespace = string
+
+// CheckpointNamespaceFilter defines model for CheckpointNamespaceFilter.
+type CheckpointNamespaceFilter = string
+
+// CheckpointValues defines model for CheckpointValues.
+type CheckpointValues = bool
+
 // Cursor defines model for Cursor.
 type Cursor = string
 
@@ -3297,6 +3524,9 @@ type LastEventID = string
 
 // Limit defines model for Limit.
 type Limit = int
+
+// ParentWrites defines model for ParentWrites.
+type ParentWrites = string
 
 // RefreshTTL defines model for RefreshTTL.
 type RefreshTTL = bool
@@ -3867,6 +4097,49 @@ type RunToolParams struct {
 	IdempotencyKey *IdempotencyKeyWrite `json:"Idempotency-Key,omitempty"`
 }
 
+// ListAllCheckpointsParams defines parameters for ListAllCheckpoints.
+type ListAllCheckpointsParams struct {
+	// Limit Page size, 1–200. Outside that range is `400 invalid_query`.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor Opaque: the `next_cursor` of the previous page. Send it with the same filters
+	// and order that produced it, else `400 invalid_cursor`. Leave it out for the
+	// first page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// SessionID Only this session's checkpoints.
+	SessionID *string `form:"session_id,omitempty" json:"session_id,omitempty"`
+
+	// Namespace Only checkpoints of this namespace (`namespace=` for `""`); left out means every namespace.
+	Namespace *CheckpointNamespaceFilter `form:"namespace,omitempty" json:"namespace,omitempty"`
+
+	// Metadata Only checkpoints whose top-level metadata keys have these values, rendered
+	// as text as `GET /v1/sessions` renders them, sent as `metadata[KEY]=VALUE`
+	// (or `metadata.KEY=VALUE`). All must match.
+	Metadata CheckpointMetadata `json:"metadata,omitempty"`
+
+	// Before Only checkpoints written before this one (a client id; `404` when it names none).
+	Before *CheckpointBefore `form:"before,omitempty" json:"before,omitempty"`
+
+	// BeforeNamespace The namespace of the checkpoint `before` names (default `""`).
+	BeforeNamespace *CheckpointBeforeNamespace `form:"before_namespace,omitempty" json:"before_namespace,omitempty"`
+
+	// BeforeSession The session of the checkpoint `before` names (default `session_id`).
+	BeforeSession *string `form:"before_session,omitempty" json:"before_session,omitempty"`
+
+	// Values `false` leaves out each checkpoint's `state` and `pending_writes` (a cheap list of the tree).
+	Values *CheckpointValues `form:"values,omitempty" json:"values,omitempty"`
+
+	// ParentWrites A channel name; each checkpoint then comes with its parent's pending writes to that channel (`parent_writes`).
+	ParentWrites *ParentWrites `form:"parent_writes,omitempty" json:"parent_writes,omitempty"`
+
+	// IfNoneMatch The `ETag` of the copy you hold (or a comma-separated list of them, or `*`).
+	// When it names the current answer the server sends `304` with no body
+	// instead of the same bytes again; tags compare weakly, so `W/"…"` matches
+	// too. A missing resource is still `404`, whatever this says.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
 // StreamEventsParams defines parameters for StreamEvents.
 type StreamEventsParams struct {
 	// After Start after the event with this id (as `Last-Event-ID`, which wins when both are given).
@@ -4140,7 +4413,7 @@ type ImportSessionParams struct {
 
 // CloseSessionParams defines parameters for CloseSession.
 type CloseSessionParams struct {
-	// Purge `true` erases the session for good (admin scope) instead of closing it.
+	// Purge `true` erases the session for good instead of closing it.
 	Purge *bool `form:"purge,omitempty" json:"purge,omitempty"`
 }
 
@@ -4155,6 +4428,15 @@ type GetSessionParams struct {
 
 // GetLatestCheckpointParams defines parameters for GetLatestCheckpoint.
 type GetLatestCheckpointParams struct {
+	// Namespace The checkpoint's namespace; left out means `""`.
+	Namespace *CheckpointNamespace `form:"namespace,omitempty" json:"namespace,omitempty"`
+
+	// ClientID The checkpoint's client id, in its namespace.
+	ClientID *string `form:"client_id,omitempty" json:"client_id,omitempty"`
+
+	// ParentWrites A channel name; each checkpoint then comes with its parent's pending writes to that channel (`parent_writes`).
+	ParentWrites *ParentWrites `form:"parent_writes,omitempty" json:"parent_writes,omitempty"`
+
 	// IfNoneMatch The `ETag` of the copy you hold (or a comma-separated list of them, or `*`).
 	// When it names the current answer the server sends `304` with no body
 	// instead of the same bytes again; tags compare weakly, so `W/"…"` matches
@@ -4216,6 +4498,26 @@ type ListCheckpointsParams struct {
 	// first page.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 
+	// Namespace Only checkpoints of this namespace (`namespace=` for `""`); left out means every namespace.
+	Namespace *CheckpointNamespaceFilter `form:"namespace,omitempty" json:"namespace,omitempty"`
+
+	// Metadata Only checkpoints whose top-level metadata keys have these values, rendered
+	// as text as `GET /v1/sessions` renders them, sent as `metadata[KEY]=VALUE`
+	// (or `metadata.KEY=VALUE`). All must match.
+	Metadata CheckpointMetadata `json:"metadata,omitempty"`
+
+	// Before Only checkpoints written before this one (a client id; `404` when it names none).
+	Before *CheckpointBefore `form:"before,omitempty" json:"before,omitempty"`
+
+	// BeforeNamespace The namespace of the checkpoint `before` names (default `""`).
+	BeforeNamespace *CheckpointBeforeNamespace `form:"before_namespace,omitempty" json:"before_namespace,omitempty"`
+
+	// Values `false` leaves out each checkpoint's `state` and `pending_writes` (a cheap list of the tree).
+	Values *CheckpointValues `form:"values,omitempty" json:"values,omitempty"`
+
+	// ParentWrites A channel name; each checkpoint then comes with its parent's pending writes to that channel (`parent_writes`).
+	ParentWrites *ParentWrites `form:"parent_writes,omitempty" json:"parent_writes,omitempty"`
+
 	// IfNoneMatch The `ETag` of the copy you hold (or a comma-separated list of them, or `*`).
 	// When it names the current answer the server sends `304` with no body
 	// instead of the same bytes again; tags compare weakly, so `W/"…"` matches
@@ -4225,6 +4527,12 @@ type ListCheckpointsParams struct {
 
 // GetCheckpointParams defines parameters for GetCheckpoint.
 type GetCheckpointParams struct {
+	// Namespace The checkpoint's namespace; left out means `""`.
+	Namespace *CheckpointNamespace `form:"namespace,omitempty" json:"namespace,omitempty"`
+
+	// ParentWrites A channel name; each checkpoint then comes with its parent's pending writes to that channel (`parent_writes`).
+	ParentWrites *ParentWrites `form:"parent_writes,omitempty" json:"parent_writes,omitempty"`
+
 	// IfNoneMatch The `ETag` of the copy you hold (or a comma-separated list of them, or `*`).
 	// When it names the current answer the server sends `304` with no body
 	// instead of the same bytes again; tags compare weakly, so `W/"…"` matches
@@ -4499,6 +4807,15 @@ type PatchCheckpointJSONRequestBody = PatchCheckpoint
 
 // PutCheckpointJSONRequestBody defines body for PutCheckpoint for application/json ContentType.
 type PutCheckpointJSONRequestBody = CheckpointPut
+
+// PutCheckpointRetentionJSONRequestBody defines body for PutCheckpointRetention for application/json ContentType.
+type PutCheckpointRetentionJSONRequestBody = CheckpointRetention
+
+// PutCheckpointWritesJSONRequestBody defines body for PutCheckpointWrites for application/json ContentType.
+type PutCheckpointWritesJSONRequestBody = CheckpointWrites
+
+// CreateCheckpointJSONRequestBody defines body for CreateCheckpoint for application/json ContentType.
+type CreateCheckpointJSONRequestBody = CheckpointCreate
 
 // CreateCompactionJSONRequestBody defines body for CreateCompaction for application/json ContentType.
 type CreateCompactionJSONRequestBody = CompactionCreate
@@ -6465,6 +6782,16 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/agents/{id}/tools/{tool_name} (the `RunTool` operationId).
 	RunTool(ctx context.Context, id AgentID, toolName ToolName, params *RunToolParams, body RunToolJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListAllCheckpoints List checkpoints across the tenant's sessions
+	//
+	// Checkpoints of every session of the tenant (a key bound to an end user:
+	// that user's sessions), **newest first**, with the filters of
+	// `GET /v1/sessions/{id}/checkpoints`, plus `session_id` and, for `before`,
+	// `before_session` (the session of the checkpoint `before` names).
+	//
+	// Corresponds with GET /v1/checkpoints (the `ListAllCheckpoints` operationId).
+	ListAllCheckpoints(ctx context.Context, params *ListAllCheckpointsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// StreamEvents Follow a whole tenant live (Server-Sent Events)
 	//
 	// Every event of the caller's tenant, as `GET /v1/sessions/{id}/events`
@@ -6908,9 +7235,11 @@ type ClientInterface interface {
 	// with the session as it is. A closed session refuses new messages
 	// (`409 session_closed`) until it is reopened with `PATCH {"status": "active"}`.
 	//
-	// With `?purge=true` (admin scope; a write key gets `403 forbidden`) the
-	// session is **erased** instead, whatever its status: its messages,
-	// checkpoints, idempotency keys and search-index rows, in one transaction;
+	// With `?purge=true` (write scope: any key that can see the session, as a
+	// runtime deleting its thread; a key bound to an end user only that user's)
+	// the session is **erased** instead, whatever its status: its messages,
+	// checkpoints and their pending writes, idempotency keys and search-index
+	// rows, in one transaction, as `POST /v1/admin/purge` erases each session;
 	// the answer is `204`. Forks that share its prefix keep their history: they
 	// take the prefix over as their own rows, with new message ids (their old
 	// ids answer `404`), and stop sharing (`parent_id` and `forked_at_seq` stay).
@@ -7055,9 +7384,11 @@ type ClientInterface interface {
 	// Corresponds with PATCH /v1/sessions/{id} (the `UpdateSession` operationId).
 	UpdateSessionWithApplicationMergePatchPlusJSONBody(ctx context.Context, id SessionID, body UpdateSessionApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GetLatestCheckpoint Get the latest checkpoint
+	// GetLatestCheckpoint Get the latest checkpoint, or one by its client id
 	//
-	// The session's newest checkpoint; `404 not_found` when it has none, `409 corrupted` (with `id`) when it fails its SHA-256.
+	// The newest checkpoint of a namespace (default `""`), or with `client_id`
+	// the one the client named so, with its pending writes; `404 not_found` when
+	// there is none, `409 corrupted` (with `id`) when it fails its SHA-256.
 	//
 	// Corresponds with GET /v1/sessions/{id}/checkpoint (the `GetLatestCheckpoint` operationId).
 	GetLatestCheckpoint(ctx context.Context, id SessionID, params *GetLatestCheckpointParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -7122,11 +7453,21 @@ type ClientInterface interface {
 	// stale_iteration` with `latest_iteration`. That is the fence that stops two
 	// workers from running one session: the second one's write fails.
 	//
+	// `namespace` (default `""`) gives the write a line of iterations of its own:
+	// each namespace of a session has its own latest and its own fence, so two
+	// workers on two namespaces never see each other's. `client_id` names the
+	// checkpoint as the client knows it (default: its `id`); `metadata` is kept
+	// beside the state, for lists to filter on. The parent is the namespace's
+	// latest checkpoint. A `client_id` already stored with the same state answers
+	// that checkpoint; with another state, `409 checkpoint_exists`.
+	//
 	// `state` is kept as given (canonical JSON); the server reads `schema_version`,
 	// `pause_until_ms`, `pending_tool_calls[{id, tool_name, tool_input, started_at}]`,
 	// `last_tool_result` and `stop_reason`. The checkpoint records the session's
-	// `last_seq` at this moment and a SHA-256 that every read verifies. The newest
-	// 100 checkpoints of a session are kept (`--checkpoint-keep`). A state is at
+	// `last_seq` at this moment and a SHA-256 that every read verifies. Older
+	// checkpoints are pruned by the session's retention policy
+	// (`PUT /v1/sessions/{id}/checkpoint-retention`), else the server's default
+	// (the newest 100 of each namespace, `--checkpoint-keep`). A state is at
 	// most 4 MiB (4194304 bytes) as canonical JSON, `<`, `>` and `&` escaped
 	// (`422 validation_failed` naming `state`), so that it travels as one line
 	// of an export.
@@ -7144,11 +7485,21 @@ type ClientInterface interface {
 	// stale_iteration` with `latest_iteration`. That is the fence that stops two
 	// workers from running one session: the second one's write fails.
 	//
+	// `namespace` (default `""`) gives the write a line of iterations of its own:
+	// each namespace of a session has its own latest and its own fence, so two
+	// workers on two namespaces never see each other's. `client_id` names the
+	// checkpoint as the client knows it (default: its `id`); `metadata` is kept
+	// beside the state, for lists to filter on. The parent is the namespace's
+	// latest checkpoint. A `client_id` already stored with the same state answers
+	// that checkpoint; with another state, `409 checkpoint_exists`.
+	//
 	// `state` is kept as given (canonical JSON); the server reads `schema_version`,
 	// `pause_until_ms`, `pending_tool_calls[{id, tool_name, tool_input, started_at}]`,
 	// `last_tool_result` and `stop_reason`. The checkpoint records the session's
-	// `last_seq` at this moment and a SHA-256 that every read verifies. The newest
-	// 100 checkpoints of a session are kept (`--checkpoint-keep`). A state is at
+	// `last_seq` at this moment and a SHA-256 that every read verifies. Older
+	// checkpoints are pruned by the session's retention policy
+	// (`PUT /v1/sessions/{id}/checkpoint-retention`), else the server's default
+	// (the newest 100 of each namespace, `--checkpoint-keep`). A state is at
 	// most 4 MiB (4194304 bytes) as canonical JSON, `<`, `>` and `&` escaped
 	// (`422 validation_failed` naming `state`), so that it travels as one line
 	// of an export.
@@ -7158,16 +7509,169 @@ type ClientInterface interface {
 	// Corresponds with PUT /v1/sessions/{id}/checkpoint (the `PutCheckpoint` operationId).
 	PutCheckpoint(ctx context.Context, id SessionID, params *PutCheckpointParams, body PutCheckpointJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// DeleteCheckpointRetention Return a session to the server's default retention policy
+	//
+	// Write scope. The answer is the server's default policy.
+	//
+	// Corresponds with DELETE /v1/sessions/{id}/checkpoint-retention (the `DeleteCheckpointRetention` operationId).
+	DeleteCheckpointRetention(ctx context.Context, id SessionID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetCheckpointRetention Get a session's checkpoint retention policy
+	//
+	// The session's own policy, or the server's default (`default` true).
+	//
+	// Corresponds with GET /v1/sessions/{id}/checkpoint-retention (the `GetCheckpointRetention` operationId).
+	GetCheckpointRetention(ctx context.Context, id SessionID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutCheckpointRetentionWithBody Set a session's checkpoint retention policy
+	//
+	// What older checkpoints of each namespace the session keeps as new ones
+	// arrive (write scope): `{"keep": "all"}`, `{"keep": "last", "last": N}`,
+	// or `{"keep": "younger_than", "max_age_seconds": S}`. The latest of a
+	// namespace is always kept, and pruning never leaves a checkpoint unable to
+	// be read (a delta's base goes only after the delta is rewritten whole).
+	// It applies from the session's next checkpoint write on.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /v1/sessions/{id}/checkpoint-retention (the `PutCheckpointRetention` operationId).
+	PutCheckpointRetentionWithBody(ctx context.Context, id SessionID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutCheckpointRetention Set a session's checkpoint retention policy
+	//
+	// What older checkpoints of each namespace the session keeps as new ones
+	// arrive (write scope): `{"keep": "all"}`, `{"keep": "last", "last": N}`,
+	// or `{"keep": "younger_than", "max_age_seconds": S}`. The latest of a
+	// namespace is always kept, and pruning never leaves a checkpoint unable to
+	// be read (a delta's base goes only after the delta is rewritten whole).
+	// It applies from the session's next checkpoint write on.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /v1/sessions/{id}/checkpoint-retention (the `PutCheckpointRetention` operationId).
+	PutCheckpointRetention(ctx context.Context, id SessionID, body PutCheckpointRetentionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutCheckpointWritesWithBody Record a task's pending writes against a checkpoint
+	//
+	// Records the writes of one task (`task_id`) against checkpoint
+	// `checkpoint_id` (a client id) of `namespace` (write scope). The checkpoint
+	// need not exist yet: a runtime may record a task's outputs before the
+	// checkpoint they belong to is stored, and reads find them once it is.
+	// They are read with the checkpoint (`pending_writes`, ordered by
+	// `task_path`, `task_id`, `idx`) and removed with it (pruning, rewind,
+	// purge).
+	//
+	// Each write is kept at its position in `writes` (`idx`), except on the
+	// special channels `__error__`, `__scheduled__`, `__interrupt__` and
+	// `__resume__`, which take the indexes -1, -2, -3 and -4 (LangGraph's
+	// `WRITES_IDX_MAP`). The first write stored at a position wins (a retry
+	// changes nothing); a later write to a special channel replaces the one
+	// before. With `create_session` the session is made first when it does not
+	// exist. At most 1000 writes a request.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/sessions/{id}/checkpoint-writes (the `PutCheckpointWrites` operationId).
+	PutCheckpointWritesWithBody(ctx context.Context, id SessionID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutCheckpointWrites Record a task's pending writes against a checkpoint
+	//
+	// Records the writes of one task (`task_id`) against checkpoint
+	// `checkpoint_id` (a client id) of `namespace` (write scope). The checkpoint
+	// need not exist yet: a runtime may record a task's outputs before the
+	// checkpoint they belong to is stored, and reads find them once it is.
+	// They are read with the checkpoint (`pending_writes`, ordered by
+	// `task_path`, `task_id`, `idx`) and removed with it (pruning, rewind,
+	// purge).
+	//
+	// Each write is kept at its position in `writes` (`idx`), except on the
+	// special channels `__error__`, `__scheduled__`, `__interrupt__` and
+	// `__resume__`, which take the indexes -1, -2, -3 and -4 (LangGraph's
+	// `WRITES_IDX_MAP`). The first write stored at a position wins (a retry
+	// changes nothing); a later write to a special channel replaces the one
+	// before. With `create_session` the session is made first when it does not
+	// exist. At most 1000 writes a request.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/sessions/{id}/checkpoint-writes (the `PutCheckpointWrites` operationId).
+	PutCheckpointWrites(ctx context.Context, id SessionID, body PutCheckpointWritesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListCheckpoints List a session's checkpoints
 	//
-	// Newest iteration first, keyset-paginated. A page holding a damaged checkpoint answers `409 corrupted` naming it.
+	// The session's checkpoints of every namespace (or of `namespace`), **newest
+	// first** (the order they were written in: keyset on `(created_at, id)`),
+	// each with its state and pending writes unless `values=false`. Filters:
+	// `metadata[KEY]=VALUE` (exact match of a top-level key of the checkpoint's
+	// metadata, rendered as text as `GET /v1/sessions` renders it), `before`
+	// (only checkpoints written before the one this client id names, in
+	// `before_namespace`). A page holding a damaged checkpoint answers `409
+	// corrupted` naming it.
 	//
 	// Corresponds with GET /v1/sessions/{id}/checkpoints (the `ListCheckpoints` operationId).
 	ListCheckpoints(ctx context.Context, id SessionID, params *ListCheckpointsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// CreateCheckpointWithBody Write a checkpoint of a graph (client id, parent, namespace)
+	//
+	// Records the next checkpoint of `namespace` (default `""`), as a graph
+	// runtime writes them (write scope): the server numbers it (the namespace's
+	// latest `iteration` + 1), the client names it (`client_id`, unique in the
+	// session and namespace; default its `id`) and hangs it under `parent_id`
+	// (a client id of the same namespace; left out: a root). A checkpoint may
+	// name any older one as its parent: that is how a run forks from a past
+	// checkpoint ("time travel"). The state is given whole (`state`) or as an
+	// RFC 7396 merge patch of the parent's state (`state_patch`; of `{}` for a
+	// root), which is how a runtime sends only the channels that changed.
+	//
+	// `expected_iteration`, when given, must equal the namespace's latest
+	// (`409 stale_iteration`). `409 no_parent` when `parent_id` names no
+	// checkpoint of the namespace. A `client_id` already stored with the same
+	// state and parent answers that checkpoint with `200` and writes nothing (a
+	// retry); with another, `409 checkpoint_exists`. With `create_session` the
+	// session is made first when it does not exist (status `created`).
+	//
+	// Storage is as for `PUT`: the namespace's latest is kept whole and the one
+	// before it may become a reverse delta of it, states are compressed, and the
+	// session's retention policy prunes. The answer is the checkpoint without
+	// its state.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/sessions/{id}/checkpoints (the `CreateCheckpoint` operationId).
+	CreateCheckpointWithBody(ctx context.Context, id SessionID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateCheckpoint Write a checkpoint of a graph (client id, parent, namespace)
+	//
+	// Records the next checkpoint of `namespace` (default `""`), as a graph
+	// runtime writes them (write scope): the server numbers it (the namespace's
+	// latest `iteration` + 1), the client names it (`client_id`, unique in the
+	// session and namespace; default its `id`) and hangs it under `parent_id`
+	// (a client id of the same namespace; left out: a root). A checkpoint may
+	// name any older one as its parent: that is how a run forks from a past
+	// checkpoint ("time travel"). The state is given whole (`state`) or as an
+	// RFC 7396 merge patch of the parent's state (`state_patch`; of `{}` for a
+	// root), which is how a runtime sends only the channels that changed.
+	//
+	// `expected_iteration`, when given, must equal the namespace's latest
+	// (`409 stale_iteration`). `409 no_parent` when `parent_id` names no
+	// checkpoint of the namespace. A `client_id` already stored with the same
+	// state and parent answers that checkpoint with `200` and writes nothing (a
+	// retry); with another, `409 checkpoint_exists`. With `create_session` the
+	// session is made first when it does not exist (status `created`).
+	//
+	// Storage is as for `PUT`: the namespace's latest is kept whole and the one
+	// before it may become a reverse delta of it, states are compressed, and the
+	// session's retention policy prunes. The answer is the checkpoint without
+	// its state.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/sessions/{id}/checkpoints (the `CreateCheckpoint` operationId).
+	CreateCheckpoint(ctx context.Context, id SessionID, body CreateCheckpointJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetCheckpoint Get the checkpoint of one iteration
 	//
-	// `404 not_found` when the session has no checkpoint of that iteration (pruned or never written).
+	// `404 not_found` when the session has no checkpoint of that iteration in the namespace (pruned or never written).
 	//
 	// Corresponds with GET /v1/sessions/{id}/checkpoints/{iteration} (the `GetCheckpoint` operationId).
 	GetCheckpoint(ctx context.Context, id SessionID, iteration int64, params *GetCheckpointParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -9213,6 +9717,26 @@ func (c *Client) RunTool(ctx context.Context, id AgentID, toolName ToolName, par
 	return c.Client.Do(req)
 }
 
+// ListAllCheckpoints List checkpoints across the tenant's sessions
+//
+// Checkpoints of every session of the tenant (a key bound to an end user:
+// that user's sessions), **newest first**, with the filters of
+// `GET /v1/sessions/{id}/checkpoints`, plus `session_id` and, for `before`,
+// `before_session` (the session of the checkpoint `before` names).
+//
+// Corresponds with GET /v1/checkpoints (the `ListAllCheckpoints` operationId).
+func (c *Client) ListAllCheckpoints(ctx context.Context, params *ListAllCheckpointsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListAllCheckpointsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // StreamEvents Follow a whole tenant live (Server-Sent Events)
 //
 // Every event of the caller's tenant, as `GET /v1/sessions/{id}/events`
@@ -9848,9 +10372,11 @@ func (c *Client) ImportSessionWithBody(ctx context.Context, params *ImportSessio
 // with the session as it is. A closed session refuses new messages
 // (`409 session_closed`) until it is reopened with `PATCH {"status": "active"}`.
 //
-// With `?purge=true` (admin scope; a write key gets `403 forbidden`) the
-// session is **erased** instead, whatever its status: its messages,
-// checkpoints, idempotency keys and search-index rows, in one transaction;
+// With `?purge=true` (write scope: any key that can see the session, as a
+// runtime deleting its thread; a key bound to an end user only that user's)
+// the session is **erased** instead, whatever its status: its messages,
+// checkpoints and their pending writes, idempotency keys and search-index
+// rows, in one transaction, as `POST /v1/admin/purge` erases each session;
 // the answer is `204`. Forks that share its prefix keep their history: they
 // take the prefix over as their own rows, with new message ids (their old
 // ids answer `404`), and stop sharing (`parent_id` and `forked_at_seq` stay).
@@ -10051,9 +10577,11 @@ func (c *Client) UpdateSessionWithApplicationMergePatchPlusJSONBody(ctx context.
 	return c.Client.Do(req)
 }
 
-// GetLatestCheckpoint Get the latest checkpoint
+// GetLatestCheckpoint Get the latest checkpoint, or one by its client id
 //
-// The session's newest checkpoint; `404 not_found` when it has none, `409 corrupted` (with `id`) when it fails its SHA-256.
+// The newest checkpoint of a namespace (default `""`), or with `client_id`
+// the one the client named so, with its pending writes; `404 not_found` when
+// there is none, `409 corrupted` (with `id`) when it fails its SHA-256.
 //
 // Corresponds with GET /v1/sessions/{id}/checkpoint (the `GetLatestCheckpoint` operationId).
 func (c *Client) GetLatestCheckpoint(ctx context.Context, id SessionID, params *GetLatestCheckpointParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -10148,11 +10676,21 @@ func (c *Client) PatchCheckpoint(ctx context.Context, id SessionID, params *Patc
 // stale_iteration` with `latest_iteration`. That is the fence that stops two
 // workers from running one session: the second one's write fails.
 //
+// `namespace` (default `""`) gives the write a line of iterations of its own:
+// each namespace of a session has its own latest and its own fence, so two
+// workers on two namespaces never see each other's. `client_id` names the
+// checkpoint as the client knows it (default: its `id`); `metadata` is kept
+// beside the state, for lists to filter on. The parent is the namespace's
+// latest checkpoint. A `client_id` already stored with the same state answers
+// that checkpoint; with another state, `409 checkpoint_exists`.
+//
 // `state` is kept as given (canonical JSON); the server reads `schema_version`,
 // `pause_until_ms`, `pending_tool_calls[{id, tool_name, tool_input, started_at}]`,
 // `last_tool_result` and `stop_reason`. The checkpoint records the session's
-// `last_seq` at this moment and a SHA-256 that every read verifies. The newest
-// 100 checkpoints of a session are kept (`--checkpoint-keep`). A state is at
+// `last_seq` at this moment and a SHA-256 that every read verifies. Older
+// checkpoints are pruned by the session's retention policy
+// (`PUT /v1/sessions/{id}/checkpoint-retention`), else the server's default
+// (the newest 100 of each namespace, `--checkpoint-keep`). A state is at
 // most 4 MiB (4194304 bytes) as canonical JSON, `<`, `>` and `&` escaped
 // (`422 validation_failed` naming `state`), so that it travels as one line
 // of an export.
@@ -10180,11 +10718,21 @@ func (c *Client) PutCheckpointWithBody(ctx context.Context, id SessionID, params
 // stale_iteration` with `latest_iteration`. That is the fence that stops two
 // workers from running one session: the second one's write fails.
 //
+// `namespace` (default `""`) gives the write a line of iterations of its own:
+// each namespace of a session has its own latest and its own fence, so two
+// workers on two namespaces never see each other's. `client_id` names the
+// checkpoint as the client knows it (default: its `id`); `metadata` is kept
+// beside the state, for lists to filter on. The parent is the namespace's
+// latest checkpoint. A `client_id` already stored with the same state answers
+// that checkpoint; with another state, `409 checkpoint_exists`.
+//
 // `state` is kept as given (canonical JSON); the server reads `schema_version`,
 // `pause_until_ms`, `pending_tool_calls[{id, tool_name, tool_input, started_at}]`,
 // `last_tool_result` and `stop_reason`. The checkpoint records the session's
-// `last_seq` at this moment and a SHA-256 that every read verifies. The newest
-// 100 checkpoints of a session are kept (`--checkpoint-keep`). A state is at
+// `last_seq` at this moment and a SHA-256 that every read verifies. Older
+// checkpoints are pruned by the session's retention policy
+// (`PUT /v1/sessions/{id}/checkpoint-retention`), else the server's default
+// (the newest 100 of each namespace, `--checkpoint-keep`). A state is at
 // most 4 MiB (4194304 bytes) as canonical JSON, `<`, `>` and `&` escaped
 // (`422 validation_failed` naming `state`), so that it travels as one line
 // of an export.
@@ -10204,9 +10752,164 @@ func (c *Client) PutCheckpoint(ctx context.Context, id SessionID, params *PutChe
 	return c.Client.Do(req)
 }
 
+// DeleteCheckpointRetention Return a session to the server's default retention policy
+//
+// Write scope. The answer is the server's default policy.
+//
+// Corresponds with DELETE /v1/sessions/{id}/checkpoint-retention (the `DeleteCheckpointRetention` operationId).
+func (c *Client) DeleteCheckpointRetention(ctx context.Context, id SessionID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteCheckpointRetentionRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetCheckpointRetention Get a session's checkpoint retention policy
+//
+// The session's own policy, or the server's default (`default` true).
+//
+// Corresponds with GET /v1/sessions/{id}/checkpoint-retention (the `GetCheckpointRetention` operationId).
+func (c *Client) GetCheckpointRetention(ctx context.Context, id SessionID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetCheckpointRetentionRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutCheckpointRetentionWithBody Set a session's checkpoint retention policy
+//
+// What older checkpoints of each namespace the session keeps as new ones
+// arrive (write scope): `{"keep": "all"}`, `{"keep": "last", "last": N}`,
+// or `{"keep": "younger_than", "max_age_seconds": S}`. The latest of a
+// namespace is always kept, and pruning never leaves a checkpoint unable to
+// be read (a delta's base goes only after the delta is rewritten whole).
+// It applies from the session's next checkpoint write on.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /v1/sessions/{id}/checkpoint-retention (the `PutCheckpointRetention` operationId).
+func (c *Client) PutCheckpointRetentionWithBody(ctx context.Context, id SessionID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutCheckpointRetentionRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutCheckpointRetention Set a session's checkpoint retention policy
+//
+// What older checkpoints of each namespace the session keeps as new ones
+// arrive (write scope): `{"keep": "all"}`, `{"keep": "last", "last": N}`,
+// or `{"keep": "younger_than", "max_age_seconds": S}`. The latest of a
+// namespace is always kept, and pruning never leaves a checkpoint unable to
+// be read (a delta's base goes only after the delta is rewritten whole).
+// It applies from the session's next checkpoint write on.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /v1/sessions/{id}/checkpoint-retention (the `PutCheckpointRetention` operationId).
+func (c *Client) PutCheckpointRetention(ctx context.Context, id SessionID, body PutCheckpointRetentionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutCheckpointRetentionRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutCheckpointWritesWithBody Record a task's pending writes against a checkpoint
+//
+// Records the writes of one task (`task_id`) against checkpoint
+// `checkpoint_id` (a client id) of `namespace` (write scope). The checkpoint
+// need not exist yet: a runtime may record a task's outputs before the
+// checkpoint they belong to is stored, and reads find them once it is.
+// They are read with the checkpoint (`pending_writes`, ordered by
+// `task_path`, `task_id`, `idx`) and removed with it (pruning, rewind,
+// purge).
+//
+// Each write is kept at its position in `writes` (`idx`), except on the
+// special channels `__error__`, `__scheduled__`, `__interrupt__` and
+// `__resume__`, which take the indexes -1, -2, -3 and -4 (LangGraph's
+// `WRITES_IDX_MAP`). The first write stored at a position wins (a retry
+// changes nothing); a later write to a special channel replaces the one
+// before. With `create_session` the session is made first when it does not
+// exist. At most 1000 writes a request.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/sessions/{id}/checkpoint-writes (the `PutCheckpointWrites` operationId).
+func (c *Client) PutCheckpointWritesWithBody(ctx context.Context, id SessionID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutCheckpointWritesRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutCheckpointWrites Record a task's pending writes against a checkpoint
+//
+// Records the writes of one task (`task_id`) against checkpoint
+// `checkpoint_id` (a client id) of `namespace` (write scope). The checkpoint
+// need not exist yet: a runtime may record a task's outputs before the
+// checkpoint they belong to is stored, and reads find them once it is.
+// They are read with the checkpoint (`pending_writes`, ordered by
+// `task_path`, `task_id`, `idx`) and removed with it (pruning, rewind,
+// purge).
+//
+// Each write is kept at its position in `writes` (`idx`), except on the
+// special channels `__error__`, `__scheduled__`, `__interrupt__` and
+// `__resume__`, which take the indexes -1, -2, -3 and -4 (LangGraph's
+// `WRITES_IDX_MAP`). The first write stored at a position wins (a retry
+// changes nothing); a later write to a special channel replaces the one
+// before. With `create_session` the session is made first when it does not
+// exist. At most 1000 writes a request.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/sessions/{id}/checkpoint-writes (the `PutCheckpointWrites` operationId).
+func (c *Client) PutCheckpointWrites(ctx context.Context, id SessionID, body PutCheckpointWritesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutCheckpointWritesRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListCheckpoints List a session's checkpoints
 //
-// Newest iteration first, keyset-paginated. A page holding a damaged checkpoint answers `409 corrupted` naming it.
+// The session's checkpoints of every namespace (or of `namespace`), **newest
+// first** (the order they were written in: keyset on `(created_at, id)`),
+// each with its state and pending writes unless `values=false`. Filters:
+// `metadata[KEY]=VALUE` (exact match of a top-level key of the checkpoint's
+// metadata, rendered as text as `GET /v1/sessions` renders it), `before`
+// (only checkpoints written before the one this client id names, in
+// `before_namespace`). A page holding a damaged checkpoint answers `409
+// corrupted` naming it.
 //
 // Corresponds with GET /v1/sessions/{id}/checkpoints (the `ListCheckpoints` operationId).
 func (c *Client) ListCheckpoints(ctx context.Context, id SessionID, params *ListCheckpointsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -10221,9 +10924,87 @@ func (c *Client) ListCheckpoints(ctx context.Context, id SessionID, params *List
 	return c.Client.Do(req)
 }
 
+// CreateCheckpointWithBody Write a checkpoint of a graph (client id, parent, namespace)
+//
+// Records the next checkpoint of `namespace` (default `""`), as a graph
+// runtime writes them (write scope): the server numbers it (the namespace's
+// latest `iteration` + 1), the client names it (`client_id`, unique in the
+// session and namespace; default its `id`) and hangs it under `parent_id`
+// (a client id of the same namespace; left out: a root). A checkpoint may
+// name any older one as its parent: that is how a run forks from a past
+// checkpoint ("time travel"). The state is given whole (`state`) or as an
+// RFC 7396 merge patch of the parent's state (`state_patch`; of `{}` for a
+// root), which is how a runtime sends only the channels that changed.
+//
+// `expected_iteration`, when given, must equal the namespace's latest
+// (`409 stale_iteration`). `409 no_parent` when `parent_id` names no
+// checkpoint of the namespace. A `client_id` already stored with the same
+// state and parent answers that checkpoint with `200` and writes nothing (a
+// retry); with another, `409 checkpoint_exists`. With `create_session` the
+// session is made first when it does not exist (status `created`).
+//
+// Storage is as for `PUT`: the namespace's latest is kept whole and the one
+// before it may become a reverse delta of it, states are compressed, and the
+// session's retention policy prunes. The answer is the checkpoint without
+// its state.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/sessions/{id}/checkpoints (the `CreateCheckpoint` operationId).
+func (c *Client) CreateCheckpointWithBody(ctx context.Context, id SessionID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateCheckpointRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateCheckpoint Write a checkpoint of a graph (client id, parent, namespace)
+//
+// Records the next checkpoint of `namespace` (default `""`), as a graph
+// runtime writes them (write scope): the server numbers it (the namespace's
+// latest `iteration` + 1), the client names it (`client_id`, unique in the
+// session and namespace; default its `id`) and hangs it under `parent_id`
+// (a client id of the same namespace; left out: a root). A checkpoint may
+// name any older one as its parent: that is how a run forks from a past
+// checkpoint ("time travel"). The state is given whole (`state`) or as an
+// RFC 7396 merge patch of the parent's state (`state_patch`; of `{}` for a
+// root), which is how a runtime sends only the channels that changed.
+//
+// `expected_iteration`, when given, must equal the namespace's latest
+// (`409 stale_iteration`). `409 no_parent` when `parent_id` names no
+// checkpoint of the namespace. A `client_id` already stored with the same
+// state and parent answers that checkpoint with `200` and writes nothing (a
+// retry); with another, `409 checkpoint_exists`. With `create_session` the
+// session is made first when it does not exist (status `created`).
+//
+// Storage is as for `PUT`: the namespace's latest is kept whole and the one
+// before it may become a reverse delta of it, states are compressed, and the
+// session's retention policy prunes. The answer is the checkpoint without
+// its state.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/sessions/{id}/checkpoints (the `CreateCheckpoint` operationId).
+func (c *Client) CreateCheckpoint(ctx context.Context, id SessionID, body CreateCheckpointJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateCheckpointRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetCheckpoint Get the checkpoint of one iteration
 //
-// `404 not_found` when the session has no checkpoint of that iteration (pruned or never written).
+// `404 not_found` when the session has no checkpoint of that iteration in the namespace (pruned or never written).
 //
 // Corresponds with GET /v1/sessions/{id}/checkpoints/{iteration} (the `GetCheckpoint` operationId).
 func (c *Client) GetCheckpoint(ctx context.Context, id SessionID, iteration int64, params *GetCheckpointParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -13096,6 +13877,179 @@ func NewRunToolRequestWithBody(server string, id AgentID, toolName ToolName, par
 	return req, nil
 }
 
+// NewListAllCheckpointsRequest constructs an http.Request for the ListAllCheckpoints method
+func NewListAllCheckpointsRequest(server string, params *ListAllCheckpointsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/checkpoints")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.SessionID != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "session_id", *params.SessionID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Namespace != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "namespace", *params.Namespace, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("deepObject", true, "metadata", params.Metadata, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "object", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if params.Before != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "before", *params.Before, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.BeforeNamespace != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "before_namespace", *params.BeforeNamespace, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.BeforeSession != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "before_session", *params.BeforeSession, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Values != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "values", *params.Values, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ParentWrites != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "parent_writes", *params.ParentWrites, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewStreamEventsRequest constructs an http.Request for the StreamEvents method
 func NewStreamEventsRequest(server string, params *StreamEventsParams) (*http.Request, error) {
 	var err error
@@ -14542,6 +15496,57 @@ func NewGetLatestCheckpointRequest(server string, id SessionID, params *GetLates
 		return nil, err
 	}
 
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Namespace != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "namespace", *params.Namespace, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ClientID != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "client_id", *params.ClientID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ParentWrites != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "parent_writes", *params.ParentWrites, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
@@ -14689,6 +15694,168 @@ func NewPutCheckpointRequestWithBody(server string, id SessionID, params *PutChe
 	return req, nil
 }
 
+// NewDeleteCheckpointRetentionRequest constructs an http.Request for the DeleteCheckpointRetention method
+func NewDeleteCheckpointRetentionRequest(server string, id SessionID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/sessions/%s/checkpoint-retention", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetCheckpointRetentionRequest constructs an http.Request for the GetCheckpointRetention method
+func NewGetCheckpointRetentionRequest(server string, id SessionID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/sessions/%s/checkpoint-retention", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPutCheckpointRetentionRequest calls the generic PutCheckpointRetention builder with application/json body
+func NewPutCheckpointRetentionRequest(server string, id SessionID, body PutCheckpointRetentionJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPutCheckpointRetentionRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewPutCheckpointRetentionRequestWithBody constructs an http.Request for the PutCheckpointRetention method, with any body, and a specified content type
+func NewPutCheckpointRetentionRequestWithBody(server string, id SessionID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/sessions/%s/checkpoint-retention", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewPutCheckpointWritesRequest calls the generic PutCheckpointWrites builder with application/json body
+func NewPutCheckpointWritesRequest(server string, id SessionID, body PutCheckpointWritesJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPutCheckpointWritesRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewPutCheckpointWritesRequestWithBody constructs an http.Request for the PutCheckpointWrites method, with any body, and a specified content type
+func NewPutCheckpointWritesRequestWithBody(server string, id SessionID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/sessions/%s/checkpoint-writes", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewListCheckpointsRequest constructs an http.Request for the ListCheckpoints method
 func NewListCheckpointsRequest(server string, id SessionID, params *ListCheckpointsParams) (*http.Request, error) {
 	var err error
@@ -14748,6 +15915,74 @@ func NewListCheckpointsRequest(server string, id SessionID, params *ListCheckpoi
 
 		}
 
+		if params.Namespace != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "namespace", *params.Namespace, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("deepObject", true, "metadata", params.Metadata, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "object", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if params.Before != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "before", *params.Before, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.BeforeNamespace != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "before_namespace", *params.BeforeNamespace, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Values != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "values", *params.Values, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ParentWrites != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "parent_writes", *params.ParentWrites, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -14773,6 +16008,53 @@ func NewListCheckpointsRequest(server string, id SessionID, params *ListCheckpoi
 		}
 
 	}
+
+	return req, nil
+}
+
+// NewCreateCheckpointRequest calls the generic CreateCheckpoint builder with application/json body
+func NewCreateCheckpointRequest(server string, id SessionID, body CreateCheckpointJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateCheckpointRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewCreateCheckpointRequestWithBody constructs an http.Request for the CreateCheckpoint method, with any body, and a specified content type
+func NewCreateCheckpointRequestWithBody(server string, id SessionID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/sessions/%s/checkpoints", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -14808,6 +16090,45 @@ func NewGetCheckpointRequest(server string, id SessionID, iteration int64, param
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Namespace != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "namespace", *params.Namespace, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ParentWrites != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "parent_writes", *params.ParentWrites, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -16972,6 +18293,18 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/agents/{id}/tools/{tool_name} (the `RunTool` operationId).
 	RunToolWithResponse(ctx context.Context, id AgentID, toolName ToolName, params *RunToolParams, body RunToolJSONRequestBody, reqEditors ...RequestEditorFn) (*RunToolResponse, error)
 
+	// ListAllCheckpointsWithResponse List checkpoints across the tenant's sessions
+	//
+	// Checkpoints of every session of the tenant (a key bound to an end user:
+	// that user's sessions), **newest first**, with the filters of
+	// `GET /v1/sessions/{id}/checkpoints`, plus `session_id` and, for `before`,
+	// `before_session` (the session of the checkpoint `before` names).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/checkpoints (the `ListAllCheckpoints` operationId).
+	ListAllCheckpointsWithResponse(ctx context.Context, params *ListAllCheckpointsParams, reqEditors ...RequestEditorFn) (*ListAllCheckpointsResponse, error)
+
 	// StreamEventsWithResponse Follow a whole tenant live (Server-Sent Events)
 	//
 	// Every event of the caller's tenant, as `GET /v1/sessions/{id}/events`
@@ -17431,9 +18764,11 @@ type ClientWithResponsesInterface interface {
 	// with the session as it is. A closed session refuses new messages
 	// (`409 session_closed`) until it is reopened with `PATCH {"status": "active"}`.
 	//
-	// With `?purge=true` (admin scope; a write key gets `403 forbidden`) the
-	// session is **erased** instead, whatever its status: its messages,
-	// checkpoints, idempotency keys and search-index rows, in one transaction;
+	// With `?purge=true` (write scope: any key that can see the session, as a
+	// runtime deleting its thread; a key bound to an end user only that user's)
+	// the session is **erased** instead, whatever its status: its messages,
+	// checkpoints and their pending writes, idempotency keys and search-index
+	// rows, in one transaction, as `POST /v1/admin/purge` erases each session;
 	// the answer is `204`. Forks that share its prefix keep their history: they
 	// take the prefix over as their own rows, with new message ids (their old
 	// ids answer `404`), and stop sharing (`parent_id` and `forked_at_seq` stay).
@@ -17582,9 +18917,11 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with PATCH /v1/sessions/{id} (the `UpdateSession` operationId).
 	UpdateSessionWithApplicationMergePatchPlusJSONBodyWithResponse(ctx context.Context, id SessionID, body UpdateSessionApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateSessionResponse, error)
 
-	// GetLatestCheckpointWithResponse Get the latest checkpoint
+	// GetLatestCheckpointWithResponse Get the latest checkpoint, or one by its client id
 	//
-	// The session's newest checkpoint; `404 not_found` when it has none, `409 corrupted` (with `id`) when it fails its SHA-256.
+	// The newest checkpoint of a namespace (default `""`), or with `client_id`
+	// the one the client named so, with its pending writes; `404 not_found` when
+	// there is none, `409 corrupted` (with `id`) when it fails its SHA-256.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -17651,11 +18988,21 @@ type ClientWithResponsesInterface interface {
 	// stale_iteration` with `latest_iteration`. That is the fence that stops two
 	// workers from running one session: the second one's write fails.
 	//
+	// `namespace` (default `""`) gives the write a line of iterations of its own:
+	// each namespace of a session has its own latest and its own fence, so two
+	// workers on two namespaces never see each other's. `client_id` names the
+	// checkpoint as the client knows it (default: its `id`); `metadata` is kept
+	// beside the state, for lists to filter on. The parent is the namespace's
+	// latest checkpoint. A `client_id` already stored with the same state answers
+	// that checkpoint; with another state, `409 checkpoint_exists`.
+	//
 	// `state` is kept as given (canonical JSON); the server reads `schema_version`,
 	// `pause_until_ms`, `pending_tool_calls[{id, tool_name, tool_input, started_at}]`,
 	// `last_tool_result` and `stop_reason`. The checkpoint records the session's
-	// `last_seq` at this moment and a SHA-256 that every read verifies. The newest
-	// 100 checkpoints of a session are kept (`--checkpoint-keep`). A state is at
+	// `last_seq` at this moment and a SHA-256 that every read verifies. Older
+	// checkpoints are pruned by the session's retention policy
+	// (`PUT /v1/sessions/{id}/checkpoint-retention`), else the server's default
+	// (the newest 100 of each namespace, `--checkpoint-keep`). A state is at
 	// most 4 MiB (4194304 bytes) as canonical JSON, `<`, `>` and `&` escaped
 	// (`422 validation_failed` naming `state`), so that it travels as one line
 	// of an export.
@@ -17673,11 +19020,21 @@ type ClientWithResponsesInterface interface {
 	// stale_iteration` with `latest_iteration`. That is the fence that stops two
 	// workers from running one session: the second one's write fails.
 	//
+	// `namespace` (default `""`) gives the write a line of iterations of its own:
+	// each namespace of a session has its own latest and its own fence, so two
+	// workers on two namespaces never see each other's. `client_id` names the
+	// checkpoint as the client knows it (default: its `id`); `metadata` is kept
+	// beside the state, for lists to filter on. The parent is the namespace's
+	// latest checkpoint. A `client_id` already stored with the same state answers
+	// that checkpoint; with another state, `409 checkpoint_exists`.
+	//
 	// `state` is kept as given (canonical JSON); the server reads `schema_version`,
 	// `pause_until_ms`, `pending_tool_calls[{id, tool_name, tool_input, started_at}]`,
 	// `last_tool_result` and `stop_reason`. The checkpoint records the session's
-	// `last_seq` at this moment and a SHA-256 that every read verifies. The newest
-	// 100 checkpoints of a session are kept (`--checkpoint-keep`). A state is at
+	// `last_seq` at this moment and a SHA-256 that every read verifies. Older
+	// checkpoints are pruned by the session's retention policy
+	// (`PUT /v1/sessions/{id}/checkpoint-retention`), else the server's default
+	// (the newest 100 of each namespace, `--checkpoint-keep`). A state is at
 	// most 4 MiB (4194304 bytes) as canonical JSON, `<`, `>` and `&` escaped
 	// (`422 validation_failed` naming `state`), so that it travels as one line
 	// of an export.
@@ -17687,18 +19044,175 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with PUT /v1/sessions/{id}/checkpoint (the `PutCheckpoint` operationId).
 	PutCheckpointWithResponse(ctx context.Context, id SessionID, params *PutCheckpointParams, body PutCheckpointJSONRequestBody, reqEditors ...RequestEditorFn) (*PutCheckpointResponse, error)
 
+	// DeleteCheckpointRetentionWithResponse Return a session to the server's default retention policy
+	//
+	// Write scope. The answer is the server's default policy.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/sessions/{id}/checkpoint-retention (the `DeleteCheckpointRetention` operationId).
+	DeleteCheckpointRetentionWithResponse(ctx context.Context, id SessionID, reqEditors ...RequestEditorFn) (*DeleteCheckpointRetentionResponse, error)
+
+	// GetCheckpointRetentionWithResponse Get a session's checkpoint retention policy
+	//
+	// The session's own policy, or the server's default (`default` true).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/sessions/{id}/checkpoint-retention (the `GetCheckpointRetention` operationId).
+	GetCheckpointRetentionWithResponse(ctx context.Context, id SessionID, reqEditors ...RequestEditorFn) (*GetCheckpointRetentionResponse, error)
+
+	// PutCheckpointRetentionWithBodyWithResponse Set a session's checkpoint retention policy
+	//
+	// What older checkpoints of each namespace the session keeps as new ones
+	// arrive (write scope): `{"keep": "all"}`, `{"keep": "last", "last": N}`,
+	// or `{"keep": "younger_than", "max_age_seconds": S}`. The latest of a
+	// namespace is always kept, and pruning never leaves a checkpoint unable to
+	// be read (a delta's base goes only after the delta is rewritten whole).
+	// It applies from the session's next checkpoint write on.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/sessions/{id}/checkpoint-retention (the `PutCheckpointRetention` operationId).
+	PutCheckpointRetentionWithBodyWithResponse(ctx context.Context, id SessionID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutCheckpointRetentionResponse, error)
+
+	// PutCheckpointRetentionWithResponse Set a session's checkpoint retention policy
+	//
+	// What older checkpoints of each namespace the session keeps as new ones
+	// arrive (write scope): `{"keep": "all"}`, `{"keep": "last", "last": N}`,
+	// or `{"keep": "younger_than", "max_age_seconds": S}`. The latest of a
+	// namespace is always kept, and pruning never leaves a checkpoint unable to
+	// be read (a delta's base goes only after the delta is rewritten whole).
+	// It applies from the session's next checkpoint write on.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/sessions/{id}/checkpoint-retention (the `PutCheckpointRetention` operationId).
+	PutCheckpointRetentionWithResponse(ctx context.Context, id SessionID, body PutCheckpointRetentionJSONRequestBody, reqEditors ...RequestEditorFn) (*PutCheckpointRetentionResponse, error)
+
+	// PutCheckpointWritesWithBodyWithResponse Record a task's pending writes against a checkpoint
+	//
+	// Records the writes of one task (`task_id`) against checkpoint
+	// `checkpoint_id` (a client id) of `namespace` (write scope). The checkpoint
+	// need not exist yet: a runtime may record a task's outputs before the
+	// checkpoint they belong to is stored, and reads find them once it is.
+	// They are read with the checkpoint (`pending_writes`, ordered by
+	// `task_path`, `task_id`, `idx`) and removed with it (pruning, rewind,
+	// purge).
+	//
+	// Each write is kept at its position in `writes` (`idx`), except on the
+	// special channels `__error__`, `__scheduled__`, `__interrupt__` and
+	// `__resume__`, which take the indexes -1, -2, -3 and -4 (LangGraph's
+	// `WRITES_IDX_MAP`). The first write stored at a position wins (a retry
+	// changes nothing); a later write to a special channel replaces the one
+	// before. With `create_session` the session is made first when it does not
+	// exist. At most 1000 writes a request.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/sessions/{id}/checkpoint-writes (the `PutCheckpointWrites` operationId).
+	PutCheckpointWritesWithBodyWithResponse(ctx context.Context, id SessionID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutCheckpointWritesResponse, error)
+
+	// PutCheckpointWritesWithResponse Record a task's pending writes against a checkpoint
+	//
+	// Records the writes of one task (`task_id`) against checkpoint
+	// `checkpoint_id` (a client id) of `namespace` (write scope). The checkpoint
+	// need not exist yet: a runtime may record a task's outputs before the
+	// checkpoint they belong to is stored, and reads find them once it is.
+	// They are read with the checkpoint (`pending_writes`, ordered by
+	// `task_path`, `task_id`, `idx`) and removed with it (pruning, rewind,
+	// purge).
+	//
+	// Each write is kept at its position in `writes` (`idx`), except on the
+	// special channels `__error__`, `__scheduled__`, `__interrupt__` and
+	// `__resume__`, which take the indexes -1, -2, -3 and -4 (LangGraph's
+	// `WRITES_IDX_MAP`). The first write stored at a position wins (a retry
+	// changes nothing); a later write to a special channel replaces the one
+	// before. With `create_session` the session is made first when it does not
+	// exist. At most 1000 writes a request.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/sessions/{id}/checkpoint-writes (the `PutCheckpointWrites` operationId).
+	PutCheckpointWritesWithResponse(ctx context.Context, id SessionID, body PutCheckpointWritesJSONRequestBody, reqEditors ...RequestEditorFn) (*PutCheckpointWritesResponse, error)
+
 	// ListCheckpointsWithResponse List a session's checkpoints
 	//
-	// Newest iteration first, keyset-paginated. A page holding a damaged checkpoint answers `409 corrupted` naming it.
+	// The session's checkpoints of every namespace (or of `namespace`), **newest
+	// first** (the order they were written in: keyset on `(created_at, id)`),
+	// each with its state and pending writes unless `values=false`. Filters:
+	// `metadata[KEY]=VALUE` (exact match of a top-level key of the checkpoint's
+	// metadata, rendered as text as `GET /v1/sessions` renders it), `before`
+	// (only checkpoints written before the one this client id names, in
+	// `before_namespace`). A page holding a damaged checkpoint answers `409
+	// corrupted` naming it.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/sessions/{id}/checkpoints (the `ListCheckpoints` operationId).
 	ListCheckpointsWithResponse(ctx context.Context, id SessionID, params *ListCheckpointsParams, reqEditors ...RequestEditorFn) (*ListCheckpointsResponse, error)
 
+	// CreateCheckpointWithBodyWithResponse Write a checkpoint of a graph (client id, parent, namespace)
+	//
+	// Records the next checkpoint of `namespace` (default `""`), as a graph
+	// runtime writes them (write scope): the server numbers it (the namespace's
+	// latest `iteration` + 1), the client names it (`client_id`, unique in the
+	// session and namespace; default its `id`) and hangs it under `parent_id`
+	// (a client id of the same namespace; left out: a root). A checkpoint may
+	// name any older one as its parent: that is how a run forks from a past
+	// checkpoint ("time travel"). The state is given whole (`state`) or as an
+	// RFC 7396 merge patch of the parent's state (`state_patch`; of `{}` for a
+	// root), which is how a runtime sends only the channels that changed.
+	//
+	// `expected_iteration`, when given, must equal the namespace's latest
+	// (`409 stale_iteration`). `409 no_parent` when `parent_id` names no
+	// checkpoint of the namespace. A `client_id` already stored with the same
+	// state and parent answers that checkpoint with `200` and writes nothing (a
+	// retry); with another, `409 checkpoint_exists`. With `create_session` the
+	// session is made first when it does not exist (status `created`).
+	//
+	// Storage is as for `PUT`: the namespace's latest is kept whole and the one
+	// before it may become a reverse delta of it, states are compressed, and the
+	// session's retention policy prunes. The answer is the checkpoint without
+	// its state.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/sessions/{id}/checkpoints (the `CreateCheckpoint` operationId).
+	CreateCheckpointWithBodyWithResponse(ctx context.Context, id SessionID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateCheckpointResponse, error)
+
+	// CreateCheckpointWithResponse Write a checkpoint of a graph (client id, parent, namespace)
+	//
+	// Records the next checkpoint of `namespace` (default `""`), as a graph
+	// runtime writes them (write scope): the server numbers it (the namespace's
+	// latest `iteration` + 1), the client names it (`client_id`, unique in the
+	// session and namespace; default its `id`) and hangs it under `parent_id`
+	// (a client id of the same namespace; left out: a root). A checkpoint may
+	// name any older one as its parent: that is how a run forks from a past
+	// checkpoint ("time travel"). The state is given whole (`state`) or as an
+	// RFC 7396 merge patch of the parent's state (`state_patch`; of `{}` for a
+	// root), which is how a runtime sends only the channels that changed.
+	//
+	// `expected_iteration`, when given, must equal the namespace's latest
+	// (`409 stale_iteration`). `409 no_parent` when `parent_id` names no
+	// checkpoint of the namespace. A `client_id` already stored with the same
+	// state and parent answers that checkpoint with `200` and writes nothing (a
+	// retry); with another, `409 checkpoint_exists`. With `create_session` the
+	// session is made first when it does not exist (status `created`).
+	//
+	// Storage is as for `PUT`: the namespace's latest is kept whole and the one
+	// before it may become a reverse delta of it, states are compressed, and the
+	// session's retention policy prunes. The answer is the checkpoint without
+	// its state.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/sessions/{id}/checkpoints (the `CreateCheckpoint` operationId).
+	CreateCheckpointWithResponse(ctx context.Context, id SessionID, body CreateCheckpointJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateCheckpointResponse, error)
+
 	// GetCheckpointWithResponse Get the checkpoint of one iteration
 	//
-	// `404 not_found` when the session has no checkpoint of that iteration (pruned or never written).
+	// `404 not_found` when the session has no checkpoint of that iteration in the namespace (pruned or never written).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -24390,6 +25904,180 @@ func (r RunToolResponse) ContentType() string {
 	return ""
 }
 
+// ListAllCheckpointsResponse200Headers the declared response headers of an HTTP 200 response for ListAllCheckpoints
+type ListAllCheckpointsResponse200Headers struct {
+	CacheControl *string
+	ETag         string
+	XRequestID   string
+}
+
+// ListAllCheckpointsResponse304Headers the declared response headers of an HTTP 304 response for ListAllCheckpoints
+type ListAllCheckpointsResponse304Headers struct {
+	CacheControl *string
+	ETag         string
+	XRequestID   string
+}
+
+// ListAllCheckpointsResponse400Headers the declared response headers of an HTTP 400 response for ListAllCheckpoints
+type ListAllCheckpointsResponse400Headers struct {
+	XRequestID string
+}
+
+// ListAllCheckpointsResponse401Headers the declared response headers of an HTTP 401 response for ListAllCheckpoints
+type ListAllCheckpointsResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestID      string
+}
+
+// ListAllCheckpointsResponse403Headers the declared response headers of an HTTP 403 response for ListAllCheckpoints
+type ListAllCheckpointsResponse403Headers struct {
+	XRequestID string
+}
+
+// ListAllCheckpointsResponse404Headers the declared response headers of an HTTP 404 response for ListAllCheckpoints
+type ListAllCheckpointsResponse404Headers struct {
+	XRequestID string
+}
+
+// ListAllCheckpointsResponse409Headers the declared response headers of an HTTP 409 response for ListAllCheckpoints
+type ListAllCheckpointsResponse409Headers struct {
+	XRequestID string
+}
+
+// ListAllCheckpointsResponse429Headers the declared response headers of an HTTP 429 response for ListAllCheckpoints
+type ListAllCheckpointsResponse429Headers struct {
+	RetryAfter int
+	XRequestID string
+}
+
+// ListAllCheckpointsResponse503Headers the declared response headers of an HTTP 503 response for ListAllCheckpoints
+type ListAllCheckpointsResponse503Headers struct {
+	RetryAfter int
+	XRequestID string
+}
+
+// ListAllCheckpointsResponseDefaultHeaders the declared response headers of an HTTP default response for ListAllCheckpoints
+type ListAllCheckpointsResponseDefaultHeaders struct {
+	XRequestID string
+}
+
+type ListAllCheckpointsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *CheckpointPage
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationProblemJSON409 *Conflict
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *RateLimited
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *Default
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListAllCheckpointsResponse200Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *ListAllCheckpointsResponse304Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListAllCheckpointsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListAllCheckpointsResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListAllCheckpointsResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ListAllCheckpointsResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *ListAllCheckpointsResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListAllCheckpointsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListAllCheckpointsResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListAllCheckpointsResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListAllCheckpointsResponse) GetJSON200() *CheckpointPage {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListAllCheckpointsResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListAllCheckpointsResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListAllCheckpointsResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ListAllCheckpointsResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r ListAllCheckpointsResponse) GetApplicationProblemJSON409() *Conflict {
+	return r.ApplicationProblemJSON409
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListAllCheckpointsResponse) GetApplicationProblemJSON429() *RateLimited {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListAllCheckpointsResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ListAllCheckpointsResponse) GetApplicationProblemJSONDefault() *Default {
+	return r.ApplicationProblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListAllCheckpointsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListAllCheckpointsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListAllCheckpointsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListAllCheckpointsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // StreamEventsResponse200Headers the declared response headers of an HTTP 200 response for StreamEvents
 type StreamEventsResponse200Headers struct {
 	XRequestID string
@@ -28093,6 +29781,786 @@ func (r PutCheckpointResponse) ContentType() string {
 	return ""
 }
 
+// DeleteCheckpointRetentionResponse200Headers the declared response headers of an HTTP 200 response for DeleteCheckpointRetention
+type DeleteCheckpointRetentionResponse200Headers struct {
+	XRequestID string
+}
+
+// DeleteCheckpointRetentionResponse400Headers the declared response headers of an HTTP 400 response for DeleteCheckpointRetention
+type DeleteCheckpointRetentionResponse400Headers struct {
+	XRequestID string
+}
+
+// DeleteCheckpointRetentionResponse401Headers the declared response headers of an HTTP 401 response for DeleteCheckpointRetention
+type DeleteCheckpointRetentionResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestID      string
+}
+
+// DeleteCheckpointRetentionResponse403Headers the declared response headers of an HTTP 403 response for DeleteCheckpointRetention
+type DeleteCheckpointRetentionResponse403Headers struct {
+	XRequestID string
+}
+
+// DeleteCheckpointRetentionResponse404Headers the declared response headers of an HTTP 404 response for DeleteCheckpointRetention
+type DeleteCheckpointRetentionResponse404Headers struct {
+	XRequestID string
+}
+
+// DeleteCheckpointRetentionResponse409Headers the declared response headers of an HTTP 409 response for DeleteCheckpointRetention
+type DeleteCheckpointRetentionResponse409Headers struct {
+	XRequestID string
+}
+
+// DeleteCheckpointRetentionResponse413Headers the declared response headers of an HTTP 413 response for DeleteCheckpointRetention
+type DeleteCheckpointRetentionResponse413Headers struct {
+	XRequestID string
+}
+
+// DeleteCheckpointRetentionResponse415Headers the declared response headers of an HTTP 415 response for DeleteCheckpointRetention
+type DeleteCheckpointRetentionResponse415Headers struct {
+	XRequestID string
+}
+
+// DeleteCheckpointRetentionResponse422Headers the declared response headers of an HTTP 422 response for DeleteCheckpointRetention
+type DeleteCheckpointRetentionResponse422Headers struct {
+	XRequestID string
+}
+
+// DeleteCheckpointRetentionResponse429Headers the declared response headers of an HTTP 429 response for DeleteCheckpointRetention
+type DeleteCheckpointRetentionResponse429Headers struct {
+	RetryAfter int
+	XRequestID string
+}
+
+// DeleteCheckpointRetentionResponse503Headers the declared response headers of an HTTP 503 response for DeleteCheckpointRetention
+type DeleteCheckpointRetentionResponse503Headers struct {
+	RetryAfter int
+	XRequestID string
+}
+
+// DeleteCheckpointRetentionResponseDefaultHeaders the declared response headers of an HTTP default response for DeleteCheckpointRetention
+type DeleteCheckpointRetentionResponseDefaultHeaders struct {
+	XRequestID string
+}
+
+type DeleteCheckpointRetentionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SessionRetention
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationProblemJSON409 *Conflict
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *PayloadTooLarge
+	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *RateLimited
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *Default
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *DeleteCheckpointRetentionResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *DeleteCheckpointRetentionResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteCheckpointRetentionResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *DeleteCheckpointRetentionResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *DeleteCheckpointRetentionResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *DeleteCheckpointRetentionResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *DeleteCheckpointRetentionResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *DeleteCheckpointRetentionResponse415Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *DeleteCheckpointRetentionResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteCheckpointRetentionResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DeleteCheckpointRetentionResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *DeleteCheckpointRetentionResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DeleteCheckpointRetentionResponse) GetJSON200() *SessionRetention {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r DeleteCheckpointRetentionResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r DeleteCheckpointRetentionResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r DeleteCheckpointRetentionResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r DeleteCheckpointRetentionResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r DeleteCheckpointRetentionResponse) GetApplicationProblemJSON409() *Conflict {
+	return r.ApplicationProblemJSON409
+}
+
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r DeleteCheckpointRetentionResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
+	return r.ApplicationProblemJSON413
+}
+
+// GetApplicationProblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r DeleteCheckpointRetentionResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationProblemJSON415
+}
+
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r DeleteCheckpointRetentionResponse) GetApplicationProblemJSON422() *ValidationFailed {
+	return r.ApplicationProblemJSON422
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r DeleteCheckpointRetentionResponse) GetApplicationProblemJSON429() *RateLimited {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r DeleteCheckpointRetentionResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r DeleteCheckpointRetentionResponse) GetApplicationProblemJSONDefault() *Default {
+	return r.ApplicationProblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteCheckpointRetentionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteCheckpointRetentionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteCheckpointRetentionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteCheckpointRetentionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetCheckpointRetentionResponse200Headers the declared response headers of an HTTP 200 response for GetCheckpointRetention
+type GetCheckpointRetentionResponse200Headers struct {
+	XRequestID string
+}
+
+// GetCheckpointRetentionResponse304Headers the declared response headers of an HTTP 304 response for GetCheckpointRetention
+type GetCheckpointRetentionResponse304Headers struct {
+	CacheControl *string
+	ETag         string
+	XRequestID   string
+}
+
+// GetCheckpointRetentionResponse400Headers the declared response headers of an HTTP 400 response for GetCheckpointRetention
+type GetCheckpointRetentionResponse400Headers struct {
+	XRequestID string
+}
+
+// GetCheckpointRetentionResponse401Headers the declared response headers of an HTTP 401 response for GetCheckpointRetention
+type GetCheckpointRetentionResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestID      string
+}
+
+// GetCheckpointRetentionResponse403Headers the declared response headers of an HTTP 403 response for GetCheckpointRetention
+type GetCheckpointRetentionResponse403Headers struct {
+	XRequestID string
+}
+
+// GetCheckpointRetentionResponse404Headers the declared response headers of an HTTP 404 response for GetCheckpointRetention
+type GetCheckpointRetentionResponse404Headers struct {
+	XRequestID string
+}
+
+// GetCheckpointRetentionResponse409Headers the declared response headers of an HTTP 409 response for GetCheckpointRetention
+type GetCheckpointRetentionResponse409Headers struct {
+	XRequestID string
+}
+
+// GetCheckpointRetentionResponse429Headers the declared response headers of an HTTP 429 response for GetCheckpointRetention
+type GetCheckpointRetentionResponse429Headers struct {
+	RetryAfter int
+	XRequestID string
+}
+
+// GetCheckpointRetentionResponse503Headers the declared response headers of an HTTP 503 response for GetCheckpointRetention
+type GetCheckpointRetentionResponse503Headers struct {
+	RetryAfter int
+	XRequestID string
+}
+
+// GetCheckpointRetentionResponseDefaultHeaders the declared response headers of an HTTP default response for GetCheckpointRetention
+type GetCheckpointRetentionResponseDefaultHeaders struct {
+	XRequestID string
+}
+
+type GetCheckpointRetentionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SessionRetention
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationProblemJSON409 *Conflict
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *RateLimited
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *Default
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetCheckpointRetentionResponse200Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *GetCheckpointRetentionResponse304Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetCheckpointRetentionResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetCheckpointRetentionResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetCheckpointRetentionResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetCheckpointRetentionResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *GetCheckpointRetentionResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetCheckpointRetentionResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetCheckpointRetentionResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetCheckpointRetentionResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetCheckpointRetentionResponse) GetJSON200() *SessionRetention {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetCheckpointRetentionResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetCheckpointRetentionResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetCheckpointRetentionResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetCheckpointRetentionResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r GetCheckpointRetentionResponse) GetApplicationProblemJSON409() *Conflict {
+	return r.ApplicationProblemJSON409
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetCheckpointRetentionResponse) GetApplicationProblemJSON429() *RateLimited {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetCheckpointRetentionResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetCheckpointRetentionResponse) GetApplicationProblemJSONDefault() *Default {
+	return r.ApplicationProblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetCheckpointRetentionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetCheckpointRetentionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetCheckpointRetentionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetCheckpointRetentionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PutCheckpointRetentionResponse200Headers the declared response headers of an HTTP 200 response for PutCheckpointRetention
+type PutCheckpointRetentionResponse200Headers struct {
+	XRequestID string
+}
+
+// PutCheckpointRetentionResponse400Headers the declared response headers of an HTTP 400 response for PutCheckpointRetention
+type PutCheckpointRetentionResponse400Headers struct {
+	XRequestID string
+}
+
+// PutCheckpointRetentionResponse401Headers the declared response headers of an HTTP 401 response for PutCheckpointRetention
+type PutCheckpointRetentionResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestID      string
+}
+
+// PutCheckpointRetentionResponse403Headers the declared response headers of an HTTP 403 response for PutCheckpointRetention
+type PutCheckpointRetentionResponse403Headers struct {
+	XRequestID string
+}
+
+// PutCheckpointRetentionResponse404Headers the declared response headers of an HTTP 404 response for PutCheckpointRetention
+type PutCheckpointRetentionResponse404Headers struct {
+	XRequestID string
+}
+
+// PutCheckpointRetentionResponse409Headers the declared response headers of an HTTP 409 response for PutCheckpointRetention
+type PutCheckpointRetentionResponse409Headers struct {
+	XRequestID string
+}
+
+// PutCheckpointRetentionResponse413Headers the declared response headers of an HTTP 413 response for PutCheckpointRetention
+type PutCheckpointRetentionResponse413Headers struct {
+	XRequestID string
+}
+
+// PutCheckpointRetentionResponse415Headers the declared response headers of an HTTP 415 response for PutCheckpointRetention
+type PutCheckpointRetentionResponse415Headers struct {
+	XRequestID string
+}
+
+// PutCheckpointRetentionResponse422Headers the declared response headers of an HTTP 422 response for PutCheckpointRetention
+type PutCheckpointRetentionResponse422Headers struct {
+	XRequestID string
+}
+
+// PutCheckpointRetentionResponse429Headers the declared response headers of an HTTP 429 response for PutCheckpointRetention
+type PutCheckpointRetentionResponse429Headers struct {
+	RetryAfter int
+	XRequestID string
+}
+
+// PutCheckpointRetentionResponse503Headers the declared response headers of an HTTP 503 response for PutCheckpointRetention
+type PutCheckpointRetentionResponse503Headers struct {
+	RetryAfter int
+	XRequestID string
+}
+
+// PutCheckpointRetentionResponseDefaultHeaders the declared response headers of an HTTP default response for PutCheckpointRetention
+type PutCheckpointRetentionResponseDefaultHeaders struct {
+	XRequestID string
+}
+
+type PutCheckpointRetentionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SessionRetention
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationProblemJSON409 *Conflict
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *PayloadTooLarge
+	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *RateLimited
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *Default
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *PutCheckpointRetentionResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *PutCheckpointRetentionResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PutCheckpointRetentionResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *PutCheckpointRetentionResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *PutCheckpointRetentionResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PutCheckpointRetentionResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *PutCheckpointRetentionResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *PutCheckpointRetentionResponse415Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *PutCheckpointRetentionResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PutCheckpointRetentionResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PutCheckpointRetentionResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *PutCheckpointRetentionResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PutCheckpointRetentionResponse) GetJSON200() *SessionRetention {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r PutCheckpointRetentionResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r PutCheckpointRetentionResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r PutCheckpointRetentionResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r PutCheckpointRetentionResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r PutCheckpointRetentionResponse) GetApplicationProblemJSON409() *Conflict {
+	return r.ApplicationProblemJSON409
+}
+
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r PutCheckpointRetentionResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
+	return r.ApplicationProblemJSON413
+}
+
+// GetApplicationProblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r PutCheckpointRetentionResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationProblemJSON415
+}
+
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r PutCheckpointRetentionResponse) GetApplicationProblemJSON422() *ValidationFailed {
+	return r.ApplicationProblemJSON422
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r PutCheckpointRetentionResponse) GetApplicationProblemJSON429() *RateLimited {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r PutCheckpointRetentionResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r PutCheckpointRetentionResponse) GetApplicationProblemJSONDefault() *Default {
+	return r.ApplicationProblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r PutCheckpointRetentionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PutCheckpointRetentionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PutCheckpointRetentionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PutCheckpointRetentionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PutCheckpointWritesResponse204Headers the declared response headers of an HTTP 204 response for PutCheckpointWrites
+type PutCheckpointWritesResponse204Headers struct {
+	XRequestID string
+}
+
+// PutCheckpointWritesResponse400Headers the declared response headers of an HTTP 400 response for PutCheckpointWrites
+type PutCheckpointWritesResponse400Headers struct {
+	XRequestID string
+}
+
+// PutCheckpointWritesResponse401Headers the declared response headers of an HTTP 401 response for PutCheckpointWrites
+type PutCheckpointWritesResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestID      string
+}
+
+// PutCheckpointWritesResponse403Headers the declared response headers of an HTTP 403 response for PutCheckpointWrites
+type PutCheckpointWritesResponse403Headers struct {
+	XRequestID string
+}
+
+// PutCheckpointWritesResponse404Headers the declared response headers of an HTTP 404 response for PutCheckpointWrites
+type PutCheckpointWritesResponse404Headers struct {
+	XRequestID string
+}
+
+// PutCheckpointWritesResponse409Headers the declared response headers of an HTTP 409 response for PutCheckpointWrites
+type PutCheckpointWritesResponse409Headers struct {
+	XRequestID string
+}
+
+// PutCheckpointWritesResponse413Headers the declared response headers of an HTTP 413 response for PutCheckpointWrites
+type PutCheckpointWritesResponse413Headers struct {
+	XRequestID string
+}
+
+// PutCheckpointWritesResponse415Headers the declared response headers of an HTTP 415 response for PutCheckpointWrites
+type PutCheckpointWritesResponse415Headers struct {
+	XRequestID string
+}
+
+// PutCheckpointWritesResponse422Headers the declared response headers of an HTTP 422 response for PutCheckpointWrites
+type PutCheckpointWritesResponse422Headers struct {
+	XRequestID string
+}
+
+// PutCheckpointWritesResponse429Headers the declared response headers of an HTTP 429 response for PutCheckpointWrites
+type PutCheckpointWritesResponse429Headers struct {
+	RetryAfter int
+	XRequestID string
+}
+
+// PutCheckpointWritesResponse503Headers the declared response headers of an HTTP 503 response for PutCheckpointWrites
+type PutCheckpointWritesResponse503Headers struct {
+	RetryAfter int
+	XRequestID string
+}
+
+// PutCheckpointWritesResponseDefaultHeaders the declared response headers of an HTTP default response for PutCheckpointWrites
+type PutCheckpointWritesResponseDefaultHeaders struct {
+	XRequestID string
+}
+
+type PutCheckpointWritesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationProblemJSON409 *Conflict
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *PayloadTooLarge
+	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *RateLimited
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *Default
+	// Headers204 the parsed response headers for an HTTP 204 response
+	Headers204 *PutCheckpointWritesResponse204Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *PutCheckpointWritesResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PutCheckpointWritesResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *PutCheckpointWritesResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *PutCheckpointWritesResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PutCheckpointWritesResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *PutCheckpointWritesResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *PutCheckpointWritesResponse415Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *PutCheckpointWritesResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PutCheckpointWritesResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PutCheckpointWritesResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *PutCheckpointWritesResponseDefaultHeaders
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r PutCheckpointWritesResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r PutCheckpointWritesResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r PutCheckpointWritesResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r PutCheckpointWritesResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r PutCheckpointWritesResponse) GetApplicationProblemJSON409() *Conflict {
+	return r.ApplicationProblemJSON409
+}
+
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r PutCheckpointWritesResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
+	return r.ApplicationProblemJSON413
+}
+
+// GetApplicationProblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r PutCheckpointWritesResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationProblemJSON415
+}
+
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r PutCheckpointWritesResponse) GetApplicationProblemJSON422() *ValidationFailed {
+	return r.ApplicationProblemJSON422
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r PutCheckpointWritesResponse) GetApplicationProblemJSON429() *RateLimited {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r PutCheckpointWritesResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r PutCheckpointWritesResponse) GetApplicationProblemJSONDefault() *Default {
+	return r.ApplicationProblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r PutCheckpointWritesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PutCheckpointWritesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PutCheckpointWritesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PutCheckpointWritesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListCheckpointsResponse200Headers the declared response headers of an HTTP 200 response for ListCheckpoints
 type ListCheckpointsResponse200Headers struct {
 	CacheControl *string
@@ -28261,6 +30729,225 @@ func (r ListCheckpointsResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ListCheckpointsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateCheckpointResponse200Headers the declared response headers of an HTTP 200 response for CreateCheckpoint
+type CreateCheckpointResponse200Headers struct {
+	XRequestID string
+}
+
+// CreateCheckpointResponse201Headers the declared response headers of an HTTP 201 response for CreateCheckpoint
+type CreateCheckpointResponse201Headers struct {
+	XRequestID string
+}
+
+// CreateCheckpointResponse400Headers the declared response headers of an HTTP 400 response for CreateCheckpoint
+type CreateCheckpointResponse400Headers struct {
+	XRequestID string
+}
+
+// CreateCheckpointResponse401Headers the declared response headers of an HTTP 401 response for CreateCheckpoint
+type CreateCheckpointResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestID      string
+}
+
+// CreateCheckpointResponse403Headers the declared response headers of an HTTP 403 response for CreateCheckpoint
+type CreateCheckpointResponse403Headers struct {
+	XRequestID string
+}
+
+// CreateCheckpointResponse404Headers the declared response headers of an HTTP 404 response for CreateCheckpoint
+type CreateCheckpointResponse404Headers struct {
+	XRequestID string
+}
+
+// CreateCheckpointResponse409Headers the declared response headers of an HTTP 409 response for CreateCheckpoint
+type CreateCheckpointResponse409Headers struct {
+	XRequestID string
+}
+
+// CreateCheckpointResponse413Headers the declared response headers of an HTTP 413 response for CreateCheckpoint
+type CreateCheckpointResponse413Headers struct {
+	XRequestID string
+}
+
+// CreateCheckpointResponse415Headers the declared response headers of an HTTP 415 response for CreateCheckpoint
+type CreateCheckpointResponse415Headers struct {
+	XRequestID string
+}
+
+// CreateCheckpointResponse422Headers the declared response headers of an HTTP 422 response for CreateCheckpoint
+type CreateCheckpointResponse422Headers struct {
+	XRequestID string
+}
+
+// CreateCheckpointResponse429Headers the declared response headers of an HTTP 429 response for CreateCheckpoint
+type CreateCheckpointResponse429Headers struct {
+	RetryAfter int
+	XRequestID string
+}
+
+// CreateCheckpointResponse503Headers the declared response headers of an HTTP 503 response for CreateCheckpoint
+type CreateCheckpointResponse503Headers struct {
+	RetryAfter int
+	XRequestID string
+}
+
+// CreateCheckpointResponseDefaultHeaders the declared response headers of an HTTP default response for CreateCheckpoint
+type CreateCheckpointResponseDefaultHeaders struct {
+	XRequestID string
+}
+
+type CreateCheckpointResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Checkpoint
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Checkpoint
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationProblemJSON409 *Conflict
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *PayloadTooLarge
+	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *RateLimited
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *Default
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CreateCheckpointResponse200Headers
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *CreateCheckpointResponse201Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *CreateCheckpointResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateCheckpointResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *CreateCheckpointResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *CreateCheckpointResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CreateCheckpointResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *CreateCheckpointResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *CreateCheckpointResponse415Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *CreateCheckpointResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateCheckpointResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateCheckpointResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *CreateCheckpointResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CreateCheckpointResponse) GetJSON200() *Checkpoint {
+	return r.JSON200
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateCheckpointResponse) GetJSON201() *Checkpoint {
+	return r.JSON201
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CreateCheckpointResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CreateCheckpointResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CreateCheckpointResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r CreateCheckpointResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r CreateCheckpointResponse) GetApplicationProblemJSON409() *Conflict {
+	return r.ApplicationProblemJSON409
+}
+
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r CreateCheckpointResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
+	return r.ApplicationProblemJSON413
+}
+
+// GetApplicationProblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CreateCheckpointResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationProblemJSON415
+}
+
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r CreateCheckpointResponse) GetApplicationProblemJSON422() *ValidationFailed {
+	return r.ApplicationProblemJSON422
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CreateCheckpointResponse) GetApplicationProblemJSON429() *RateLimited {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CreateCheckpointResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r CreateCheckpointResponse) GetApplicationProblemJSONDefault() *Default {
+	return r.ApplicationProblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateCheckpointResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateCheckpointResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateCheckpointResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateCheckpointResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -32673,6 +35360,24 @@ func (c *ClientWithResponses) RunToolWithResponse(ctx context.Context, id AgentI
 	return ParseRunToolResponse(rsp)
 }
 
+// ListAllCheckpointsWithResponse List checkpoints across the tenant's sessions
+//
+// Checkpoints of every session of the tenant (a key bound to an end user:
+// that user's sessions), **newest first**, with the filters of
+// `GET /v1/sessions/{id}/checkpoints`, plus `session_id` and, for `before`,
+// `before_session` (the session of the checkpoint `before` names).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/checkpoints (the `ListAllCheckpoints` operationId).
+func (c *ClientWithResponses) ListAllCheckpointsWithResponse(ctx context.Context, params *ListAllCheckpointsParams, reqEditors ...RequestEditorFn) (*ListAllCheckpointsResponse, error) {
+	rsp, err := c.ListAllCheckpoints(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListAllCheckpointsResponse(rsp)
+}
+
 // StreamEventsWithResponse Follow a whole tenant live (Server-Sent Events)
 //
 // Every event of the caller's tenant, as `GET /v1/sessions/{id}/events`
@@ -33248,9 +35953,11 @@ func (c *ClientWithResponses) ImportSessionWithBodyWithResponse(ctx context.Cont
 // with the session as it is. A closed session refuses new messages
 // (`409 session_closed`) until it is reopened with `PATCH {"status": "active"}`.
 //
-// With `?purge=true` (admin scope; a write key gets `403 forbidden`) the
-// session is **erased** instead, whatever its status: its messages,
-// checkpoints, idempotency keys and search-index rows, in one transaction;
+// With `?purge=true` (write scope: any key that can see the session, as a
+// runtime deleting its thread; a key bound to an end user only that user's)
+// the session is **erased** instead, whatever its status: its messages,
+// checkpoints and their pending writes, idempotency keys and search-index
+// rows, in one transaction, as `POST /v1/admin/purge` erases each session;
 // the answer is `204`. Forks that share its prefix keep their history: they
 // take the prefix over as their own rows, with new message ids (their old
 // ids answer `404`), and stop sharing (`parent_id` and `forked_at_seq` stay).
@@ -33435,9 +36142,11 @@ func (c *ClientWithResponses) UpdateSessionWithApplicationMergePatchPlusJSONBody
 	return ParseUpdateSessionResponse(rsp)
 }
 
-// GetLatestCheckpointWithResponse Get the latest checkpoint
+// GetLatestCheckpointWithResponse Get the latest checkpoint, or one by its client id
 //
-// The session's newest checkpoint; `404 not_found` when it has none, `409 corrupted` (with `id`) when it fails its SHA-256.
+// The newest checkpoint of a namespace (default `""`), or with `client_id`
+// the one the client named so, with its pending writes; `404 not_found` when
+// there is none, `409 corrupted` (with `id`) when it fails its SHA-256.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -33522,11 +36231,21 @@ func (c *ClientWithResponses) PatchCheckpointWithResponse(ctx context.Context, i
 // stale_iteration` with `latest_iteration`. That is the fence that stops two
 // workers from running one session: the second one's write fails.
 //
+// `namespace` (default `""`) gives the write a line of iterations of its own:
+// each namespace of a session has its own latest and its own fence, so two
+// workers on two namespaces never see each other's. `client_id` names the
+// checkpoint as the client knows it (default: its `id`); `metadata` is kept
+// beside the state, for lists to filter on. The parent is the namespace's
+// latest checkpoint. A `client_id` already stored with the same state answers
+// that checkpoint; with another state, `409 checkpoint_exists`.
+//
 // `state` is kept as given (canonical JSON); the server reads `schema_version`,
 // `pause_until_ms`, `pending_tool_calls[{id, tool_name, tool_input, started_at}]`,
 // `last_tool_result` and `stop_reason`. The checkpoint records the session's
-// `last_seq` at this moment and a SHA-256 that every read verifies. The newest
-// 100 checkpoints of a session are kept (`--checkpoint-keep`). A state is at
+// `last_seq` at this moment and a SHA-256 that every read verifies. Older
+// checkpoints are pruned by the session's retention policy
+// (`PUT /v1/sessions/{id}/checkpoint-retention`), else the server's default
+// (the newest 100 of each namespace, `--checkpoint-keep`). A state is at
 // most 4 MiB (4194304 bytes) as canonical JSON, `<`, `>` and `&` escaped
 // (`422 validation_failed` naming `state`), so that it travels as one line
 // of an export.
@@ -33550,11 +36269,21 @@ func (c *ClientWithResponses) PutCheckpointWithBodyWithResponse(ctx context.Cont
 // stale_iteration` with `latest_iteration`. That is the fence that stops two
 // workers from running one session: the second one's write fails.
 //
+// `namespace` (default `""`) gives the write a line of iterations of its own:
+// each namespace of a session has its own latest and its own fence, so two
+// workers on two namespaces never see each other's. `client_id` names the
+// checkpoint as the client knows it (default: its `id`); `metadata` is kept
+// beside the state, for lists to filter on. The parent is the namespace's
+// latest checkpoint. A `client_id` already stored with the same state answers
+// that checkpoint; with another state, `409 checkpoint_exists`.
+//
 // `state` is kept as given (canonical JSON); the server reads `schema_version`,
 // `pause_until_ms`, `pending_tool_calls[{id, tool_name, tool_input, started_at}]`,
 // `last_tool_result` and `stop_reason`. The checkpoint records the session's
-// `last_seq` at this moment and a SHA-256 that every read verifies. The newest
-// 100 checkpoints of a session are kept (`--checkpoint-keep`). A state is at
+// `last_seq` at this moment and a SHA-256 that every read verifies. Older
+// checkpoints are pruned by the session's retention policy
+// (`PUT /v1/sessions/{id}/checkpoint-retention`), else the server's default
+// (the newest 100 of each namespace, `--checkpoint-keep`). A state is at
 // most 4 MiB (4194304 bytes) as canonical JSON, `<`, `>` and `&` escaped
 // (`422 validation_failed` naming `state`), so that it travels as one line
 // of an export.
@@ -33570,9 +36299,144 @@ func (c *ClientWithResponses) PutCheckpointWithResponse(ctx context.Context, id 
 	return ParsePutCheckpointResponse(rsp)
 }
 
+// DeleteCheckpointRetentionWithResponse Return a session to the server's default retention policy
+//
+// Write scope. The answer is the server's default policy.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/sessions/{id}/checkpoint-retention (the `DeleteCheckpointRetention` operationId).
+func (c *ClientWithResponses) DeleteCheckpointRetentionWithResponse(ctx context.Context, id SessionID, reqEditors ...RequestEditorFn) (*DeleteCheckpointRetentionResponse, error) {
+	rsp, err := c.DeleteCheckpointRetention(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteCheckpointRetentionResponse(rsp)
+}
+
+// GetCheckpointRetentionWithResponse Get a session's checkpoint retention policy
+//
+// The session's own policy, or the server's default (`default` true).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/sessions/{id}/checkpoint-retention (the `GetCheckpointRetention` operationId).
+func (c *ClientWithResponses) GetCheckpointRetentionWithResponse(ctx context.Context, id SessionID, reqEditors ...RequestEditorFn) (*GetCheckpointRetentionResponse, error) {
+	rsp, err := c.GetCheckpointRetention(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetCheckpointRetentionResponse(rsp)
+}
+
+// PutCheckpointRetentionWithBodyWithResponse Set a session's checkpoint retention policy
+//
+// What older checkpoints of each namespace the session keeps as new ones
+// arrive (write scope): `{"keep": "all"}`, `{"keep": "last", "last": N}`,
+// or `{"keep": "younger_than", "max_age_seconds": S}`. The latest of a
+// namespace is always kept, and pruning never leaves a checkpoint unable to
+// be read (a delta's base goes only after the delta is rewritten whole).
+// It applies from the session's next checkpoint write on.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/sessions/{id}/checkpoint-retention (the `PutCheckpointRetention` operationId).
+func (c *ClientWithResponses) PutCheckpointRetentionWithBodyWithResponse(ctx context.Context, id SessionID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutCheckpointRetentionResponse, error) {
+	rsp, err := c.PutCheckpointRetentionWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutCheckpointRetentionResponse(rsp)
+}
+
+// PutCheckpointRetentionWithResponse Set a session's checkpoint retention policy
+//
+// What older checkpoints of each namespace the session keeps as new ones
+// arrive (write scope): `{"keep": "all"}`, `{"keep": "last", "last": N}`,
+// or `{"keep": "younger_than", "max_age_seconds": S}`. The latest of a
+// namespace is always kept, and pruning never leaves a checkpoint unable to
+// be read (a delta's base goes only after the delta is rewritten whole).
+// It applies from the session's next checkpoint write on.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/sessions/{id}/checkpoint-retention (the `PutCheckpointRetention` operationId).
+func (c *ClientWithResponses) PutCheckpointRetentionWithResponse(ctx context.Context, id SessionID, body PutCheckpointRetentionJSONRequestBody, reqEditors ...RequestEditorFn) (*PutCheckpointRetentionResponse, error) {
+	rsp, err := c.PutCheckpointRetention(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutCheckpointRetentionResponse(rsp)
+}
+
+// PutCheckpointWritesWithBodyWithResponse Record a task's pending writes against a checkpoint
+//
+// Records the writes of one task (`task_id`) against checkpoint
+// `checkpoint_id` (a client id) of `namespace` (write scope). The checkpoint
+// need not exist yet: a runtime may record a task's outputs before the
+// checkpoint they belong to is stored, and reads find them once it is.
+// They are read with the checkpoint (`pending_writes`, ordered by
+// `task_path`, `task_id`, `idx`) and removed with it (pruning, rewind,
+// purge).
+//
+// Each write is kept at its position in `writes` (`idx`), except on the
+// special channels `__error__`, `__scheduled__`, `__interrupt__` and
+// `__resume__`, which take the indexes -1, -2, -3 and -4 (LangGraph's
+// `WRITES_IDX_MAP`). The first write stored at a position wins (a retry
+// changes nothing); a later write to a special channel replaces the one
+// before. With `create_session` the session is made first when it does not
+// exist. At most 1000 writes a request.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/sessions/{id}/checkpoint-writes (the `PutCheckpointWrites` operationId).
+func (c *ClientWithResponses) PutCheckpointWritesWithBodyWithResponse(ctx context.Context, id SessionID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutCheckpointWritesResponse, error) {
+	rsp, err := c.PutCheckpointWritesWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutCheckpointWritesResponse(rsp)
+}
+
+// PutCheckpointWritesWithResponse Record a task's pending writes against a checkpoint
+//
+// Records the writes of one task (`task_id`) against checkpoint
+// `checkpoint_id` (a client id) of `namespace` (write scope). The checkpoint
+// need not exist yet: a runtime may record a task's outputs before the
+// checkpoint they belong to is stored, and reads find them once it is.
+// They are read with the checkpoint (`pending_writes`, ordered by
+// `task_path`, `task_id`, `idx`) and removed with it (pruning, rewind,
+// purge).
+//
+// Each write is kept at its position in `writes` (`idx`), except on the
+// special channels `__error__`, `__scheduled__`, `__interrupt__` and
+// `__resume__`, which take the indexes -1, -2, -3 and -4 (LangGraph's
+// `WRITES_IDX_MAP`). The first write stored at a position wins (a retry
+// changes nothing); a later write to a special channel replaces the one
+// before. With `create_session` the session is made first when it does not
+// exist. At most 1000 writes a request.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/sessions/{id}/checkpoint-writes (the `PutCheckpointWrites` operationId).
+func (c *ClientWithResponses) PutCheckpointWritesWithResponse(ctx context.Context, id SessionID, body PutCheckpointWritesJSONRequestBody, reqEditors ...RequestEditorFn) (*PutCheckpointWritesResponse, error) {
+	rsp, err := c.PutCheckpointWrites(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutCheckpointWritesResponse(rsp)
+}
+
 // ListCheckpointsWithResponse List a session's checkpoints
 //
-// Newest iteration first, keyset-paginated. A page holding a damaged checkpoint answers `409 corrupted` naming it.
+// The session's checkpoints of every namespace (or of `namespace`), **newest
+// first** (the order they were written in: keyset on `(created_at, id)`),
+// each with its state and pending writes unless `values=false`. Filters:
+// `metadata[KEY]=VALUE` (exact match of a top-level key of the checkpoint's
+// metadata, rendered as text as `GET /v1/sessions` renders it), `before`
+// (only checkpoints written before the one this client id names, in
+// `before_namespace`). A page holding a damaged checkpoint answers `409
+// corrupted` naming it.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -33585,9 +36449,79 @@ func (c *ClientWithResponses) ListCheckpointsWithResponse(ctx context.Context, i
 	return ParseListCheckpointsResponse(rsp)
 }
 
+// CreateCheckpointWithBodyWithResponse Write a checkpoint of a graph (client id, parent, namespace)
+//
+// Records the next checkpoint of `namespace` (default `""`), as a graph
+// runtime writes them (write scope): the server numbers it (the namespace's
+// latest `iteration` + 1), the client names it (`client_id`, unique in the
+// session and namespace; default its `id`) and hangs it under `parent_id`
+// (a client id of the same namespace; left out: a root). A checkpoint may
+// name any older one as its parent: that is how a run forks from a past
+// checkpoint ("time travel"). The state is given whole (`state`) or as an
+// RFC 7396 merge patch of the parent's state (`state_patch`; of `{}` for a
+// root), which is how a runtime sends only the channels that changed.
+//
+// `expected_iteration`, when given, must equal the namespace's latest
+// (`409 stale_iteration`). `409 no_parent` when `parent_id` names no
+// checkpoint of the namespace. A `client_id` already stored with the same
+// state and parent answers that checkpoint with `200` and writes nothing (a
+// retry); with another, `409 checkpoint_exists`. With `create_session` the
+// session is made first when it does not exist (status `created`).
+//
+// Storage is as for `PUT`: the namespace's latest is kept whole and the one
+// before it may become a reverse delta of it, states are compressed, and the
+// session's retention policy prunes. The answer is the checkpoint without
+// its state.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/sessions/{id}/checkpoints (the `CreateCheckpoint` operationId).
+func (c *ClientWithResponses) CreateCheckpointWithBodyWithResponse(ctx context.Context, id SessionID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateCheckpointResponse, error) {
+	rsp, err := c.CreateCheckpointWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateCheckpointResponse(rsp)
+}
+
+// CreateCheckpointWithResponse Write a checkpoint of a graph (client id, parent, namespace)
+//
+// Records the next checkpoint of `namespace` (default `""`), as a graph
+// runtime writes them (write scope): the server numbers it (the namespace's
+// latest `iteration` + 1), the client names it (`client_id`, unique in the
+// session and namespace; default its `id`) and hangs it under `parent_id`
+// (a client id of the same namespace; left out: a root). A checkpoint may
+// name any older one as its parent: that is how a run forks from a past
+// checkpoint ("time travel"). The state is given whole (`state`) or as an
+// RFC 7396 merge patch of the parent's state (`state_patch`; of `{}` for a
+// root), which is how a runtime sends only the channels that changed.
+//
+// `expected_iteration`, when given, must equal the namespace's latest
+// (`409 stale_iteration`). `409 no_parent` when `parent_id` names no
+// checkpoint of the namespace. A `client_id` already stored with the same
+// state and parent answers that checkpoint with `200` and writes nothing (a
+// retry); with another, `409 checkpoint_exists`. With `create_session` the
+// session is made first when it does not exist (status `created`).
+//
+// Storage is as for `PUT`: the namespace's latest is kept whole and the one
+// before it may become a reverse delta of it, states are compressed, and the
+// session's retention policy prunes. The answer is the checkpoint without
+// its state.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/sessions/{id}/checkpoints (the `CreateCheckpoint` operationId).
+func (c *ClientWithResponses) CreateCheckpointWithResponse(ctx context.Context, id SessionID, body CreateCheckpointJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateCheckpointResponse, error) {
+	rsp, err := c.CreateCheckpoint(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateCheckpointResponse(rsp)
+}
+
 // GetCheckpointWithResponse Get the checkpoint of one iteration
 //
-// `404 not_found` when the session has no checkpoint of that iteration (pruned or never written).
+// `404 not_found` when the session has no checkpoint of that iteration in the namespace (pruned or never written).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -41764,6 +44698,243 @@ func ParseRunToolResponse(rsp *http.Response) (*RunToolResponse, error) {
 	return response, nil
 }
 
+// ParseListAllCheckpointsResponse parses an HTTP response from a ListAllCheckpointsWithResponse call
+func ParseListAllCheckpointsResponse(rsp *http.Response) (*ListAllCheckpointsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListAllCheckpointsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest CheckpointPage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case rsp.StatusCode == 304:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Default
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListAllCheckpointsResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 304:
+		var headers ListAllCheckpointsResponse304Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers304 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListAllCheckpointsResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListAllCheckpointsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListAllCheckpointsResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers ListAllCheckpointsResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers ListAllCheckpointsResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListAllCheckpointsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListAllCheckpointsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	case true:
+		var headers ListAllCheckpointsResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
 // ParseStreamEventsResponse parses an HTTP response from a StreamEventsWithResponse call
 func ParseStreamEventsResponse(rsp *http.Response) (*StreamEventsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -46367,6 +49538,966 @@ func ParsePutCheckpointResponse(rsp *http.Response) (*PutCheckpointResponse, err
 	return response, nil
 }
 
+// ParseDeleteCheckpointRetentionResponse parses an HTTP response from a DeleteCheckpointRetentionWithResponse call
+func ParseDeleteCheckpointRetentionResponse(rsp *http.Response) (*DeleteCheckpointRetentionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteCheckpointRetentionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SessionRetention
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Default
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers DeleteCheckpointRetentionResponse200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers DeleteCheckpointRetentionResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers DeleteCheckpointRetentionResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers DeleteCheckpointRetentionResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers DeleteCheckpointRetentionResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers DeleteCheckpointRetentionResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers DeleteCheckpointRetentionResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers DeleteCheckpointRetentionResponse415Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 422:
+		var headers DeleteCheckpointRetentionResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers DeleteCheckpointRetentionResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers DeleteCheckpointRetentionResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	case true:
+		var headers DeleteCheckpointRetentionResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetCheckpointRetentionResponse parses an HTTP response from a GetCheckpointRetentionWithResponse call
+func ParseGetCheckpointRetentionResponse(rsp *http.Response) (*GetCheckpointRetentionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetCheckpointRetentionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SessionRetention
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case rsp.StatusCode == 304:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Default
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetCheckpointRetentionResponse200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 304:
+		var headers GetCheckpointRetentionResponse304Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers304 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetCheckpointRetentionResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetCheckpointRetentionResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetCheckpointRetentionResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetCheckpointRetentionResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers GetCheckpointRetentionResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetCheckpointRetentionResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetCheckpointRetentionResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	case true:
+		var headers GetCheckpointRetentionResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePutCheckpointRetentionResponse parses an HTTP response from a PutCheckpointRetentionWithResponse call
+func ParsePutCheckpointRetentionResponse(rsp *http.Response) (*PutCheckpointRetentionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PutCheckpointRetentionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SessionRetention
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Default
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers PutCheckpointRetentionResponse200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers PutCheckpointRetentionResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers PutCheckpointRetentionResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers PutCheckpointRetentionResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers PutCheckpointRetentionResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers PutCheckpointRetentionResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers PutCheckpointRetentionResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers PutCheckpointRetentionResponse415Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 422:
+		var headers PutCheckpointRetentionResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers PutCheckpointRetentionResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers PutCheckpointRetentionResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	case true:
+		var headers PutCheckpointRetentionResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePutCheckpointWritesResponse parses an HTTP response from a PutCheckpointWritesWithResponse call
+func ParsePutCheckpointWritesResponse(rsp *http.Response) (*PutCheckpointWritesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PutCheckpointWritesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Default
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		var headers PutCheckpointWritesResponse204Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers204 = &headers
+	case rsp.StatusCode == 400:
+		var headers PutCheckpointWritesResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers PutCheckpointWritesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers PutCheckpointWritesResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers PutCheckpointWritesResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers PutCheckpointWritesResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers PutCheckpointWritesResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers PutCheckpointWritesResponse415Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 422:
+		var headers PutCheckpointWritesResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers PutCheckpointWritesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers PutCheckpointWritesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	case true:
+		var headers PutCheckpointWritesResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
 // ParseListCheckpointsResponse parses an HTTP response from a ListCheckpointsWithResponse call
 func ParseListCheckpointsResponse(rsp *http.Response) (*ListCheckpointsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -46591,6 +50722,270 @@ func ParseListCheckpointsResponse(rsp *http.Response) (*ListCheckpointsResponse,
 		response.Headers503 = &headers
 	case true:
 		var headers ListCheckpointsResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateCheckpointResponse parses an HTTP response from a CreateCheckpointWithResponse call
+func ParseCreateCheckpointResponse(rsp *http.Response) (*CreateCheckpointResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateCheckpointResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Checkpoint
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Checkpoint
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Default
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers CreateCheckpointResponse200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 201:
+		var headers CreateCheckpointResponse201Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 400:
+		var headers CreateCheckpointResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers CreateCheckpointResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers CreateCheckpointResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers CreateCheckpointResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers CreateCheckpointResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers CreateCheckpointResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers CreateCheckpointResponse415Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 422:
+		var headers CreateCheckpointResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateCheckpointResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateCheckpointResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	case true:
+		var headers CreateCheckpointResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {

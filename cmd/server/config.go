@@ -26,13 +26,17 @@ type config struct {
 	MaxFileBytes   int64 // largest upload to POST /v1/files
 	LogLevel       string
 	Migrate        bool
-	RateLimit      int    // per tenant, requests per second; 0: none
-	InsecureOpen   bool   // allow open mode on a non-loopback address
-	SearchIndex    bool   // index messages for conversation search in idle time
-	CheckpointKeep int    // checkpoints kept per session
-	BackupDir      string // where POST /v1/admin/backup writes
-	CPUProfile     string // write a CPU profile of the run here
-	GCPercent      int    // the collector's target heap growth, in %; -1: off
+	RateLimit      int  // per tenant, requests per second; 0: none
+	InsecureOpen   bool // allow open mode on a non-loopback address
+	SearchIndex    bool // index messages for conversation search in idle time
+	CheckpointKeep int  // checkpoints kept per session and namespace
+	// CheckpointPolicy is --checkpoint-retention as given; CheckpointRetention
+	// the default policy it (or CheckpointKeep) makes.
+	CheckpointPolicy    string
+	CheckpointRetention model.CheckpointRetention
+	BackupDir           string // where POST /v1/admin/backup writes
+	CPUProfile          string // write a CPU profile of the run here
+	GCPercent           int    // the collector's target heap growth, in %; -1: off
 
 	// ExpirySweep is how often the server erases what has passed its
 	// expires_at; 0: never (POST /v1/admin/purge with expired still does).
@@ -98,7 +102,9 @@ func globalFlags(getenv func(string) string) []cli.Flag {
 		&cli.BoolFlag{Name: "insecure-no-auth", Sources: env("LOGBOOK_INSECURE_NO_AUTH"),
 			Usage: "serve without API keys on a non-loopback address"},
 		&cli.IntFlag{Name: "checkpoint-keep", Value: 100, Sources: env("LOGBOOK_CHECKPOINT_KEEP"),
-			Usage: "checkpoints kept per session; older ones are pruned"},
+			Usage: "checkpoints kept per session and namespace by default (a session's own policy wins); older ones are pruned"},
+		&cli.StringFlag{Name: "checkpoint-retention", Sources: env("LOGBOOK_CHECKPOINT_RETENTION"), DefaultText: "last:N of --checkpoint-keep",
+			Usage: "the default checkpoint `POLICY` for sessions without their own: all, last:N, or younger_than:DURATION (72h); replaces --checkpoint-keep"},
 		&cli.StringFlag{Name: "backup-dir", Sources: env("LOGBOOK_BACKUP_DIR"), TakesFile: true,
 			DefaultText: "backups beside the database file",
 			Usage:       "`DIR` that POST /v1/admin/backup writes to"},
@@ -147,25 +153,26 @@ func globalFlags(getenv func(string) string) []cli.Flag {
 // refused while parsing, with the flag's (or the variable's) name.
 func configFrom(cmd *cli.Command) (config, error) {
 	c := config{
-		Addr:           cmd.String("addr"),
-		DB:             cmd.String("db"),
-		Sync:           strings.ToLower(cmd.String("sync")),
-		LogLevel:       cmd.String("log-level"),
-		MaxBodyBytes:   cmd.Int64("max-body-bytes"),
-		BodyMemory:     cmd.Int64("body-memory-bytes"),
-		ImportMaxBytes: cmd.Int64("import-max-bytes"),
-		MaxFileBytes:   cmd.Int64("max-file-bytes"),
-		Migrate:        cmd.Bool("migrate"),
-		RateLimit:      cmd.Int("rate-limit"),
-		InsecureOpen:   cmd.Bool("insecure-no-auth"),
-		CheckpointKeep: cmd.Int("checkpoint-keep"),
-		BackupDir:      cmd.String("backup-dir"),
-		SearchIndex:    cmd.Bool("search-index"),
-		CPUProfile:     cmd.String("cpu-profile"),
-		MetricsAddr:    cmd.String("metrics-addr"),
-		Pprof:          cmd.Bool("pprof"),
-		ExpirySweep:    cmd.Duration("expiry-sweep"),
-		IdempotencyTTL: cmd.Duration("idempotency-ttl"),
+		Addr:             cmd.String("addr"),
+		DB:               cmd.String("db"),
+		Sync:             strings.ToLower(cmd.String("sync")),
+		LogLevel:         cmd.String("log-level"),
+		MaxBodyBytes:     cmd.Int64("max-body-bytes"),
+		BodyMemory:       cmd.Int64("body-memory-bytes"),
+		ImportMaxBytes:   cmd.Int64("import-max-bytes"),
+		MaxFileBytes:     cmd.Int64("max-file-bytes"),
+		Migrate:          cmd.Bool("migrate"),
+		RateLimit:        cmd.Int("rate-limit"),
+		InsecureOpen:     cmd.Bool("insecure-no-auth"),
+		CheckpointKeep:   cmd.Int("checkpoint-keep"),
+		CheckpointPolicy: cmd.String("checkpoint-retention"),
+		BackupDir:        cmd.String("backup-dir"),
+		SearchIndex:      cmd.Bool("search-index"),
+		CPUProfile:       cmd.String("cpu-profile"),
+		MetricsAddr:      cmd.String("metrics-addr"),
+		Pprof:            cmd.Bool("pprof"),
+		ExpirySweep:      cmd.Duration("expiry-sweep"),
+		IdempotencyTTL:   cmd.Duration("idempotency-ttl"),
 	}
 	if c.DB == "" {
 		return c, fmt.Errorf("db must name a file")
@@ -194,6 +201,11 @@ func configFrom(cmd *cli.Command) (config, error) {
 	if c.CheckpointKeep < 1 {
 		return c, fmt.Errorf("checkpoint-keep must be at least 1, not %d", c.CheckpointKeep)
 	}
+	ret, err := parseRetention(c.CheckpointPolicy, c.CheckpointKeep)
+	if err != nil {
+		return c, err
+	}
+	c.CheckpointRetention = ret
 	if c.BackupDir == "" {
 		c.BackupDir = filepath.Join(filepath.Dir(c.DB), "backups")
 	}
@@ -254,3 +266,33 @@ func (e envVar) String() string   { return fmt.Sprintf("environment variable %q"
 func (e envVar) GoString() string { return fmt.Sprintf("envVar{key: %q}", e.key) }
 func (e envVar) IsFromEnv() bool  { return true }
 func (e envVar) Key() string      { return e.key }
+
+// parseRetention reads --checkpoint-retention: all, last:N or
+// younger_than:DURATION; none is last:keep (--checkpoint-keep).
+func parseRetention(s string, keep int) (model.CheckpointRetention, error) {
+	kind, arg, _ := strings.Cut(strings.TrimSpace(s), ":")
+	bad := fmt.Errorf("checkpoint-retention must be all, last:N (N at least 1) or younger_than:DURATION (such as 72h), not %q", s)
+	switch kind {
+	case "":
+		return model.KeepLastN(int64(keep)), nil
+	case model.KeepAll:
+		if arg != "" {
+			return model.CheckpointRetention{}, bad
+		}
+		return model.CheckpointRetention{Keep: model.KeepAll}, nil
+	case model.KeepLast:
+		n, err := strconv.ParseInt(arg, 10, 64)
+		if err != nil || n < 1 {
+			return model.CheckpointRetention{}, bad
+		}
+		return model.KeepLastN(n), nil
+	case model.KeepYoungerThan:
+		d, err := time.ParseDuration(arg)
+		if err != nil || d < time.Second {
+			return model.CheckpointRetention{}, bad
+		}
+		secs := int64(d / time.Second)
+		return model.CheckpointRetention{Keep: model.KeepYoungerThan, MaxAgeSeconds: &secs}, nil
+	}
+	return model.CheckpointRetention{}, bad
+}

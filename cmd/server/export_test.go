@@ -33,7 +33,7 @@ func seed(t *testing.T, db, tenant string) model.Session {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.PutCheckpoint(ctx, tenant, ses.ID, model.PutCheckpoint{Iteration: 1, State: model.JSON(`{"n":1}`)}, 0); err != nil {
+	if _, err := st.PutCheckpoint(ctx, tenant, ses.ID, model.PutCheckpoint{Iteration: 1, State: model.JSON(`{"n":1}`)}, model.CheckpointRetention{}); err != nil {
 		t.Fatal(err)
 	}
 	if ses, err = st.GetSession(ctx, tenant, ses.ID); err != nil {

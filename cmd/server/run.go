@@ -92,7 +92,8 @@ func serve(ctx context.Context, cfg config, stdout io.Writer) error {
 	defer startExpirySweep(ctx, cfg.ExpirySweep, cfg.IdempotencyTTL, store, ms.expired(), log)()
 	handler := api.New(api.Config{Store: store, Log: log, MaxBodyBytes: cfg.MaxBodyBytes, BodyMemoryBytes: cfg.BodyMemory, Spec: logbook.OpenAPI,
 		AllowOpen: allowOpen, RateLimit: cfg.RateLimit, CheckpointKeep: cfg.CheckpointKeep,
-		ImportMaxBytes: cfg.ImportMaxBytes, MaxFileBytes: cfg.MaxFileBytes, BackupDir: cfg.BackupDir, Version: v,
+		CheckpointRetention: cfg.CheckpointRetention,
+		ImportMaxBytes:      cfg.ImportMaxBytes, MaxFileBytes: cfg.MaxFileBytes, BackupDir: cfg.BackupDir, Version: v,
 		CORSOrigins: cfg.CORSOrigins, Requests: ms.requests(), Pprof: cfg.Pprof, Embeddings: embeddings,
 		IdempotencyTTL: cfg.IdempotencyTTL})
 	ms.serve(handler)

@@ -32,8 +32,11 @@ type Config struct {
 	AllowOpen bool
 	// RateLimit is each tenant's requests per second; 0 means no limit.
 	RateLimit int
-	// CheckpointKeep is how many checkpoints each session keeps; 0 means 100.
-	CheckpointKeep int
+	// CheckpointKeep is how many checkpoints of each namespace a session keeps
+	// when it has no retention policy of its own; 0 means 100.
+	// CheckpointRetention, when set, is that default policy instead.
+	CheckpointKeep      int
+	CheckpointRetention model.CheckpointRetention
 	// BackupDir is where POST /v1/admin/backup writes; empty means a "backups"
 	// directory next to the database file.
 	BackupDir string
@@ -100,7 +103,7 @@ type Server struct {
 	rate    int
 	router  *chi.Mux
 
-	checkpointKeep int
+	checkpointKeep model.CheckpointRetention
 	backupDir      string
 	importMax      int64
 	maxFile        int64
@@ -130,7 +133,7 @@ func New(cfg Config) *Server {
 		spec:       cfg.Spec,
 		rate:       cfg.RateLimit,
 
-		checkpointKeep: cfg.CheckpointKeep,
+		checkpointKeep: cfg.CheckpointRetention.Or(model.KeepLastN(int64(cfg.CheckpointKeep))),
 		backupDir:      cfg.BackupDir,
 		importMax:      cfg.ImportMaxBytes,
 		maxFile:        cfg.MaxFileBytes,

@@ -104,7 +104,7 @@ func (s *Server) updateSession(w http.ResponseWriter, r *http.Request) {
 }
 
 // closeSession is a soft close: nothing is deleted. With ?purge=true it is a hard
-// delete instead (admin scope; see purgeSession).
+// delete instead (see purgeSession).
 func (s *Server) closeSession(w http.ResponseWriter, r *http.Request) {
 	q := parseQuery(r, "purge")
 	purge := q.boolean("purge")

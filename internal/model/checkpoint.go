@@ -10,11 +10,27 @@ const SchemaVersion = 1
 type Checkpoint struct {
 	ID        string `json:"id"`
 	SessionID string `json:"session_id"`
+	// Namespace, with the session, holds a line of iterations of its own.
+	Namespace string `json:"namespace"`
 	Iteration int64  `json:"iteration"`
-	State     JSON   `json:"state"`
+	// ClientID is the client's name for the checkpoint (its ID when it gave
+	// none), unique in the session and namespace.
+	ClientID string `json:"client_id"`
+	// ParentID and ParentIteration name the checkpoint this one follows in
+	// its namespace: the one a graph write named, or the latest before it.
+	ParentID        *string `json:"parent_id"`
+	ParentIteration *int64  `json:"parent_iteration"`
+	Metadata        Object  `json:"metadata"`
+	// State is left out of a list asked for without values.
+	State     JSON   `json:"state,omitempty"`
 	LastSeq   int64  `json:"last_seq"`
 	SHA256    string `json:"sha256"`
 	CreatedAt Time   `json:"created_at"`
+	// PendingWrites are the writes recorded against this checkpoint, by
+	// (task_path, task_id, idx); ParentWrites the parent's to one channel,
+	// when a read asked for them.
+	PendingWrites []PendingWrite `json:"pending_writes,omitempty"`
+	ParentWrites  []PendingWrite `json:"parent_writes,omitempty"`
 }
 
 // PendingToolCall is a tool call the runtime started and has not finished.
@@ -42,6 +58,19 @@ type PutCheckpoint struct {
 	Iteration         int64  `json:"iteration" validate:"gte=1"`
 	State             JSON   `json:"state" validate:"required"`
 	ExpectedIteration *int64 `json:"expected_iteration,omitempty" validate:"omitempty,gte=0"`
+	// Namespace, ClientID and Metadata are those of CreateCheckpoint: each
+	// namespace is fenced on its own.
+	Namespace string `json:"namespace,omitempty"`
+	ClientID  string `json:"client_id,omitempty"`
+	Metadata  Object `json:"metadata,omitempty"`
+}
+
+// Validate checks the names.
+func (p PutCheckpoint) Validate() error {
+	if f := checkNames(p.Namespace, p.ClientID); f != nil {
+		return Invalid(f...)
+	}
+	return nil
 }
 
 // PatchCheckpoint is the input of PATCH /v1/sessions/{id}/checkpoint: iteration
@@ -51,12 +80,39 @@ type PatchCheckpoint struct {
 	Iteration         int64  `json:"iteration" validate:"gte=1"`
 	StatePatch        JSON   `json:"state_patch" validate:"required"`
 	ExpectedIteration *int64 `json:"expected_iteration,omitempty" validate:"omitempty,gte=0"`
+	Namespace         string `json:"namespace,omitempty"`
+	ClientID          string `json:"client_id,omitempty"`
+	Metadata          Object `json:"metadata,omitempty"`
+}
+
+// Validate checks the names.
+func (p PatchCheckpoint) Validate() error {
+	if f := checkNames(p.Namespace, p.ClientID); f != nil {
+		return Invalid(f...)
+	}
+	return nil
 }
 
 // MaxStateBytes bounds a checkpoint's state as canonical JSON, whether a PUT
 // sends it or a PATCH grows it: a state past this could no longer travel as
 // one line of an export (MaxExportLine).
 const MaxStateBytes = 4 << 20
+
+// ForkCheckpoint names the checkpoint a fork starts from: by client id or by
+// iteration, in a namespace.
+type ForkCheckpoint struct {
+	Namespace string `json:"namespace,omitempty"`
+	ClientID  string `json:"client_id,omitempty"`
+	Iteration int64  `json:"iteration,omitempty" validate:"gte=0"`
+}
+
+// Validate asks for exactly one of client_id and iteration.
+func (f ForkCheckpoint) Validate() error {
+	if (f.ClientID == "") == (f.Iteration == 0) {
+		return Invalid(FieldError{Field: "at_checkpoint", Message: "needs exactly one of client_id and iteration"})
+	}
+	return nil
+}
 
 // NoCheckpoint is a PATCH of a session that has no checkpoint to patch.
 func NoCheckpoint(sessionID string) *Error {
@@ -131,11 +187,31 @@ const ResumeMessageLimit = 1000
 
 // ForkSession is the input of POST /v1/sessions/{id}/fork.
 type ForkSession struct {
-	ID       string  `json:"id,omitempty" validate:"omitempty,max=128,clientid"`
-	AtSeq    *int64  `json:"at_seq,omitempty" validate:"omitempty,gte=0"`
-	Title    *string `json:"title,omitempty" validate:"omitempty,max=1000"`
-	Metadata Object  `json:"metadata,omitempty"`
+	ID    string `json:"id,omitempty" validate:"omitempty,max=128,clientid"`
+	AtSeq *int64 `json:"at_seq,omitempty" validate:"omitempty,gte=0"`
+	// AtCheckpoint forks at a checkpoint instead: the fork shares the
+	// messages up to its last_seq and starts from a copy of it.
+	AtCheckpoint *ForkCheckpoint `json:"at_checkpoint,omitempty"`
+	Title        *string         `json:"title,omitempty" validate:"omitempty,max=1000"`
+	Metadata     Object          `json:"metadata,omitempty"`
 	// UserSpace takes ID in the parent's user's own id space, as
 	// CreateSession.UserSpace does.
 	UserSpace bool `json:"-"`
+}
+
+// Validate refuses at_seq beside at_checkpoint, and checks at_checkpoint.
+func (f ForkSession) Validate() error {
+	if f.AtCheckpoint == nil {
+		return nil
+	}
+	if f.AtSeq != nil {
+		return Invalid(FieldError{Field: "at_seq", Message: "must be left out with at_checkpoint (the checkpoint's last_seq is the fork point)"})
+	}
+	if fs := checkNames(f.AtCheckpoint.Namespace, f.AtCheckpoint.ClientID); fs != nil {
+		for i := range fs {
+			fs[i].Field = "at_checkpoint." + fs[i].Field
+		}
+		return Invalid(fs...)
+	}
+	return f.AtCheckpoint.Validate()
 }

@@ -68,12 +68,19 @@ type Messages interface {
 	Context(ctx context.Context, tenant, id string, q model.ContextQuery) (model.Context, error)
 }
 
-// Checkpoints: fenced writes (whole or as a merge patch), reads, resume and repair.
+// Checkpoints: fenced writes (whole or as a merge patch), graph writes (the
+// client's ids, parents, namespaces), pending writes, reads, lists, retention,
+// resume and repair. def is the server's retention policy, for a session that
+// has none of its own.
 type Checkpoints interface {
-	PutCheckpoint(ctx context.Context, tenant, sessionID string, in model.PutCheckpoint, keep int) (model.Checkpoint, error)
-	PatchCheckpoint(ctx context.Context, tenant, sessionID string, in model.PatchCheckpoint, keep int) (model.Checkpoint, error)
-	GetCheckpoint(ctx context.Context, tenant, sessionID string, iteration int64) (model.Checkpoint, error)
-	ListCheckpoints(ctx context.Context, tenant, sessionID string, p PageRequest) (model.Page[model.Checkpoint], error)
+	PutCheckpoint(ctx context.Context, tenant, sessionID string, in model.PutCheckpoint, def model.CheckpointRetention) (model.Checkpoint, error)
+	PatchCheckpoint(ctx context.Context, tenant, sessionID string, in model.PatchCheckpoint, def model.CheckpointRetention) (model.Checkpoint, error)
+	CreateCheckpoint(ctx context.Context, tenant, sessionID string, in model.CreateCheckpoint, def model.CheckpointRetention) (c model.Checkpoint, created bool, err error)
+	PutCheckpointWrites(ctx context.Context, tenant, sessionID string, in model.PutCheckpointWrites) error
+	ReadCheckpoint(ctx context.Context, tenant, sessionID string, sel model.CheckpointSelector) (model.Checkpoint, error)
+	FindCheckpoints(ctx context.Context, tenant string, f model.CheckpointFilter, p PageRequest) (model.Page[model.Checkpoint], error)
+	CheckpointRetention(ctx context.Context, tenant, sessionID string) (*model.CheckpointRetention, error)
+	SetCheckpointRetention(ctx context.Context, tenant, sessionID string, p *model.CheckpointRetention) error
 	Resume(ctx context.Context, tenant, sessionID string) (model.Resume, error)
 	RepairSession(ctx context.Context, tenant, id string, in model.RepairSession) (model.RepairResult, error)
 }

@@ -128,6 +128,21 @@ func TestDashboard(t *testing.T) {
 	p.waitEq("live feed", `document.getElementById("live").dataset.state`, "live")
 	p.shot("03-session")
 
+	// A graph's thread: its checkpoints as a tree, by namespace, the line to
+	// the latest apart from the branch, with pending writes.
+	p.do(chromedp.Evaluate[chromedp.Void](`location.hash = "#/sessions/graph-1"`))
+	p.waitEq("namespaces", `[...document.querySelectorAll("#checkpoints .ck-namespace")].map(n => JSON.stringify(n.dataset.namespace)).join(",")`, `"","tools:1"`)
+	p.waitEq("newest first, the line to the latest in lane 0", `[...document.querySelectorAll('#checkpoints .ck-namespace[data-namespace=""] details.checkpoint')].map(d => d.dataset.clientId + d.dataset.lane).join(",")`,
+		"d0,c1,b1,a0")
+	p.waitEq("parents", `[...document.querySelectorAll('#checkpoints details.checkpoint')].map(d => d.dataset.parentId || "-").join(",")`, "a,b,a,-,-")
+	p.waitEq("the fork point", `document.querySelector('#checkpoints details[data-client-id="a"] .badge.fork').textContent`, "2 branches")
+	p.waitEq("pending writes", `[...document.querySelectorAll('#checkpoints details[data-client-id="c"] .pending-writes li')].map(l => l.dataset.channel).join(",") + " " + document.querySelector('#checkpoints details[data-client-id="c"] .badge.writes').textContent`,
+		"__interrupt__,messages 2 writes")
+	p.waitEq("the latest open", `String(document.querySelector("#checkpoints details.checkpoint").open)`, "true")
+	p.shot("03b-checkpoint-tree")
+	p.do(chromedp.Evaluate[chromedp.Void](`history.back()`))
+	p.waitEq("back to the session", `document.getElementById("session-title")?.textContent`, "Refund question")
+
 	// Live: a result folds into its call, a new message appears, the counters follow.
 	c.do("POST", "/v1/sessions/demo-1/messages", map[string]any{"role": "tool", "tool_call_id": "call_2", "name": "get_weather", "content": "Sunny, 21°C"}, 201)
 	p.waitEq("a result folded live", `document.querySelector('details.tool-call[data-call-id="call_2"] .state').textContent`, "result #7")
@@ -344,6 +359,20 @@ func seed(c *client) {
 	c.do("POST", "/v1/sessions/demo-1/compactions", map[string]any{"through_seq": 3, "summary": "Ann asked for a refund; order 1042 was delivered.", "tokens": 15}, 201)
 	c.do("POST", "/v1/sessions/demo-1/fork", map[string]any{"id": "demo-1-fork", "at_seq": 4}, 201)
 	c.do("POST", "/v1/sessions/demo-1-fork/messages", map[string]any{"role": "user", "content": "And order 1043?", "tokens": 8}, 201)
+
+	// A graph runtime's thread: a line a → b → c, a fork d from a (time
+	// travel), a subgraph's namespace, pending writes on c.
+	for _, w := range []map[string]any{
+		{"client_id": "a", "state": map[string]any{"step": 0}, "metadata": map[string]any{"source": "input"}, "create_session": true},
+		{"client_id": "b", "parent_id": "a", "state_patch": map[string]any{"step": 1}, "metadata": map[string]any{"source": "loop"}},
+		{"client_id": "c", "parent_id": "b", "state_patch": map[string]any{"step": 2}, "metadata": map[string]any{"source": "loop"}},
+		{"namespace": "tools:1", "client_id": "x", "state": map[string]any{"inner": true}, "metadata": map[string]any{"source": "loop"}},
+		{"client_id": "d", "parent_id": "a", "state_patch": map[string]any{"step": 9}, "metadata": map[string]any{"source": "update"}},
+	} {
+		c.do("POST", "/v1/sessions/graph-1/checkpoints", w, 201)
+	}
+	c.do("POST", "/v1/sessions/graph-1/checkpoint-writes", map[string]any{"checkpoint_id": "c", "task_id": "task-1",
+		"writes": []map[string]any{{"channel": "messages", "value": []string{"json", "hi"}}, {"channel": "__interrupt__", "value": "stop"}}}, 204)
 
 	c.do("POST", "/v1/sessions", map[string]any{"id": "ops-7", "agent_id": "ops-bot", "title": xssTitle, "metadata": map[string]any{"channel": "cron"}}, 201)
 	c.do("POST", "/v1/sessions/ops-7/messages", map[string]any{"role": "user", "content": "Summarise the night.", "model": "gpt-4o-mini", "tokens": 100, "cost": 0.01}, 201)

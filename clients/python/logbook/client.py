@@ -41,6 +41,7 @@ from .types import (
     APIKey,
     Block,
     Checkpoint,
+    CheckpointRetention,
     Compaction,
     Content,
     File,
@@ -555,6 +556,11 @@ class Client:
             body["metadata"] = None if metadata is None else dict(metadata)
         return cast(Session, self._call("PATCH", "/v1/sessions/" + _seg(id), json_body=body, idempotent=True))
 
+    def purge_session(self, id: str) -> None:
+        """Erases the session for good (``DELETE ?purge=true``; a write key
+        that can see it may): messages, checkpoints, pending writes."""
+        self._request("DELETE", "/v1/sessions/" + _seg(id), query={"purge": "true"}, idempotent=True)
+
     def close_session(self, id: str) -> Session:
         """Soft close (``DELETE``): status ``completed``; nothing is deleted."""
         return cast(Session, self._call("DELETE", "/v1/sessions/" + _seg(id), idempotent=True))
@@ -591,15 +597,21 @@ class Client:
         id: str,
         *,
         at_seq: Optional[int] = None,
+        at_checkpoint: Optional[Mapping[str, Any]] = None,
         new_id: Optional[str] = None,
         title: Optional[str] = None,
         metadata: Optional[Mapping[str, JSON]] = None,
     ) -> Session:
-        """A new session sharing the first ``at_seq`` messages (default: all)."""
+        """A new session sharing the first ``at_seq`` messages (default: all),
+        or, with ``at_checkpoint={"client_id": …}`` (or ``"iteration"``, and a
+        ``"namespace"``), those up to that checkpoint, starting from a copy of
+        it."""
         fid = new_id or "ses_" + _uuid7_hex()
         body: Dict[str, Any] = {"id": fid}
         if at_seq is not None:
             body["at_seq"] = at_seq
+        if at_checkpoint is not None:
+            body["at_checkpoint"] = dict(at_checkpoint)
         if title is not None:
             body["title"] = title
         if metadata is not None:
@@ -861,10 +873,122 @@ class Client:
         return cast(Checkpoint, self._call("GET", path))
 
     def list_checkpoints(
-        self, session_id: str, *, limit: Optional[int] = None, cursor: Optional[str] = None
+        self,
+        session_id: str,
+        *,
+        namespace: Optional[str] = None,
+        metadata: Optional[Mapping[str, Any]] = None,
+        before: Optional[str] = None,
+        before_namespace: Optional[str] = None,
+        values: bool = True,
+        limit: Optional[int] = None,
+        cursor: Optional[str] = None,
     ) -> Pager[Checkpoint]:
-        """Newest iteration first."""
-        return self._pager("/v1/sessions/%s/checkpoints" % _seg(session_id), {"limit": limit}, cursor)
+        """Newest first, every namespace unless ``namespace`` is given; only
+        those whose metadata has these values (compared as text), written
+        before the checkpoint ``before`` names. ``values=False`` leaves states
+        and pending writes out."""
+        q = _checkpoint_query(namespace, metadata, before, before_namespace, values, limit)
+        return self._pager("/v1/sessions/%s/checkpoints" % _seg(session_id), q, cursor)
+
+    def list_all_checkpoints(
+        self,
+        *,
+        session_id: Optional[str] = None,
+        namespace: Optional[str] = None,
+        metadata: Optional[Mapping[str, Any]] = None,
+        before: Optional[str] = None,
+        before_session: Optional[str] = None,
+        before_namespace: Optional[str] = None,
+        values: bool = True,
+        limit: Optional[int] = None,
+        cursor: Optional[str] = None,
+    ) -> Pager[Checkpoint]:
+        """Checkpoints across the tenant's sessions, newest first, filtered as
+        :meth:`list_checkpoints` filters."""
+        q = _checkpoint_query(namespace, metadata, before, before_namespace, values, limit)
+        q["session_id"] = session_id
+        q["before_session"] = before_session
+        return self._pager("/v1/checkpoints", q, cursor)
+
+    def find_checkpoint(
+        self, session_id: str, *, namespace: str = "", client_id: Optional[str] = None
+    ) -> Checkpoint:
+        """The latest checkpoint of ``namespace``, or the one ``client_id``
+        names, with its pending writes (``404`` when none)."""
+        q = {"namespace": namespace or None, "client_id": client_id}
+        return cast(Checkpoint, self._call("GET", "/v1/sessions/%s/checkpoint" % _seg(session_id), query=q))
+
+    def create_checkpoint(
+        self,
+        session_id: str,
+        *,
+        state: Optional[Mapping[str, JSON]] = None,
+        state_patch: Optional[Mapping[str, JSON]] = None,
+        client_id: Optional[str] = None,
+        parent_id: Optional[str] = None,
+        namespace: str = "",
+        metadata: Optional[Mapping[str, JSON]] = None,
+        expected_iteration: Optional[int] = None,
+        create_session: bool = False,
+    ) -> Checkpoint:
+        """A graph runtime's write: the next checkpoint of ``namespace``,
+        numbered by the server, named ``client_id`` and hung under
+        ``parent_id``; ``state`` whole or ``state_patch`` (a merge patch of the
+        parent's). The answer leaves the state out. With a ``client_id`` a
+        resend is safe: the same checkpoint again answers the stored one."""
+        body: Dict[str, Any] = {"namespace": namespace, "create_session": create_session}
+        for k, v in (("state", state), ("state_patch", state_patch), ("client_id", client_id), ("parent_id", parent_id),
+                     ("metadata", metadata), ("expected_iteration", expected_iteration)):
+            if v is not None:
+                body[k] = dict(v) if isinstance(v, Mapping) else v
+        return cast(
+            Checkpoint,
+            self._call(
+                "POST",
+                "/v1/sessions/%s/checkpoints" % _seg(session_id),
+                json_body=body,
+                idempotent=client_id is not None and expected_iteration is None,
+            ),
+        )
+
+    def put_checkpoint_writes(
+        self,
+        session_id: str,
+        checkpoint_id: str,
+        task_id: str,
+        writes: Sequence["tuple[str, JSON]"],
+        *,
+        namespace: str = "",
+        task_path: str = "",
+        create_session: bool = False,
+    ) -> None:
+        """Records one task's ``(channel, value)`` writes against a checkpoint
+        (which need not exist yet). A resend is safe: the first write at an
+        index wins (a special channel's last)."""
+        body = {
+            "namespace": namespace,
+            "checkpoint_id": checkpoint_id,
+            "task_id": task_id,
+            "task_path": task_path,
+            "writes": [{"channel": c, "value": v} for c, v in writes],
+            "create_session": create_session,
+        }
+        self._request("POST", "/v1/sessions/%s/checkpoint-writes" % _seg(session_id), json_body=body, idempotent=True)
+
+    def get_checkpoint_retention(self, session_id: str) -> CheckpointRetention:
+        """The session's retention policy: its own, or the server's default."""
+        path = "/v1/sessions/%s/checkpoint-retention" % _seg(session_id)
+        return cast(CheckpointRetention, self._call("GET", path))
+
+    def set_checkpoint_retention(
+        self, session_id: str, policy: Optional[Mapping[str, Any]]
+    ) -> CheckpointRetention:
+        """Sets the session's own policy; ``None`` returns it to the default."""
+        path = "/v1/sessions/%s/checkpoint-retention" % _seg(session_id)
+        if policy is None:
+            return cast(CheckpointRetention, self._call("DELETE", path))
+        return cast(CheckpointRetention, self._call("PUT", path, json_body=dict(policy)))
 
     def resume(self, session_id: str) -> Resume:
         """The hand-over for a new worker: session, latest checkpoint, messages
@@ -1366,3 +1490,19 @@ class _Recovered(Exception):
 def _gone(p: Problem) -> Optional[Dict[str, Any]]:
     """A resent DELETE that finds nothing: the first attempt deleted it."""
     return {} if p.code == "not_found" else None
+
+
+def _checkpoint_query(
+    namespace: Optional[str],
+    metadata: Optional[Mapping[str, Any]],
+    before: Optional[str],
+    before_namespace: Optional[str],
+    values: bool,
+    limit: Optional[int],
+) -> Dict[str, Any]:
+    q: Dict[str, Any] = {"namespace": namespace, "before": before, "before_namespace": before_namespace, "limit": limit}
+    if not values:
+        q["values"] = "false"
+    for k, v in (metadata or {}).items():
+        q["metadata." + k] = v if isinstance(v, str) else json.dumps(v)
+    return q

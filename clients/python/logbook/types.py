@@ -231,14 +231,48 @@ class CheckpointState(TypedDict, total=False):
     stop_reason: Optional[str]
 
 
-class Checkpoint(TypedDict):
+class PendingWrite(TypedDict):
+    """One task's write, recorded against a checkpoint."""
+
+    task_id: str
+    idx: int
+    channel: str
+    value: JSON
+    task_path: str
+
+
+class _CheckpointBase(TypedDict):
     id: str
     session_id: str
+    namespace: str
     iteration: int
-    state: Dict[str, JSON]
+    client_id: str
+    parent_id: Optional[str]
+    parent_iteration: Optional[int]
+    metadata: Dict[str, JSON]
     last_seq: int
     sha256: str
     created_at: str
+
+
+class Checkpoint(_CheckpointBase, total=False):
+    """A checkpoint; ``state`` and ``pending_writes`` are left out of a list
+    read with ``values=False`` and of a graph write's answer."""
+
+    state: Dict[str, JSON]
+    pending_writes: List[PendingWrite]
+    parent_writes: List[PendingWrite]
+
+
+class CheckpointRetention(TypedDict, total=False):
+    """A retention policy: ``{"keep": "all"}``, ``{"keep": "last", "last": N}``
+    or ``{"keep": "younger_than", "max_age_seconds": S}``; ``default`` is true
+    when it is the server's."""
+
+    keep: Literal["all", "last", "younger_than"]
+    last: int
+    max_age_seconds: int
+    default: bool
 
 
 class Repair(TypedDict):

@@ -134,6 +134,30 @@ class AgentTurnTest(ServerTestCase):
         self.assertEqual([m["content"] for m in lb.list_messages(fork["id"])], ["0", "1", "2"])
 
 
+class GraphCheckpointTest(ServerTestCase):
+    def test_a_graph_runtimes_checkpoints(self) -> None:
+        lb = self.client
+        tid = "py-graph-thread"
+        root = lb.create_checkpoint(tid, client_id="a", state_patch={"x": 1}, metadata={"source": "input"}, create_session=True)
+        child = lb.create_checkpoint(tid, client_id="b", parent_id="a", state_patch={"y": 2}, metadata={"source": "loop"})
+        self.assertEqual((root["iteration"], child["iteration"], child["parent_id"]), (1, 2, "a"))
+        lb.put_checkpoint_writes(tid, "b", "task-1", [("out", "v"), ("__interrupt__", "stop")])
+        got = lb.find_checkpoint(tid, client_id="b")
+        self.assertEqual(got["state"], {"x": 1, "y": 2})
+        self.assertEqual([(w["idx"], w["channel"]) for w in got["pending_writes"]], [(-3, "__interrupt__"), (0, "out")])
+        self.assertEqual([c["client_id"] for c in lb.list_checkpoints(tid, metadata={"source": "loop"})], ["b"])
+        self.assertEqual([c["client_id"] for c in lb.list_all_checkpoints(session_id=tid, before="b")], ["a"])
+        self.assertNotIn("state", next(iter(lb.list_checkpoints(tid, values=False))))
+        self.assertEqual(lb.set_checkpoint_retention(tid, {"keep": "all"})["keep"], "all")
+        self.assertTrue(lb.set_checkpoint_retention(tid, None)["default"])
+        fork = lb.fork_session(tid, at_checkpoint={"client_id": "a"}, new_id=tid + "-fork")
+        self.assertEqual(lb.find_checkpoint(fork["id"])["client_id"], "a")
+        lb.purge_session(tid)
+        with self.assertRaises(Problem) as e:
+            lb.get_session(tid)
+        self.assertEqual(e.exception.status, 404)
+
+
 class ProblemTest(ServerTestCase):
     def test_unknown_session_is_not_found(self) -> None:
         with self.assertRaises(Problem) as cm:

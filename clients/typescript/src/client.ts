@@ -8,7 +8,14 @@ import type {
   Block,
   BlockPut,
   Checkpoint,
+  CheckpointCreate,
   CheckpointPut,
+  CheckpointRetention,
+  CheckpointWrites,
+  GetCheckpointQuery,
+  ListAllCheckpointsQuery,
+  ListCheckpointsQuery,
+  SessionRetention,
   Compaction,
   CompactionCreate,
   ContextQuery,
@@ -377,6 +384,11 @@ export class Client {
   }
 
   /** The soft close (status `completed`). */
+  /** Erases the session for good (a write key that can see it may): messages, checkpoints, pending writes. */
+  async purgeSession(id: string, opts: CallOptions = {}): Promise<void> {
+    await this.#call({ method: "DELETE", path: path`/v1/sessions/${id}`, query: { purge: true }, ...opts });
+  }
+
   closeSession(id: string, opts: CallOptions = {}): Promise<Session> {
     return this.#call({ method: "DELETE", path: path`/v1/sessions/${id}`, ...opts });
   }
@@ -539,9 +551,54 @@ export class Client {
     return this.#call({ method: "GET", path: p, ...opts });
   }
 
-  /** Newest iteration first. */
-  listCheckpoints(sessionId: string, query: { limit?: number; cursor?: string } = {}, opts: CallOptions = {}): Pager<Checkpoint> {
+  /**
+   * The latest checkpoint of a namespace, or the one `client_id` names, with
+   * its pending writes (`404 not_found` when there is none).
+   */
+  findCheckpoint(sessionId: string, query: GetCheckpointQuery = {}, opts: CallOptions = {}): Promise<Checkpoint> {
+    return this.#call({ method: "GET", path: path`/v1/sessions/${sessionId}/checkpoint`, query, ...opts });
+  }
+
+  /** Newest first, every namespace unless `namespace` is given; filters by `metadata`, `before`. */
+  listCheckpoints(sessionId: string, query: ListCheckpointsQuery = {}, opts: CallOptions = {}): Pager<Checkpoint> {
     return this.#pager(path`/v1/sessions/${sessionId}/checkpoints`, query, opts.signal);
+  }
+
+  /** Checkpoints across the tenant's sessions, newest first. */
+  listAllCheckpoints(query: ListAllCheckpointsQuery = {}, opts: CallOptions = {}): Pager<Checkpoint> {
+    return this.#pager("/v1/checkpoints", query, opts.signal);
+  }
+
+  /**
+   * A graph runtime's write: the next checkpoint of a namespace, named by
+   * `client_id` and hung under `parent_id`, its state whole or as a merge patch
+   * of the parent's. The answer leaves the state out. A resend is safe: the
+   * same client id with the same content answers the stored checkpoint.
+   */
+  createCheckpoint(sessionId: string, body: CheckpointCreate, opts: CallOptions = {}): Promise<Checkpoint> {
+    return this.#call({
+      method: "POST",
+      path: path`/v1/sessions/${sessionId}/checkpoints`,
+      body,
+      safe: body.client_id !== undefined && body.expected_iteration === undefined,
+      ...opts,
+    });
+  }
+
+  /** Records one task's pending writes against a checkpoint (which need not exist yet). Safe to resend: the first write stored wins. */
+  async putCheckpointWrites(sessionId: string, body: CheckpointWrites, opts: CallOptions = {}): Promise<void> {
+    await this.#call({ method: "POST", path: path`/v1/sessions/${sessionId}/checkpoint-writes`, body, safe: true, ...opts });
+  }
+
+  /** The session's checkpoint retention policy (its own, or the server's default). */
+  getCheckpointRetention(sessionId: string, opts: CallOptions = {}): Promise<SessionRetention> {
+    return this.#call({ method: "GET", path: path`/v1/sessions/${sessionId}/checkpoint-retention`, ...opts });
+  }
+
+  /** Sets the session's own retention policy; `null` returns it to the server's default. */
+  setCheckpointRetention(sessionId: string, policy: CheckpointRetention | null, opts: CallOptions = {}): Promise<SessionRetention> {
+    const p = path`/v1/sessions/${sessionId}/checkpoint-retention`;
+    return this.#call(policy === null ? { method: "DELETE", path: p, ...opts } : { method: "PUT", path: p, body: policy, ...opts });
   }
 
   /** The hand-over: session, latest checkpoint, messages since, pending tool calls, validation. */

@@ -207,9 +207,11 @@ export interface paths {
          *     with the session as it is. A closed session refuses new messages
          *     (`409 session_closed`) until it is reopened with `PATCH {"status": "active"}`.
          *
-         *     With `?purge=true` (admin scope; a write key gets `403 forbidden`) the
-         *     session is **erased** instead, whatever its status: its messages,
-         *     checkpoints, idempotency keys and search-index rows, in one transaction;
+         *     With `?purge=true` (write scope: any key that can see the session, as a
+         *     runtime deleting its thread; a key bound to an end user only that user's)
+         *     the session is **erased** instead, whatever its status: its messages,
+         *     checkpoints and their pending writes, idempotency keys and search-index
+         *     rows, in one transaction, as `POST /v1/admin/purge` erases each session;
          *     the answer is `204`. Forks that share its prefix keep their history: they
          *     take the prefix over as their own rows, with new message ids (their old
          *     ids answer `404`), and stop sharing (`parent_id` and `forked_at_seq` stay).
@@ -1619,8 +1621,10 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Get the latest checkpoint
-         * @description The session's newest checkpoint; `404 not_found` when it has none, `409 corrupted` (with `id`) when it fails its SHA-256.
+         * Get the latest checkpoint, or one by its client id
+         * @description The newest checkpoint of a namespace (default `""`), or with `client_id`
+         *     the one the client named so, with its pending writes; `404 not_found` when
+         *     there is none, `409 corrupted` (with `id`) when it fails its SHA-256.
          */
         get: operations["getLatestCheckpoint"];
         /**
@@ -1631,11 +1635,21 @@ export interface paths {
          *     stale_iteration` with `latest_iteration`. That is the fence that stops two
          *     workers from running one session: the second one's write fails.
          *
+         *     `namespace` (default `""`) gives the write a line of iterations of its own:
+         *     each namespace of a session has its own latest and its own fence, so two
+         *     workers on two namespaces never see each other's. `client_id` names the
+         *     checkpoint as the client knows it (default: its `id`); `metadata` is kept
+         *     beside the state, for lists to filter on. The parent is the namespace's
+         *     latest checkpoint. A `client_id` already stored with the same state answers
+         *     that checkpoint; with another state, `409 checkpoint_exists`.
+         *
          *     `state` is kept as given (canonical JSON); the server reads `schema_version`,
          *     `pause_until_ms`, `pending_tool_calls[{id, tool_name, tool_input, started_at}]`,
          *     `last_tool_result` and `stop_reason`. The checkpoint records the session's
-         *     `last_seq` at this moment and a SHA-256 that every read verifies. The newest
-         *     100 checkpoints of a session are kept (`--checkpoint-keep`). A state is at
+         *     `last_seq` at this moment and a SHA-256 that every read verifies. Older
+         *     checkpoints are pruned by the session's retention policy
+         *     (`PUT /v1/sessions/{id}/checkpoint-retention`), else the server's default
+         *     (the newest 100 of each namespace, `--checkpoint-keep`). A state is at
          *     most 4 MiB (4194304 bytes) as canonical JSON, `<`, `>` and `&` escaped
          *     (`422 validation_failed` naming `state`), so that it travels as one line
          *     of an export.
@@ -1681,9 +1695,136 @@ export interface paths {
         };
         /**
          * List a session's checkpoints
-         * @description Newest iteration first, keyset-paginated. A page holding a damaged checkpoint answers `409 corrupted` naming it.
+         * @description The session's checkpoints of every namespace (or of `namespace`), **newest
+         *     first** (the order they were written in: keyset on `(created_at, id)`),
+         *     each with its state and pending writes unless `values=false`. Filters:
+         *     `metadata[KEY]=VALUE` (exact match of a top-level key of the checkpoint's
+         *     metadata, rendered as text as `GET /v1/sessions` renders it), `before`
+         *     (only checkpoints written before the one this client id names, in
+         *     `before_namespace`). A page holding a damaged checkpoint answers `409
+         *     corrupted` naming it.
          */
         get: operations["listCheckpoints"];
+        put?: never;
+        /**
+         * Write a checkpoint of a graph (client id, parent, namespace)
+         * @description Records the next checkpoint of `namespace` (default `""`), as a graph
+         *     runtime writes them (write scope): the server numbers it (the namespace's
+         *     latest `iteration` + 1), the client names it (`client_id`, unique in the
+         *     session and namespace; default its `id`) and hangs it under `parent_id`
+         *     (a client id of the same namespace; left out: a root). A checkpoint may
+         *     name any older one as its parent: that is how a run forks from a past
+         *     checkpoint ("time travel"). The state is given whole (`state`) or as an
+         *     RFC 7396 merge patch of the parent's state (`state_patch`; of `{}` for a
+         *     root), which is how a runtime sends only the channels that changed.
+         *
+         *     `expected_iteration`, when given, must equal the namespace's latest
+         *     (`409 stale_iteration`). `409 no_parent` when `parent_id` names no
+         *     checkpoint of the namespace. A `client_id` already stored with the same
+         *     state and parent answers that checkpoint with `200` and writes nothing (a
+         *     retry); with another, `409 checkpoint_exists`. With `create_session` the
+         *     session is made first when it does not exist (status `created`).
+         *
+         *     Storage is as for `PUT`: the namespace's latest is kept whole and the one
+         *     before it may become a reverse delta of it, states are compressed, and the
+         *     session's retention policy prunes. The answer is the checkpoint without
+         *     its state.
+         */
+        post: operations["createCheckpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}/checkpoint-writes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The session's id (server-made `ses_…`, or the id the client chose). */
+                id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Record a task's pending writes against a checkpoint
+         * @description Records the writes of one task (`task_id`) against checkpoint
+         *     `checkpoint_id` (a client id) of `namespace` (write scope). The checkpoint
+         *     need not exist yet: a runtime may record a task's outputs before the
+         *     checkpoint they belong to is stored, and reads find them once it is.
+         *     They are read with the checkpoint (`pending_writes`, ordered by
+         *     `task_path`, `task_id`, `idx`) and removed with it (pruning, rewind,
+         *     purge).
+         *
+         *     Each write is kept at its position in `writes` (`idx`), except on the
+         *     special channels `__error__`, `__scheduled__`, `__interrupt__` and
+         *     `__resume__`, which take the indexes -1, -2, -3 and -4 (LangGraph's
+         *     `WRITES_IDX_MAP`). The first write stored at a position wins (a retry
+         *     changes nothing); a later write to a special channel replaces the one
+         *     before. With `create_session` the session is made first when it does not
+         *     exist. At most 1000 writes a request.
+         */
+        post: operations["putCheckpointWrites"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}/checkpoint-retention": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The session's id (server-made `ses_…`, or the id the client chose). */
+                id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a session's checkpoint retention policy
+         * @description The session's own policy, or the server's default (`default` true).
+         */
+        get: operations["getCheckpointRetention"];
+        /**
+         * Set a session's checkpoint retention policy
+         * @description What older checkpoints of each namespace the session keeps as new ones
+         *     arrive (write scope): `{"keep": "all"}`, `{"keep": "last", "last": N}`,
+         *     or `{"keep": "younger_than", "max_age_seconds": S}`. The latest of a
+         *     namespace is always kept, and pruning never leaves a checkpoint unable to
+         *     be read (a delta's base goes only after the delta is rewritten whole).
+         *     It applies from the session's next checkpoint write on.
+         */
+        put: operations["putCheckpointRetention"];
+        post?: never;
+        /**
+         * Return a session to the server's default retention policy
+         * @description Write scope. The answer is the server's default policy.
+         */
+        delete: operations["deleteCheckpointRetention"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/checkpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List checkpoints across the tenant's sessions
+         * @description Checkpoints of every session of the tenant (a key bound to an end user:
+         *     that user's sessions), **newest first**, with the filters of
+         *     `GET /v1/sessions/{id}/checkpoints`, plus `session_id` and, for `before`,
+         *     `before_session` (the session of the checkpoint `before` names).
+         */
+        get: operations["listAllCheckpoints"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1706,7 +1847,7 @@ export interface paths {
         };
         /**
          * Get the checkpoint of one iteration
-         * @description `404 not_found` when the session has no checkpoint of that iteration (pruned or never written).
+         * @description `404 not_found` when the session has no checkpoint of that iteration in the namespace (pruned or never written).
          */
         get: operations["getCheckpoint"];
         put?: never;
@@ -2521,6 +2662,14 @@ export interface components {
             expected_iteration?: number;
             /** @description The runtime's loop state after this iteration, kept as given (any keys). */
             state: components["schemas"]["CheckpointState"];
+            /** @description The namespace; each has its own latest and its own fence. Default `""`. */
+            namespace?: string;
+            /** @description The client's name for the checkpoint, unique in the session and namespace; default its `id`. */
+            client_id?: string;
+            /** @description Any JSON object kept beside the state, for lists to filter on (`metadata[KEY]=`). */
+            metadata?: {
+                [key: string]: unknown;
+            } | null;
         };
         /**
          * @description The runtime's loop state, kept as given (canonical JSON). The keys below are
@@ -2580,9 +2729,36 @@ export interface components {
             state_patch: {
                 [key: string]: unknown;
             };
+            /** @description The namespace; each has its own latest and its own fence. Default `""`. */
+            namespace?: string;
+            /** @description The client's name for the checkpoint, unique in the session and namespace; default its `id`. */
+            client_id?: string;
+            /** @description Any JSON object kept beside the state, for lists to filter on (`metadata[KEY]=`). */
+            metadata?: {
+                [key: string]: unknown;
+            } | null;
         };
-        /** @description One iteration's saved loop state. */
+        /** @description One iteration's saved loop state, in its namespace's tree. */
         Checkpoint: {
+            /** @description Its namespace (`""` by default); each has its own line of iterations. */
+            namespace: string;
+            /** @description The client's name for it, unique in the session and namespace (its `id` when the client gave none). */
+            client_id: string;
+            /** @description The client id of the checkpoint it follows in its namespace (kept when that one is pruned); `null` for a root. */
+            parent_id: string | null;
+            /**
+             * Format: int64
+             * @description The iteration of that parent; `null` for a root.
+             */
+            parent_iteration: number | null;
+            /** @description The metadata written with it (`{}` when none). */
+            metadata: {
+                [key: string]: unknown;
+            };
+            /** @description The pending writes recorded against it, by `task_path`, `task_id`, `idx`. Left out of a list with `values=false` and of a write's answer. */
+            pending_writes?: components["schemas"]["PendingWrite"][];
+            /** @description With `parent_writes=CHANNEL`, the parent's pending writes to that channel. */
+            parent_writes?: components["schemas"]["PendingWrite"][];
             /**
              * @description `ckp_` + 32 hex digits.
              * @example ckp_0193a4b2c1d07e8f9a0b1c2d3e4f5a6b
@@ -2592,11 +2768,11 @@ export interface components {
             session_id: components["schemas"]["SessionId"];
             /**
              * Format: int64
-             * @description The runtime's iteration this state follows; grows with each checkpoint.
+             * @description The runtime's iteration this state follows; grows with each checkpoint of its namespace.
              */
             iteration: number;
-            /** @description The state as written (or as merged by a `PATCH`), with every key the runtime sent. */
-            state: components["schemas"]["CheckpointState"];
+            /** @description The state as written (or as merged by a `PATCH`), with every key the runtime sent. Left out of a list with `values=false` and of a `POST`'s answer. */
+            state?: components["schemas"]["CheckpointState"];
             /**
              * Format: int64
              * @description The session's last_seq when the checkpoint was written.
@@ -2607,7 +2783,109 @@ export interface components {
             /** @description When the checkpoint was written. */
             created_at: components["schemas"]["Timestamp"];
         };
-        /** @description One page of a session's checkpoints, newest iteration first. */
+        /** @description The body of `POST /v1/sessions/{id}/checkpoints`. Unknown fields are `422`. One of `state` and `state_patch`. */
+        CheckpointCreate: {
+            /** @description The namespace (default `""`). */
+            namespace?: string;
+            /** @description The client's name for the checkpoint, unique in the session and namespace; default its `id`. */
+            client_id?: string;
+            /** @description The client id of the checkpoint of the same namespace this one follows; left out for a root. */
+            parent_id?: string | null;
+            /** @description The state, whole. */
+            state?: components["schemas"]["CheckpointState"];
+            /** @description An RFC 7396 merge patch of the parent's state (of `{}` for a root). */
+            state_patch?: {
+                [key: string]: unknown;
+            };
+            /** @description Any JSON object, for lists to filter on. */
+            metadata?: {
+                [key: string]: unknown;
+            } | null;
+            /**
+             * Format: int64
+             * @description When given, must equal the namespace's latest iteration (0 when it has none).
+             */
+            expected_iteration?: number;
+            /** @description Make the session first when it does not exist. */
+            create_session?: boolean;
+        };
+        /** @description The body of `POST /v1/sessions/{id}/checkpoint-writes`. Unknown fields are `422`. */
+        CheckpointWrites: {
+            /** @description The checkpoint's namespace (default `""`). */
+            namespace?: string;
+            /** @description The client id of the checkpoint the writes belong to (it need not exist yet). */
+            checkpoint_id: string;
+            /** @description The task that made the writes. */
+            task_id: string;
+            /** @description The task's path, which orders a checkpoint's writes before `task_id`. */
+            task_path?: string;
+            /** @description The task's writes, in order. */
+            writes: components["schemas"]["CheckpointWrite"][];
+            /** @description Make the session first when it does not exist. */
+            create_session?: boolean;
+        };
+        /** @description One write of a task, as `POST /v1/sessions/{id}/checkpoint-writes` takes it. */
+        CheckpointWrite: {
+            /** @description The channel written. */
+            channel: string;
+            /** @description Any JSON value. */
+            value: unknown;
+        };
+        /** @description One task's write, recorded against a checkpoint. */
+        PendingWrite: {
+            /** @description The task that made it. */
+            task_id: string;
+            /**
+             * Format: int64
+             * @description Its position in the task's writes, or a special channel's negative index.
+             */
+            idx: number;
+            /** @description The channel written. */
+            channel: string;
+            /** @description The value, as given. */
+            value: unknown;
+            /** @description The task's path (`""` when none was given). */
+            task_path: string;
+        };
+        /** @description A checkpoint retention policy. Unknown fields are `422`. */
+        CheckpointRetention: {
+            /**
+             * @description `all` keeps every checkpoint; `last` the newest `last` of each namespace; `younger_than` those written less than `max_age_seconds` ago. The latest of a namespace is always kept.
+             * @enum {string}
+             */
+            keep: "all" | "last" | "younger_than";
+            /**
+             * Format: int64
+             * @description With `keep` `last`.
+             */
+            last?: number;
+            /**
+             * Format: int64
+             * @description With `keep` `younger_than`.
+             */
+            max_age_seconds?: number;
+        };
+        /** @description The retention policy in force for a session. */
+        SessionRetention: {
+            /**
+             * @description As in `CheckpointRetention`.
+             * @enum {string}
+             */
+            keep: "all" | "last" | "younger_than";
+            /**
+             * Format: int64
+             * @description With `keep` `last`.
+             */
+            last?: number;
+            /**
+             * Format: int64
+             * @description With `keep` `younger_than`.
+             */
+            max_age_seconds?: number;
+            /** @description `true` when this is the server's default (`--checkpoint-retention`, `--checkpoint-keep`), the session having none of its own. */
+            default: boolean;
+        };
+        /** @description One page of checkpoints, newest first. */
         CheckpointPage: {
             /** @description The checkpoints of this page. */
             data: components["schemas"]["Checkpoint"][];
@@ -2736,6 +3014,18 @@ export interface components {
              * @description How many of the parent's messages the fork shares; left out means all of them.
              */
             at_seq?: number;
+            /** @description Fork at a checkpoint instead of `at_seq` (not both): the fork shares the messages up to its `last_seq` and starts from its own copy of it (same namespace, iteration, client id, metadata, state and pending writes; no parent). */
+            at_checkpoint?: {
+                /** @description The checkpoint's namespace (default `""`). */
+                namespace?: string;
+                /** @description The checkpoint's client id (or give `iteration`). */
+                client_id?: string;
+                /**
+                 * Format: int64
+                 * @description The checkpoint's iteration (or give `client_id`).
+                 */
+                iteration?: number;
+            };
             /** @description The fork's title; left out or `null` inherits the parent's. */
             title?: string | null;
             /** @description The fork's metadata, any JSON object (replacing, not merging); left out or `null` inherits the parent's. */
@@ -4389,6 +4679,8 @@ export interface components {
          *     | `not_attached` | 409 | the label is the agent's own block, not an attachment |
          *     | `stale_iteration` | 409 | a checkpoint lost the race to a newer one; see `latest_iteration` |
          *     | `no_checkpoint` | 409 | a checkpoint patch has no checkpoint to apply to |
+         *     | `no_parent` | 409 | a graph checkpoint names a parent its namespace does not hold |
+         *     | `checkpoint_exists` | 409 | a checkpoint's client id is taken by a checkpoint with other content |
          *     | `stale_seq` | 409 | `expected_last_seq` is not the session's `last_seq`; see `last_seq` |
          *     | `rewound` | 409 | the key names messages a rewind removed; send them under a new key |
          *     | `stream_stopped` | 409 | an earlier line of the stream failed; this one was not appended |
@@ -4411,7 +4703,7 @@ export interface components {
          *     | `internal` | 500 | unexpected failure |
          * @enum {string}
          */
-        ErrorCode: "not_found" | "validation_failed" | "invalid_transition" | "session_closed" | "conflict" | "idempotency_conflict" | "idempotency_in_progress" | "idempotency_applied" | "precondition_failed" | "limit_exceeded" | "old_not_found" | "read_only" | "block_exists" | "block_attached" | "already_attached" | "not_attached" | "stale_iteration" | "no_checkpoint" | "stale_seq" | "rewound" | "stream_stopped" | "event_not_found" | "unknown_tool_call" | "duplicate_tool_result" | "corrupted" | "invalid_import" | "payload_too_large" | "malformed_json" | "invalid_query" | "invalid_cursor" | "method_not_allowed" | "unsupported_media_type" | "unauthorized" | "forbidden" | "rate_limited" | "storage_unavailable" | "embedding_unavailable" | "internal";
+        ErrorCode: "not_found" | "validation_failed" | "invalid_transition" | "session_closed" | "conflict" | "idempotency_conflict" | "idempotency_in_progress" | "idempotency_applied" | "precondition_failed" | "limit_exceeded" | "old_not_found" | "read_only" | "block_exists" | "block_attached" | "already_attached" | "not_attached" | "stale_iteration" | "no_checkpoint" | "no_parent" | "checkpoint_exists" | "stale_seq" | "rewound" | "stream_stopped" | "event_not_found" | "unknown_tool_call" | "duplicate_tool_result" | "corrupted" | "invalid_import" | "payload_too_large" | "malformed_json" | "invalid_query" | "invalid_cursor" | "method_not_allowed" | "unsupported_media_type" | "unauthorized" | "forbidden" | "rate_limited" | "storage_unavailable" | "embedding_unavailable" | "internal";
         /** @description One bad input field or query parameter. */
         FieldError: {
             /** @description The field's JSON path as the client wrote it (e.g. `messages[2].role`), a query parameter's name, or a header's name (`Idempotency-Key`). */
@@ -4996,6 +5288,29 @@ export interface components {
          * @example 5f0c2a8e-rewind-3
          */
         IdempotencyKeyWrite: string;
+        /** @description The checkpoint's namespace; left out means `""`. */
+        CheckpointNamespace: string;
+        /** @description Only checkpoints of this namespace (`namespace=` for `""`); left out means every namespace. */
+        CheckpointNamespaceFilter: string;
+        /**
+         * @description Only checkpoints whose top-level metadata keys have these values, rendered
+         *     as text as `GET /v1/sessions` renders them, sent as `metadata[KEY]=VALUE`
+         *     (or `metadata.KEY=VALUE`). All must match.
+         * @example {
+         *       "source": "loop"
+         *     }
+         */
+        CheckpointMetadata: {
+            [key: string]: string;
+        };
+        /** @description Only checkpoints written before this one (a client id; `404` when it names none). */
+        CheckpointBefore: string;
+        /** @description The namespace of the checkpoint `before` names (default `""`). */
+        CheckpointBeforeNamespace: string;
+        /** @description `false` leaves out each checkpoint's `state` and `pending_writes` (a cheap list of the tree). */
+        CheckpointValues: boolean;
+        /** @description A channel name; each checkpoint then comes with its parent's pending writes to that channel (`parent_writes`). */
+        ParentWrites: string;
         /** @description Page size, 1–200. Outside that range is `400 invalid_query`. */
         Limit: number;
         /**
@@ -5555,7 +5870,7 @@ export interface operations {
     closeSession: {
         parameters: {
             query?: {
-                /** @description `true` erases the session for good (admin scope) instead of closing it. */
+                /** @description `true` erases the session for good instead of closing it. */
                 purge?: boolean;
             };
             header?: never;
@@ -8524,7 +8839,14 @@ export interface operations {
     };
     getLatestCheckpoint: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description The checkpoint's namespace; left out means `""`. */
+                namespace?: components["parameters"]["CheckpointNamespace"];
+                /** @description The checkpoint's client id, in its namespace. */
+                client_id?: string;
+                /** @description A channel name; each checkpoint then comes with its parent's pending writes to that channel (`parent_writes`). */
+                parent_writes?: components["parameters"]["ParentWrites"];
+            };
             header?: {
                 /**
                  * @description The `ETag` of the copy you hold (or a comma-separated list of them, or `*`).
@@ -8744,6 +9066,25 @@ export interface operations {
                  *     first page.
                  */
                 cursor?: components["parameters"]["Cursor"];
+                /** @description Only checkpoints of this namespace (`namespace=` for `""`); left out means every namespace. */
+                namespace?: components["parameters"]["CheckpointNamespaceFilter"];
+                /**
+                 * @description Only checkpoints whose top-level metadata keys have these values, rendered
+                 *     as text as `GET /v1/sessions` renders them, sent as `metadata[KEY]=VALUE`
+                 *     (or `metadata.KEY=VALUE`). All must match.
+                 * @example {
+                 *       "source": "loop"
+                 *     }
+                 */
+                metadata?: components["parameters"]["CheckpointMetadata"];
+                /** @description Only checkpoints written before this one (a client id; `404` when it names none). */
+                before?: components["parameters"]["CheckpointBefore"];
+                /** @description The namespace of the checkpoint `before` names (default `""`). */
+                before_namespace?: components["parameters"]["CheckpointBeforeNamespace"];
+                /** @description `false` leaves out each checkpoint's `state` and `pending_writes` (a cheap list of the tree). */
+                values?: components["parameters"]["CheckpointValues"];
+                /** @description A channel name; each checkpoint then comes with its parent's pending writes to that channel (`parent_writes`). */
+                parent_writes?: components["parameters"]["ParentWrites"];
             };
             header?: {
                 /**
@@ -8786,9 +9127,327 @@ export interface operations {
             default: components["responses"]["Default"];
         };
     };
-    getCheckpoint: {
+    createCheckpoint: {
         parameters: {
             query?: never;
+            header?: never;
+            path: {
+                /** @description The session's id (server-made `ses_…`, or the id the client chose). */
+                id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "namespace": "",
+                 *       "client_id": "1ef8c2a0-5b1d-6e30-8002-7c3f0a9b1d42",
+                 *       "parent_id": "1ef8c2a0-4f3e-6a10-8001-7c3f0a9b1d42",
+                 *       "state_patch": {
+                 *         "channel_values": {
+                 *           "messages": [
+                 *             "json",
+                 *             [
+                 *               "hi"
+                 *             ]
+                 *           ]
+                 *         }
+                 *       },
+                 *       "metadata": {
+                 *         "source": "loop",
+                 *         "step": 3
+                 *       },
+                 *       "create_session": true
+                 *     }
+                 */
+                "application/json": components["schemas"]["CheckpointCreate"];
+            };
+        };
+        responses: {
+            /** @description The same checkpoint was stored before (a retry); nothing was written. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Checkpoint"];
+                };
+            };
+            /** @description The checkpoint (committed), without its state. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Checkpoint"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["Default"];
+        };
+    };
+    putCheckpointWrites: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The session's id (server-made `ses_…`, or the id the client chose). */
+                id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "checkpoint_id": "1ef8c2a0-5b1d-6e30-8002-7c3f0a9b1d42",
+                 *       "task_id": "7d1f0c8e-2a43-5b9e-9c11-0e4f6a2b8d31",
+                 *       "writes": [
+                 *         {
+                 *           "channel": "messages",
+                 *           "value": [
+                 *             "json",
+                 *             [
+                 *               {
+                 *                 "role": "ai",
+                 *                 "content": "hello"
+                 *               }
+                 *             ]
+                 *           ]
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["CheckpointWrites"];
+            };
+        };
+        responses: {
+            /** @description Recorded (committed). */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["Default"];
+        };
+    };
+    getCheckpointRetention: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The session's id (server-made `ses_…`, or the id the client chose). */
+                id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The policy in force. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionRetention"];
+                };
+            };
+            304: components["responses"]["NotModified"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["Default"];
+        };
+    };
+    putCheckpointRetention: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The session's id (server-made `ses_…`, or the id the client chose). */
+                id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "keep": "all"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CheckpointRetention"];
+            };
+        };
+        responses: {
+            /** @description The policy now in force. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionRetention"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["Default"];
+        };
+    };
+    deleteCheckpointRetention: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The session's id (server-made `ses_…`, or the id the client chose). */
+                id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The policy now in force (the server's default). */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionRetention"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["Default"];
+        };
+    };
+    listAllCheckpoints: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1–200. Outside that range is `400 invalid_query`. */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Opaque: the `next_cursor` of the previous page. Send it with the same filters
+                 *     and order that produced it, else `400 invalid_cursor`. Leave it out for the
+                 *     first page.
+                 */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Only this session's checkpoints. */
+                session_id?: string;
+                /** @description Only checkpoints of this namespace (`namespace=` for `""`); left out means every namespace. */
+                namespace?: components["parameters"]["CheckpointNamespaceFilter"];
+                /**
+                 * @description Only checkpoints whose top-level metadata keys have these values, rendered
+                 *     as text as `GET /v1/sessions` renders them, sent as `metadata[KEY]=VALUE`
+                 *     (or `metadata.KEY=VALUE`). All must match.
+                 * @example {
+                 *       "source": "loop"
+                 *     }
+                 */
+                metadata?: components["parameters"]["CheckpointMetadata"];
+                /** @description Only checkpoints written before this one (a client id; `404` when it names none). */
+                before?: components["parameters"]["CheckpointBefore"];
+                /** @description The namespace of the checkpoint `before` names (default `""`). */
+                before_namespace?: components["parameters"]["CheckpointBeforeNamespace"];
+                /** @description The session of the checkpoint `before` names (default `session_id`). */
+                before_session?: string;
+                /** @description `false` leaves out each checkpoint's `state` and `pending_writes` (a cheap list of the tree). */
+                values?: components["parameters"]["CheckpointValues"];
+                /** @description A channel name; each checkpoint then comes with its parent's pending writes to that channel (`parent_writes`). */
+                parent_writes?: components["parameters"]["ParentWrites"];
+            };
+            header?: {
+                /**
+                 * @description The `ETag` of the copy you hold (or a comma-separated list of them, or `*`).
+                 *     When it names the current answer the server sends `304` with no body
+                 *     instead of the same bytes again; tags compare weakly, so `W/"…"` matches
+                 *     too. A missing resource is still `404`, whatever this says.
+                 * @example "5d41402abc4b2a76b9719d911017c592c2f8d3e4f5a6b7c8d9e0f1a2b3c4d5e6"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of checkpoints. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    ETag: components["headers"]["BodyETag"];
+                    "Cache-Control": components["headers"]["NoCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CheckpointPage"];
+                };
+            };
+            304: components["responses"]["NotModified"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["Default"];
+        };
+    };
+    getCheckpoint: {
+        parameters: {
+            query?: {
+                /** @description The checkpoint's namespace; left out means `""`. */
+                namespace?: components["parameters"]["CheckpointNamespace"];
+                /** @description A channel name; each checkpoint then comes with its parent's pending writes to that channel (`parent_writes`). */
+                parent_writes?: components["parameters"]["ParentWrites"];
+            };
             header?: {
                 /**
                  * @description The `ETag` of the copy you hold (or a comma-separated list of them, or `*`).

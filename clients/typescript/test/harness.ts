@@ -114,6 +114,47 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
   };
 }
 
+export interface RunningPostgres {
+  /** One database URL for each one asked for. */
+  urls: string[];
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts a throwaway PostgreSQL cluster with n databases
+ * (internal/repo/postgres/pgtest/pgserve), or answers why not when
+ * PostgreSQL is not installed here: the caller skips with that message.
+ */
+export async function startPostgres(n: number): Promise<RunningPostgres | string> {
+  const bin = join(workDir, "pgserve");
+  if (!existsSync(bin)) {
+    await run("go", ["build", "-o", bin, "./internal/repo/postgres/pgtest/pgserve"], { cwd: repoRoot(), maxBuffer: 16 << 20 });
+  }
+  const proc = spawn(bin, ["-dbs", String(n)], { stdio: ["pipe", "pipe", "pipe"] });
+  let out = "";
+  let stderr = "";
+  proc.stderr!.on("data", (b: Buffer) => (stderr += b.toString()));
+  const exited = new Promise<number | null>((resolve) => proc.once("exit", (code) => resolve(code)));
+  const ready = new Promise<void>((resolve) =>
+    proc.stdout!.on("data", (b: Buffer) => {
+      out += b.toString();
+      if (/^ready$/m.test(out)) resolve();
+    }),
+  );
+  const code = await Promise.race([ready.then(() => undefined), exited]);
+  if (code === 3) return `PostgreSQL is not installed here: ${stderr.trim()}`;
+  if (code !== undefined) throw new Error(`pgserve exited with ${code}: ${stderr}`);
+  return {
+    urls: out.split("\n").filter((l) => l.startsWith("postgres://")),
+    async stop() {
+      proc.stdin!.end();
+      const t = setTimeout(() => proc.kill("SIGKILL"), 30_000);
+      await exited;
+      clearTimeout(t);
+    },
+  };
+}
+
 let shared: Promise<RunningServer> | undefined;
 
 /** The server most tests share (each test uses sessions of its own). */

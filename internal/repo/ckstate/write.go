@@ -7,13 +7,21 @@ import (
 	"github.com/logbook/logbook/internal/model"
 )
 
-// Write is a checkpoint write: a whole state (PUT) or a patch of the latest.
+// Write is a checkpoint write: a whole state (PUT) or a patch of the latest,
+// or a graph write (POST), which the server numbers and whose patch applies
+// to the parent it names.
 type Write struct {
-	Iteration int64
+	Namespace string
+	Iteration int64 // 0: the next of the namespace (a graph write)
 	Expected  *int64
-	Tree      any            // PUT: the state
-	Pause     *int64         // PUT: its pause_until_ms
-	Patch     map[string]any // PATCH
+	ClientID  string         // "": the checkpoint's own id
+	Graph     bool           // based on Parent, not on the latest
+	Parent    *string        // a graph write's parent (nil: none)
+	Tree      any            // the state, when given whole
+	Pause     *int64         // its pause_until_ms
+	Patch     map[string]any // the patch, when given as one
+	Metadata  model.Object
+	Create    bool // create the session when it does not exist
 }
 
 // PutWrite checks a PUT's state and makes its Write. Errors: KindInvalid.
@@ -26,7 +34,8 @@ func PutWrite(in model.PutCheckpoint) (Write, error) {
 	if err != nil {
 		return Write{}, err
 	}
-	return Write{Iteration: in.Iteration, Expected: in.ExpectedIteration, Tree: tree, Pause: st.PauseUntilMs}, nil
+	return Write{Namespace: in.Namespace, Iteration: in.Iteration, Expected: in.ExpectedIteration, ClientID: in.ClientID,
+		Tree: tree, Pause: st.PauseUntilMs, Metadata: in.Metadata}, nil
 }
 
 // PatchWrite checks a PATCH's patch and makes its Write. Errors: KindInvalid.
@@ -36,25 +45,63 @@ func PatchWrite(in model.PatchCheckpoint) (Write, error) {
 	if err != nil || !ok {
 		return Write{}, model.Invalid(model.FieldError{Field: "state_patch", Message: "must be a JSON object (an RFC 7396 merge patch of the state)"})
 	}
-	return Write{Iteration: in.Iteration, Expected: in.ExpectedIteration, Patch: p}, nil
+	return Write{Namespace: in.Namespace, Iteration: in.Iteration, Expected: in.ExpectedIteration, ClientID: in.ClientID,
+		Patch: p, Metadata: in.Metadata}, nil
+}
+
+// GraphWrite checks a POST's state or patch and makes its Write. Errors:
+// KindInvalid.
+func GraphWrite(in model.CreateCheckpoint) (Write, error) {
+	w := Write{Namespace: in.Namespace, Expected: in.ExpectedIteration, ClientID: in.ClientID, Graph: true,
+		Parent: in.ParentID, Metadata: in.Metadata, Create: in.CreateSession}
+	if len(in.StatePatch) > 0 {
+		pw, err := PatchWrite(model.PatchCheckpoint{StatePatch: in.StatePatch})
+		w.Patch = pw.Patch
+		return w, err
+	}
+	pw, err := PutWrite(model.PutCheckpoint{State: in.State})
+	w.Tree, w.Pause = pw.Tree, pw.Pause
+	return w, err
 }
 
 // Fence is the compare-and-set of a write against the latest iteration (0 for
 // none): expected_iteration, when given, must be it, and the iteration must be
 // above it. Errors: stale_iteration.
+//
+// Each namespace has its own latest, so writers of two namespaces never see
+// each other's fence. A graph write is numbered latest+1, so only its
+// expected_iteration can be stale.
 func Fence(w Write, latest int64) error {
 	if w.Expected != nil && *w.Expected != latest {
-		return model.StaleIteration(fmt.Sprintf("expected_iteration is %d but the latest checkpoint is iteration %d: another worker wrote since",
-			*w.Expected, latest), latest)
+		return model.StaleIteration(fmt.Sprintf("expected_iteration is %d but the latest checkpoint%s is iteration %d: another worker wrote since",
+			*w.Expected, inNamespace(w.Namespace), latest), latest)
 	}
-	if w.Iteration <= latest {
-		return model.StaleIteration(fmt.Sprintf("iteration %d is not above the latest checkpoint's %d", w.Iteration, latest), latest)
+	if w.Iteration != 0 && w.Iteration <= latest {
+		return model.StaleIteration(fmt.Sprintf("iteration %d is not above the latest checkpoint's %d%s", w.Iteration, latest, inNamespace(w.Namespace)), latest)
 	}
 	return nil
 }
 
-// Plan is a write worked out against one latest checkpoint: the new state,
-// how it is stored, and how the latest may become a delta. The JSON work
+// inNamespace names a namespace in a message; the default one goes unnamed,
+// so that a loop that knows none reads what it always did.
+func inNamespace(ns string) string {
+	if ns == "" {
+		return ""
+	}
+	return fmt.Sprintf(" of namespace %q", ns)
+}
+
+// Number is the iteration a write takes once the fence has passed.
+func (w Write) Number(latest int64) int64 {
+	if w.Iteration == 0 {
+		return latest + 1
+	}
+	return w.Iteration
+}
+
+// Plan is a write worked out against one base checkpoint (the latest of its
+// namespace, or a graph write's parent): the new state, how it is stored,
+// and how the base may become a delta. The JSON work
 // happens before the transaction, which only checks that the latest is still
 // the one planned against and writes rows.
 type Plan struct {
@@ -66,10 +113,10 @@ type Plan struct {
 	Err       error // reported once the fence has passed
 }
 
-// Stale reports a plan made against another latest than the one the fence
+// Stale reports a plan made against another base than the one the write
 // found, which must be planned again.
-func (p Plan) Stale(latest int64, latestSHA string) bool {
-	return p.Latest.Iteration != latest || p.Latest.SHA256 != latestSHA
+func (p Plan) Stale(base int64, baseSHA string) bool {
+	return p.Latest.Iteration != base || p.Latest.SHA256 != baseSHA
 }
 
 // PlanWrite works out w against latest. Its error is an internal failure;
@@ -80,6 +127,8 @@ func PlanWrite(sessionID string, w Write, latest Latest) (Plan, error) {
 	tree := w.Tree
 	if w.Patch != nil {
 		switch {
+		case !latest.Found && w.Graph:
+			latest.Tree = map[string]any{} // a root's patch is its whole state
 		case !latest.Found:
 			p.Err = model.NoCheckpoint(sessionID)
 			return p, nil
@@ -119,6 +168,7 @@ func PlanWrite(sessionID string, w Write, latest Latest) (Plan, error) {
 	return p, nil
 }
 
-// DefaultKeep is how many checkpoints a session keeps when a write names no
-// number; older ones are pruned as new ones arrive.
-const DefaultKeep = 100
+// DefaultKeep is how many checkpoints a namespace keeps when neither the
+// session nor the server names a policy; older ones are pruned as new ones
+// arrive.
+const DefaultKeep = model.DefaultCheckpointKeep

@@ -98,3 +98,37 @@ func TestPlanErrors(t *testing.T) {
 		t.Error("Stale does not compare both iteration and hash")
 	}
 }
+
+// A graph write is numbered latest+1 and fenced only by expected_iteration;
+// each namespace's fence names it.
+func TestGraphWriteFence(t *testing.T) {
+	i := func(n int64) *int64 { return &n }
+	w, err := GraphWrite(model.CreateCheckpoint{Namespace: "sub", StatePatch: model.JSON(`{"a":1}`), ExpectedIteration: i(4)})
+	if err != nil || !w.Graph || w.Patch == nil || w.Iteration != 0 {
+		t.Fatalf("GraphWrite: %+v %v", w, err)
+	}
+	if err := Fence(w, 4); err != nil || w.Number(4) != 5 {
+		t.Errorf("expected 4 at latest 4: %v, number %d", err, w.Number(4))
+	}
+	e := model.AsError(Fence(w, 6))
+	if e.Code != "stale_iteration" || !strings.Contains(e.Msg, `of namespace "sub"`) {
+		t.Errorf("stale: %+v", e)
+	}
+	if _, err := GraphWrite(model.CreateCheckpoint{State: model.JSON(`[1]`)}); model.AsError(err).Code != "validation_failed" {
+		t.Errorf("a state not an object: %v", err)
+	}
+}
+
+// A root's patch is its whole state; a line's PATCH without a latest is
+// no_checkpoint, as before.
+func TestPlanRootPatch(t *testing.T) {
+	w, _ := GraphWrite(model.CreateCheckpoint{StatePatch: model.JSON(`{"a":1,"b":null}`)})
+	p, err := PlanWrite("s", w, Latest{})
+	if err != nil || p.Err != nil || string(p.Canonical) != `{"a":1}` || p.Delta != nil {
+		t.Errorf("root patch: %s %v %v", p.Canonical, err, p.Err)
+	}
+	line, _ := PatchWrite(model.PatchCheckpoint{Iteration: 1, StatePatch: model.JSON(`{"a":1}`)})
+	if p, _ := PlanWrite("s", line, Latest{}); model.AsError(p.Err).Code != "no_checkpoint" {
+		t.Errorf("line patch without a latest: %v", p.Err)
+	}
+}

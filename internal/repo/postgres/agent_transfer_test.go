@@ -56,7 +56,7 @@ func agentXferScript(t *testing.T, st agentXferStore) {
 		{Role: model.RoleUser, Content: model.Content{Parts: []model.Part{{Type: "text", Text: &hi},
 			{Type: "file", FileID: f.ID, MediaType: "text/plain"}}}, Tokens: 2, Cost: 0.1},
 		{Role: model.RoleAssistant, Content: model.TextContent("hello"), Tokens: 3, Cost: 0.2}}}))
-	xferOK(st.PutCheckpoint(ctx, "t", ses.ID, model.PutCheckpoint{Iteration: 1, State: []byte(`{"step":1}`)}, 0))
+	xferOK(st.PutCheckpoint(ctx, "t", ses.ID, model.PutCheckpoint{Iteration: 1, State: []byte(`{"step":1}`)}, model.CheckpointRetention{}))
 	at := int64(1)
 	fk := xferOK(st.ForkSession(ctx, "t", ses.ID, model.ForkSession{AtSeq: &at}))
 	xferOK(st.AppendMessages(ctx, "t", fk.ID, model.AppendRequest{Messages: []model.NewMessage{

@@ -66,7 +66,7 @@ func TestCheckpointFenceAcrossStoresPG(t *testing.T) {
 						return
 					}
 					body := fmt.Sprintf(`{"by":"%d/%d","it":%d,"pad":"%s"}`, p, g, n+1, pad.String())
-					_, err = st.PutCheckpoint(ctx, "t", "s", model.PutCheckpoint{Iteration: n + 1, State: model.JSON(body), ExpectedIteration: &n}, 0)
+					_, err = st.PutCheckpoint(ctx, "t", "s", model.PutCheckpoint{Iteration: n + 1, State: model.JSON(body), ExpectedIteration: &n}, model.CheckpointRetention{})
 					if me := model.AsError(err); err != nil {
 						if got, _ := me.Extra["latest_iteration"].(int64); me.Code != "stale_iteration" || got < n {
 							t.Errorf("writing %d over %d: %v (%v)", n+1, n, err, me.Extra)
@@ -123,7 +123,7 @@ func TestConcurrentPatchesStackPG(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			_, err := stores[i%2].PatchCheckpoint(ctx, "t", "s", model.PatchCheckpoint{Iteration: int64(i),
-				StatePatch: model.JSON(fmt.Sprintf(`{"k%02d":%d}`, i, i))}, 0)
+				StatePatch: model.JSON(fmt.Sprintf(`{"k%02d":%d}`, i, i))}, model.CheckpointRetention{})
 			switch {
 			case err == nil:
 				mu.Lock()

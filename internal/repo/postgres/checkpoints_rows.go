@@ -3,19 +3,21 @@ package postgres
 import (
 	"context"
 	"errors"
-	"strconv"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/logbook/logbook/internal/model"
 	"github.com/logbook/logbook/internal/repo/ckstate"
+	"github.com/logbook/logbook/internal/repo/ckstore"
 )
 
 // Checkpoint rows are kept as SQLite keeps them (ckstate: the latest full,
-// older ones as reverse deltas), so that exports of the two agree byte for byte.
+// older ones as reverse deltas), so that exports of the two agree byte for
+// byte; what they mean is ckstore's.
 
-const ckColumnsPG = `id, session_id, iteration, state, last_seq, sha256, created_at, kind, codec, base_iteration, body`
+const ckColumnsPG = `id, session_id, namespace, iteration, client_id, parent_id, parent_iteration, metadata,
+	state, last_seq, sha256, created_at, kind, codec, base_iteration, body`
 
 // ckQuerierPG is what checkpoint reads need: a transaction, or the pool for a
 // read of the latest alone.
@@ -30,31 +32,81 @@ func scanCkRowPG(row pgx.Row) (ckstate.Row, error) {
 		r       ckstate.Row
 		base    *int64
 		created int64
+		meta    string
 	)
-	err := row.Scan(&r.ID, &r.SessionID, &r.Iteration, &r.Text, &r.LastSeq, &r.SHA256, &created,
-		&r.Kind, &r.Codec, &base, &r.Body)
+	err := row.Scan(&r.ID, &r.SessionID, &r.Namespace, &r.Iteration, &r.ClientID, &r.ParentID, &r.ParentIteration, &meta,
+		&r.Text, &r.LastSeq, &r.SHA256, &created, &r.Kind, &r.Codec, &base, &r.Body)
 	r.CreatedAt = model.Time(created)
+	r.Metadata = model.Object(meta)
 	if base != nil {
 		r.BaseIteration = *base
 	}
 	return r, err
 }
 
-// newCkReaderPG rebuilds a session's checkpoint states as q sees them; q
-// should be one snapshot (a repeatable-read transaction, or the writing one),
-// so that a row and the rows it leans on agree.
-func newCkReaderPG(ctx context.Context, q ckQuerierPG, tenant, sessionID string) *ckstate.Reader {
-	return ckstate.NewReader(func(iteration int64) (ckstate.Row, error) {
-		row, err := scanCkRowPG(q.QueryRow(ctx, `SELECT `+ckColumnsPG+` FROM checkpoints
-			WHERE tenant_id = $1 AND session_id = $2 AND iteration = $3`, tenant, sessionID, iteration))
-		switch {
-		case errors.Is(err, pgx.ErrNoRows):
-			return row, ckstate.ErrNoRow
-		case err != nil:
-			return row, mapErr(err)
-		}
-		return row, nil
+// ckRowsPG reads one session's checkpoint rows through q, which should be one
+// snapshot (a repeatable-read transaction, or the writing one). Its lookups
+// find nothing of a session past its expires_at.
+type ckRowsPG struct {
+	q               ckQuerierPG
+	tenant, session string
+}
+
+var _ ckstore.Reads = ckRowsPG{}
+
+func (r ckRowsPG) one(ctx context.Context, cond string, args ...any) (ckstate.Row, error) {
+	row, err := scanCkRowPG(r.q.QueryRow(ctx, `SELECT `+ckColumnsPG+` FROM checkpoints
+		WHERE tenant_id = $1 AND session_id = $2 AND `+notExpiredPG("$3")+` AND namespace = $4 AND `+cond,
+		append([]any{r.tenant, r.session, int64(model.Now())}, args...)...))
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return row, ckstate.ErrNoRow
+	case err != nil:
+		return row, mapErr(err)
+	}
+	return row, nil
+}
+
+func (r ckRowsPG) Row(ctx context.Context, ns string, it int64) (ckstate.Row, error) {
+	return r.one(ctx, `iteration = $5`, ns, it)
+}
+
+func (r ckRowsPG) Latest(ctx context.Context, ns string) (ckstate.Row, error) {
+	return r.one(ctx, `TRUE ORDER BY iteration DESC LIMIT 1`, ns)
+}
+
+func (r ckRowsPG) ByClientID(ctx context.Context, ns, id string) (ckstate.Row, error) {
+	return r.one(ctx, `client_id = $5`, ns, id)
+}
+
+func (r ckRowsPG) Session(ctx context.Context) error {
+	_, err := ckSessionPG(ctx, r.q, r.tenant, r.session, false)
+	return err
+}
+
+func (r ckRowsPG) Writes(ctx context.Context, ns, id, channel string) ([]model.PendingWrite, error) {
+	rows, err := r.q.Query(ctx, `SELECT task_id, idx, channel, value, task_path FROM checkpoint_writes
+		WHERE tenant_id = $1 AND session_id = $2 AND namespace = $3 AND checkpoint_id = $4 AND ($5 = '' OR channel = $5)`,
+		r.tenant, r.session, ns, id, channel)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	ws, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (model.PendingWrite, error) {
+		var (
+			w model.PendingWrite
+			v string
+		)
+		err := row.Scan(&w.TaskID, &w.Idx, &w.Channel, &v, &w.TaskPath)
+		w.Value = model.JSON(v)
+		return w, err
 	})
+	return ws, mapErr(err)
+}
+
+// newCkReaderPG rebuilds a session's checkpoint states of namespace ns as q
+// sees them.
+func newCkReaderPG(ctx context.Context, q ckQuerierPG, tenant, sessionID, ns string) *ckstate.Reader {
+	return ckstore.NewReader(ctx, ckRowsPG{q, tenant, sessionID}, ns)
 }
 
 // ckSessionPG returns the session's last_seq, locking its row when lock is
@@ -88,44 +140,11 @@ func notExpiredPG(now string) string {
 	return `NOT EXISTS (SELECT 1 FROM sessions x WHERE x.tenant_id = $1 AND x.id = $2 AND x.expires_at <= ` + now + `)`
 }
 
-// getCheckpointPG returns a session's checkpoint at iteration, or its latest
-// when iteration is 0, rebuilt and checked (ckstate.Reader). Errors:
+// getCheckpointPG returns a session's checkpoint at iteration of namespace
+// "", or its latest when iteration is 0, as ckstore.Get reads it. Errors:
 // KindNotFound, corrupted (with the checkpoint as far as it could be rebuilt).
 func getCheckpointPG(ctx context.Context, q ckQuerierPG, tenant, sessionID string, iteration int64) (model.Checkpoint, error) {
-	query := `SELECT ` + ckColumnsPG + ` FROM checkpoints WHERE tenant_id = $1 AND session_id = $2 AND ` + notExpiredPG("$3")
-	args := []any{tenant, sessionID, int64(model.Now())}
-	if iteration > 0 {
-		query, args = query+` AND iteration = $4`, append(args, iteration)
-	}
-	row, err := scanCkRowPG(q.QueryRow(ctx, query+` ORDER BY iteration DESC LIMIT 1`, args...))
-	if errors.Is(err, pgx.ErrNoRows) {
-		if _, err := ckSessionPG(ctx, q, tenant, sessionID, false); err != nil {
-			return model.Checkpoint{}, err
-		}
-		what := "latest"
-		if iteration > 0 {
-			what = "iteration " + strconv.FormatInt(iteration, 10)
-		}
-		return model.Checkpoint{}, model.NotFound("checkpoint", what)
-	}
-	if err != nil {
-		return model.Checkpoint{}, mapErr(err)
-	}
-	return newCkReaderPG(ctx, q, tenant, sessionID).Read(row)
-}
-
-// ckLatestPG describes the session's latest checkpoint for a write
-// (ckstate.LoadLatest; Found false when there is none).
-func ckLatestPG(ctx context.Context, q ckQuerierPG, tenant, sessionID string, needTree bool) (ckstate.Latest, error) {
-	row, err := scanCkRowPG(q.QueryRow(ctx, `SELECT `+ckColumnsPG+` FROM checkpoints
-		WHERE tenant_id = $1 AND session_id = $2 ORDER BY iteration DESC LIMIT 1`, tenant, sessionID))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return ckstate.Latest{}, nil
-	}
-	if err != nil {
-		return ckstate.Latest{}, mapErr(err)
-	}
-	return ckstate.LoadLatest(newCkReaderPG(ctx, q, tenant, sessionID), row, needTree)
+	return ckstore.Get(ctx, ckRowsPG{q, tenant, sessionID}, model.CheckpointSelector{Iteration: iteration})
 }
 
 // ckBodyPG is a row's body as a parameter: NULL when nil, which says "the

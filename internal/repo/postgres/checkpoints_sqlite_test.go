@@ -16,8 +16,8 @@ import (
 // ckMethods is the part of repo.Checkpoints compared here (resume and repair
 // are other tests').
 type ckMethods interface {
-	PutCheckpoint(ctx context.Context, tenant, sessionID string, in model.PutCheckpoint, keep int) (model.Checkpoint, error)
-	PatchCheckpoint(ctx context.Context, tenant, sessionID string, in model.PatchCheckpoint, keep int) (model.Checkpoint, error)
+	PutCheckpoint(ctx context.Context, tenant, sessionID string, in model.PutCheckpoint, def model.CheckpointRetention) (model.Checkpoint, error)
+	PatchCheckpoint(ctx context.Context, tenant, sessionID string, in model.PatchCheckpoint, def model.CheckpointRetention) (model.Checkpoint, error)
 	GetCheckpoint(ctx context.Context, tenant, sessionID string, iteration int64) (model.Checkpoint, error)
 	ListCheckpoints(ctx context.Context, tenant, sessionID string, p repo.PageRequest) (model.Page[model.Checkpoint], error)
 }
@@ -68,7 +68,18 @@ func TestCheckpointsMatchSQLitePG(t *testing.T) {
 		}
 	}
 	// Ids and times are the store's own; the rest must agree.
-	bare := func(c model.Checkpoint) model.Checkpoint { c.ID, c.CreatedAt = "", 0; return c }
+	// A checkpoint the client named none of is named by its id, and so is the
+	// parent it follows.
+	bare := func(c model.Checkpoint) model.Checkpoint {
+		if c.ClientID == c.ID {
+			c.ClientID = ""
+		}
+		if c.ParentID != nil {
+			c.ParentID = new(string)
+		}
+		c.ID, c.CreatedAt = "", 0
+		return c
+	}
 	i := func(n int64) *int64 { return &n }
 
 	states, patches := ckStates(40)
@@ -77,25 +88,25 @@ func TestCheckpointsMatchSQLitePG(t *testing.T) {
 		it := int64(n + 1)
 		if it%7 == 0 { // a loser and an invalid write first
 			same(fmt.Sprintf("stale %d", it), func(st ckMethods) (any, error) {
-				return st.PatchCheckpoint(ctx, "t", "s", model.PatchCheckpoint{Iteration: it, StatePatch: patches[n], ExpectedIteration: i(it - 2)}, keep)
+				return st.PatchCheckpoint(ctx, "t", "s", model.PatchCheckpoint{Iteration: it, StatePatch: patches[n], ExpectedIteration: i(it - 2)}, model.KeepLastN(int64(keep)))
 			})
 			same(fmt.Sprintf("invalid %d", it), func(st ckMethods) (any, error) {
-				return st.PatchCheckpoint(ctx, "t", "s", model.PatchCheckpoint{Iteration: it, StatePatch: model.JSON(`{"pause_until_ms":"x"}`)}, keep)
+				return st.PatchCheckpoint(ctx, "t", "s", model.PatchCheckpoint{Iteration: it, StatePatch: model.JSON(`{"pause_until_ms":"x"}`)}, model.KeepLastN(int64(keep)))
 			})
 		}
 		same(fmt.Sprintf("write %d", it), func(st ckMethods) (any, error) {
 			var c model.Checkpoint
 			var err error
 			if n == 0 || n%3 == 1 {
-				c, err = st.PutCheckpoint(ctx, "t", "s", model.PutCheckpoint{Iteration: it, State: states[n], ExpectedIteration: i(it - 1)}, keep)
+				c, err = st.PutCheckpoint(ctx, "t", "s", model.PutCheckpoint{Iteration: it, State: states[n], ExpectedIteration: i(it - 1)}, model.KeepLastN(int64(keep)))
 			} else {
-				c, err = st.PatchCheckpoint(ctx, "t", "s", model.PatchCheckpoint{Iteration: it, StatePatch: patches[n]}, keep)
+				c, err = st.PatchCheckpoint(ctx, "t", "s", model.PatchCheckpoint{Iteration: it, StatePatch: patches[n]}, model.KeepLastN(int64(keep)))
 			}
 			return bare(c), err
 		})
 	}
 	same("put into another tenant", func(st ckMethods) (any, error) {
-		return st.PutCheckpoint(ctx, "u", "s", model.PutCheckpoint{Iteration: 99, State: model.JSON(`{}`)}, keep)
+		return st.PutCheckpoint(ctx, "u", "s", model.PutCheckpoint{Iteration: 99, State: model.JSON(`{}`)}, model.KeepLastN(int64(keep)))
 	})
 	same("get a pruned one", func(st ckMethods) (any, error) { return st.GetCheckpoint(ctx, "t", "s", 3) })
 	for it := int64(0); it <= 40; it += 5 {
@@ -104,21 +115,24 @@ func TestCheckpointsMatchSQLitePG(t *testing.T) {
 			return bare(c), err
 		})
 	}
-	cursor := ""
+	// A cursor holds a checkpoint's id, which is each store's own: each
+	// store pages with its own cursors, and the pages must agree.
+	cursors := map[ckMethods]string{}
 	for page := 0; ; page++ {
-		var next *string
+		more := false
 		same(fmt.Sprintf("page %d", page), func(st ckMethods) (any, error) {
-			pg, err := st.ListCheckpoints(ctx, "t", "s", repo.PageRequest{Limit: 6, Cursor: cursor})
+			pg, err := st.ListCheckpoints(ctx, "t", "s", repo.PageRequest{Limit: 6, Cursor: cursors[st]})
 			for i := range pg.Data {
 				pg.Data[i] = bare(pg.Data[i])
 			}
-			next = pg.NextCursor
+			if more = pg.NextCursor != nil; more {
+				cursors[st], pg.NextCursor = *pg.NextCursor, new(string)
+			}
 			return pg, err
 		})
-		if next == nil {
+		if !more {
 			break
 		}
-		cursor = *next
 	}
 	same("a foreign cursor", func(st ckMethods) (any, error) {
 		return st.ListCheckpoints(ctx, "t", "s", repo.PageRequest{Cursor: "bm9wZQ"})

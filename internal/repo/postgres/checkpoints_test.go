@@ -15,6 +15,7 @@ import (
 	"github.com/logbook/logbook/internal/model"
 	"github.com/logbook/logbook/internal/repo"
 	"github.com/logbook/logbook/internal/repo/ckstate"
+	"github.com/logbook/logbook/internal/repo/ckstore"
 	"github.com/logbook/logbook/internal/repo/postgres"
 )
 
@@ -68,7 +69,7 @@ func (e ckEnv) kinds(t *testing.T, session string) string {
 
 func (e ckEnv) put(t *testing.T, session string, it int64, state string) model.Checkpoint {
 	t.Helper()
-	c, err := e.st.PutCheckpoint(context.Background(), "t", session, model.PutCheckpoint{Iteration: it, State: model.JSON(state)}, 0)
+	c, err := e.st.PutCheckpoint(context.Background(), "t", session, model.PutCheckpoint{Iteration: it, State: model.JSON(state)}, model.CheckpointRetention{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +78,7 @@ func (e ckEnv) put(t *testing.T, session string, it int64, state string) model.C
 
 func (e ckEnv) patch(tenant, session string, it int64, expected *int64, patch string) (model.Checkpoint, error) {
 	return e.st.PatchCheckpoint(context.Background(), tenant, session,
-		model.PatchCheckpoint{Iteration: it, StatePatch: model.JSON(patch), ExpectedIteration: expected}, 0)
+		model.PatchCheckpoint{Iteration: it, StatePatch: model.JSON(patch), ExpectedIteration: expected}, model.CheckpointRetention{})
 }
 
 // writeChain writes states as iterations 1…, the first by PUT, the rest by
@@ -90,9 +91,9 @@ func (e ckEnv) writeChain(t *testing.T, session, via string, states, patches [][
 		it := int64(i + 1)
 		var err error
 		if via == "put" || i == 0 {
-			_, err = e.st.PutCheckpoint(ctx, "t", session, model.PutCheckpoint{Iteration: it, State: states[i]}, keep)
+			_, err = e.st.PutCheckpoint(ctx, "t", session, model.PutCheckpoint{Iteration: it, State: states[i]}, model.KeepLastN(int64(keep)))
 		} else {
-			_, err = e.st.PatchCheckpoint(ctx, "t", session, model.PatchCheckpoint{Iteration: it, StatePatch: patches[i]}, keep)
+			_, err = e.st.PatchCheckpoint(ctx, "t", session, model.PatchCheckpoint{Iteration: it, StatePatch: patches[i]}, model.KeepLastN(int64(keep)))
 		}
 		if err != nil {
 			t.Fatalf("iteration %d: %v", it, err)
@@ -260,7 +261,7 @@ func TestCheckpointFencePG(t *testing.T) {
 	// PUT's own refusals, and reads of what is not there.
 	e.session(t, "t", "put")
 	for _, st := range []string{`[1]`, `null`, `{"pause_until_ms":"soon"}`} {
-		_, err := e.st.PutCheckpoint(ctx, "t", "put", model.PutCheckpoint{Iteration: 1, State: model.JSON(st)}, 0)
+		_, err := e.st.PutCheckpoint(ctx, "t", "put", model.PutCheckpoint{Iteration: 1, State: model.JSON(st)}, model.CheckpointRetention{})
 		if e := model.AsError(err); e.Code != "validation_failed" || len(e.Fields) != 1 || !strings.HasPrefix(e.Fields[0].Field, "state") {
 			t.Errorf("PUT %s: %v", st, err)
 		}
@@ -470,7 +471,8 @@ func TestCheckpointPagingPG(t *testing.T) {
 	if err != nil || len(pg.Data) != 2 || !pg.HasMore || pg.Data[0].Iteration != 5 || pg.Data[1].Iteration != 4 {
 		t.Fatalf("first page %+v %v", pg, err)
 	}
-	want := repo.EncodeCursor(repo.Cursor{Q: repo.Fingerprint("checkpoints", "a"), N: 4})
+	want := repo.EncodeCursor(repo.Cursor{Q: ckstore.Fingerprint(model.CheckpointFilter{SessionID: "a"}),
+		N: int64(pg.Data[1].CreatedAt), S: pg.Data[1].ID})
 	if *pg.NextCursor != *want {
 		t.Errorf("cursor %s, want %s (the one SQLite makes)", *pg.NextCursor, *want)
 	}

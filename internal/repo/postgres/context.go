@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/logbook/logbook/internal/model"
+	"github.com/logbook/logbook/internal/repo"
 )
 
 // Context is what the next LLM call needs, read from one snapshot, as
@@ -48,22 +48,8 @@ func (w *contextWindowPG) read(q model.ContextQuery) (model.Context, error) {
 	if hasCompaction {
 		out.Compaction = &c
 	}
-	from := int64(0) // the window starts after this seq
-	if out.Compaction != nil {
-		from = out.Compaction.ThroughSeq
-		out.Tokens = out.Compaction.Tokens
-	}
-	if q.MaxTokens == nil {
-		msgs, err := w.messages(from, ses.LastSeq)
-		if err != nil {
-			return out, err
-		}
-		out.Messages = msgs
-	} else if err := w.fit(&out, from, ses.LastSeq, *q.MaxTokens, ses.TotalTokens); err != nil {
+	if err := repo.FillContext(w, repoSegmentsPG(w.segs), &out, ses, q); err != nil {
 		return out, err
-	}
-	for _, m := range out.Messages {
-		out.Tokens += m.Tokens
 	}
 	if q.IncludeBlocks {
 		out.Blocks = []model.Block{}
@@ -131,102 +117,16 @@ func (w *contextWindowPG) query(n int, sql string, args ...any) ([]model.Message
 	return ms, err
 }
 
-// fit fills out with what max tokens allow of the messages after from: it
-// reads the history backwards from last, a chunk at a time, until the next
-// message would not fit, so that it reads about as many rows as it returns.
-func (w *contextWindowPG) fit(out *model.Context, from, last, budget, total int64) error {
-	systems, err := w.systems(last)
-	if err != nil {
-		return err
-	}
-	fixed := out.Tokens
-	for _, m := range systems {
-		fixed += m.Tokens
-	}
-	var tail []model.Message // newest first
-	k := last                // the window is (k, last]
-	if fixed > budget {
-		out.OverBudget = true
-	} else {
-		room := budget - fixed
-		n := 0 // the last chunk's size: a guess that fell short doubles
-	read:
-		for i := len(w.segs) - 1; i >= 0; i-- {
-			g := w.segs[i]
-			hi := min(k, g.hi)
-			for hi > max(from, g.lo) {
-				lo := max(from, g.lo)
-				n = min(128, max(2*n, contextChunkGuessPG(room, total, last)))
-				chunk, err := w.query(n, `SELECT `+messageColumnsPG+` FROM messages
-					WHERE tenant_id = $1 AND session_id = $2 AND seq > $3 AND seq <= $4 ORDER BY seq DESC LIMIT $5`,
-					w.tenant, g.owner, lo, hi, n)
-				if err != nil {
-					return err
-				}
-				if len(chunk) == 0 {
-					break
-				}
-				for _, m := range chunk {
-					if m.Role != model.RoleSystem && m.Role != model.RoleDeveloper {
-						if m.Tokens > room {
-							break read
-						}
-						room -= m.Tokens
-					}
-					tail = append(tail, m)
-					k = m.Seq - 1
-				}
-				hi = k
-			}
-		}
-	}
-	slices.Reverse(tail)
-	// A tool result whose call fell out of the window cannot start it.
-	for len(tail) > 0 && tail[0].Role == model.RoleTool {
-		k, tail = tail[0].Seq, tail[1:]
-	}
-	// Systems inside the window stand in it; those before it come first.
-	for _, m := range systems {
-		if m.Seq <= k {
-			out.Messages = append(out.Messages, m)
-		}
-	}
-	out.Messages = append(out.Messages, tail...)
-	// Left out: the messages in (from, k] that are not system ones.
-	if k > from {
-		cumFrom, cumK, err := w.cumTokens(from, k)
-		if err != nil {
-			return err
-		}
-		o := model.ContextOmitted{Messages: k - from, Tokens: cumK - cumFrom}
-		for _, m := range systems {
-			if m.Seq > from && m.Seq <= k {
-				o.Messages--
-				o.Tokens -= m.Tokens
-			}
-		}
-		if o.Messages > 0 {
-			first, lastSeq := from+1, k
-			o.FirstSeq, o.LastSeq = &first, &lastSeq
-		}
-		out.Omitted = o
-	}
-	return nil
+// NewestFirst reads up to n of owner's messages in (lo, hi], newest first.
+func (w *contextWindowPG) NewestFirst(owner string, lo, hi int64, n int) ([]model.Message, error) {
+	return w.query(n, `SELECT `+messageColumnsPG+` FROM messages
+		WHERE tenant_id = $1 AND session_id = $2 AND seq > $3 AND seq <= $4 ORDER BY seq DESC LIMIT $5`,
+		w.tenant, owner, lo, hi, n)
 }
 
-// contextChunkGuessPG is SQLite's chunkGuess: how many of the newest messages
-// room likely holds, from the session's average message, with a margin, so
-// that most reads take one query that decodes a few rows more than they
-// return. A wrong guess costs another chunk (twice as large), never a wrong
-// answer.
-func contextChunkGuessPG(room, total, last int64) int {
-	avg := max(1, total/max(1, last))
-	return int(min(room/avg+room/avg/4+8, 128))
-}
-
-// cumTokens is the session's running token total at seqs a and b (0 at 0),
+// CumTokens are the session's running token totals at seqs a and b (0 at 0),
 // read in one round trip.
-func (w *contextWindowPG) cumTokens(a, b int64) (int64, int64, error) {
+func (w *contextWindowPG) CumTokens(a, b int64) (int64, int64, error) {
 	seqs := [2]int64{a, b}
 	var out [2]int64
 	batch := &pgx.Batch{}
@@ -265,8 +165,8 @@ func contextMissingSeqPG(session string, seq int64) error {
 	return fmt.Errorf("session %s: no message at seq %d of its lineage", session, seq)
 }
 
-// messages are the lineage's messages in (after, upto], in order.
-func (w *contextWindowPG) messages(after, upto int64) ([]model.Message, error) {
+// Messages are the lineage's messages in (after, upto], in order.
+func (w *contextWindowPG) Messages(after, upto int64) ([]model.Message, error) {
 	out := []model.Message{}
 	for _, g := range w.segs {
 		lo, hi := max(after, g.lo), min(upto, g.hi)
@@ -283,8 +183,8 @@ func (w *contextWindowPG) messages(after, upto int64) ([]model.Message, error) {
 	return out, nil
 }
 
-// systems are the lineage's system and developer messages up to seq, in order.
-func (w *contextWindowPG) systems(upto int64) ([]model.Message, error) {
+// Systems are the lineage's system and developer messages up to seq, in order.
+func (w *contextWindowPG) Systems(upto int64) ([]model.Message, error) {
 	var out []model.Message
 	for _, g := range w.segs {
 		hi := min(upto, g.hi)
@@ -300,4 +200,13 @@ func (w *contextWindowPG) systems(upto int64) ([]model.Message, error) {
 		out = append(out, ms...)
 	}
 	return out, nil
+}
+
+// repoSegmentsPG are segs as the shared code takes them.
+func repoSegmentsPG(segs []lineageSegment) []repo.Segment {
+	out := make([]repo.Segment, len(segs))
+	for i, g := range segs {
+		out[i] = repo.Segment{Owner: g.owner, Lo: g.lo, Hi: g.hi}
+	}
+	return out
 }

@@ -49,7 +49,7 @@ func TestPurgeExpiredMatchSQLite(t *testing.T) {
 		add("fork", f, err)
 		u, err := st.UpdateSession(ctx, "t", "parent", model.UpdateSession{ExpiresAt: model.Optional[model.Time]{Set: true, Value: past}})
 		add("expire parent", u, err)
-		_, err = st.PutCheckpoint(ctx, "t", "kept", model.PutCheckpoint{Iteration: 1, State: model.JSON(`{}`)}, 0)
+		_, err = st.PutCheckpoint(ctx, "t", "kept", model.PutCheckpoint{Iteration: 1, State: model.JSON(`{}`)}, model.CheckpointRetention{})
 		add("checkpoint", nil, err)
 		_, err = st.CreateAgent(ctx, "t", model.CreateAgent{ID: "a", Name: "a"})
 		add("agent", nil, err)

@@ -53,8 +53,7 @@ func checkSessionExportPG(ctx context.Context, tx pgx.Tx, tenant, id string) err
 	if err != nil {
 		return err
 	}
-	rd := newCkReaderPG(ctx, tx, tenant, id)
-	return exportEachCheckpointPG(ctx, tx, rd, tenant, id, iters, func(*model.Checkpoint) error { return nil })
+	return exportEachCheckpointPG(ctx, tx, tenant, id, iters, func(*model.Checkpoint) error { return nil })
 }
 
 // exportSessionTxPG writes a session's lines, its end line included, to e. A
@@ -88,8 +87,7 @@ func exportSessionTxPG(ctx context.Context, tx pgx.Tx, e *transfer.Writer, tenan
 			return err
 		}
 	}
-	rd := newCkReaderPG(ctx, tx, tenant, id)
-	if err := exportEachCheckpointPG(ctx, tx, rd, tenant, id, iters, e.Checkpoint); err != nil {
+	if err := exportEachCheckpointPG(ctx, tx, tenant, id, iters, e.Checkpoint); err != nil {
 		return err
 	}
 	if err := exportCompactionsPG(ctx, tx, e, tenant, id); err != nil {
@@ -98,27 +96,40 @@ func exportSessionTxPG(ctx context.Context, tx pgx.Tx, e *transfer.Writer, tenan
 	return e.End()
 }
 
-// exportCkIterationsPG lists the session's checkpoint iterations, oldest
+// ckKeyPG names a checkpoint row of a session.
+type ckKeyPG struct {
+	ns string
+	it int64
+}
+
+// exportCkIterationsPG lists the session's checkpoints by namespace, oldest
 // first. The rows are then read one at a time: a delta is rebuilt from other
 // rows, which the connection cannot query while a result set is open, and a
 // session's states together may be far larger than one.
-func exportCkIterationsPG(ctx context.Context, tx pgx.Tx, tenant, sessionID string) ([]int64, error) {
-	rows, err := tx.Query(ctx, `SELECT iteration FROM checkpoints WHERE tenant_id = $1 AND session_id = $2 ORDER BY iteration`,
-		tenant, sessionID)
+func exportCkIterationsPG(ctx context.Context, tx pgx.Tx, tenant, sessionID string) ([]ckKeyPG, error) {
+	rows, err := tx.Query(ctx, `SELECT namespace, iteration FROM checkpoints WHERE tenant_id = $1 AND session_id = $2
+		ORDER BY namespace COLLATE "C", iteration`, tenant, sessionID)
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	iters, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	return iters, mapErr(err)
+	keys, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (ckKeyPG, error) {
+		var k ckKeyPG
+		return k, r.Scan(&k.ns, &k.it)
+	})
+	return keys, mapErr(err)
 }
 
 // exportEachCheckpointPG calls fn with each listed checkpoint, its state
 // rebuilt (ckstate.Reader); a damaged one stops the walk (corrupted).
-func exportEachCheckpointPG(ctx context.Context, tx pgx.Tx, rd *ckstate.Reader, tenant, sessionID string, iters []int64,
+func exportEachCheckpointPG(ctx context.Context, tx pgx.Tx, tenant, sessionID string, keys []ckKeyPG,
 	fn func(*model.Checkpoint) error) error {
-	for _, it := range iters {
+	var rd *ckstate.Reader
+	for i, k := range keys {
+		if i == 0 || k.ns != keys[i-1].ns {
+			rd = newCkReaderPG(ctx, tx, tenant, sessionID, k.ns)
+		}
 		row, err := scanCkRowPG(tx.QueryRow(ctx, `SELECT `+ckColumnsPG+` FROM checkpoints
-			WHERE tenant_id = $1 AND session_id = $2 AND iteration = $3`, tenant, sessionID, it))
+			WHERE tenant_id = $1 AND session_id = $2 AND namespace = $3 AND iteration = $4`, tenant, sessionID, k.ns, k.it))
 		if err != nil {
 			return mapErr(err) // the snapshot holds every listed row
 		}

@@ -26,8 +26,8 @@ type xferStore interface {
 	CreateSession(ctx context.Context, tenant string, in model.CreateSession) (model.Session, error)
 	CreateFile(ctx context.Context, tenant, user, mediaType string, data []byte) (model.File, bool, error)
 	AppendMessages(ctx context.Context, tenant, sessionID string, req model.AppendRequest) (model.AppendResult, error)
-	PutCheckpoint(ctx context.Context, tenant, sessionID string, in model.PutCheckpoint, keep int) (model.Checkpoint, error)
-	PatchCheckpoint(ctx context.Context, tenant, sessionID string, in model.PatchCheckpoint, keep int) (model.Checkpoint, error)
+	PutCheckpoint(ctx context.Context, tenant, sessionID string, in model.PutCheckpoint, def model.CheckpointRetention) (model.Checkpoint, error)
+	PatchCheckpoint(ctx context.Context, tenant, sessionID string, in model.PatchCheckpoint, def model.CheckpointRetention) (model.Checkpoint, error)
 	CreateCompaction(ctx context.Context, tenant, sessionID string, in model.CreateCompaction) (model.Compaction, error)
 	ForkSession(ctx context.Context, tenant, parentID string, in model.ForkSession) (model.Session, error)
 	ExportSession(ctx context.Context, tenant, id string, w io.Writer) error
@@ -109,11 +109,11 @@ func xferScript(t *testing.T, st xferStore) (parent, fork string) {
 			_ = json.Unmarshal(states[n], &m)
 			m["pause_until_ms"] = 1_900_000_000_000
 			b, _ := json.Marshal(m)
-			xferOK(st.PutCheckpoint(ctx, "t", ses.ID, model.PutCheckpoint{Iteration: it, State: b}, 0))
+			xferOK(st.PutCheckpoint(ctx, "t", ses.ID, model.PutCheckpoint{Iteration: it, State: b}, model.CheckpointRetention{}))
 		case n%3 == 2:
-			xferOK(st.PatchCheckpoint(ctx, "t", ses.ID, model.PatchCheckpoint{Iteration: it, StatePatch: patches[n]}, 0))
+			xferOK(st.PatchCheckpoint(ctx, "t", ses.ID, model.PatchCheckpoint{Iteration: it, StatePatch: patches[n]}, model.CheckpointRetention{}))
 		default:
-			xferOK(st.PutCheckpoint(ctx, "t", ses.ID, model.PutCheckpoint{Iteration: it, State: states[n]}, 0))
+			xferOK(st.PutCheckpoint(ctx, "t", ses.ID, model.PutCheckpoint{Iteration: it, State: states[n]}, model.CheckpointRetention{}))
 		}
 	}
 	xferOK(st.CreateCompaction(ctx, "t", ses.ID, model.CreateCompaction{ThroughSeq: 2, Summary: model.TextContent("setup"), Tokens: 3}))
@@ -125,8 +125,8 @@ func xferScript(t *testing.T, st xferStore) (parent, fork string) {
 	xferOK(st.AppendMessages(ctx, "t", fk.ID, model.AppendRequest{Messages: []model.NewMessage{
 		{Role: model.RoleUser, Content: model.Content{Parts: []model.Part{{Type: "file", FileID: fPNG.ID, MediaType: "image/png"}}}},
 		{Role: model.RoleAssistant, Content: model.TextContent("forked"), Tokens: 5, Cost: 0.05}}, Batch: true}))
-	xferOK(st.PutCheckpoint(ctx, "t", fk.ID, model.PutCheckpoint{Iteration: 1, State: states[0]}, 0))
-	xferOK(st.PutCheckpoint(ctx, "t", fk.ID, model.PutCheckpoint{Iteration: 2, State: states[1]}, 0))
+	xferOK(st.PutCheckpoint(ctx, "t", fk.ID, model.PutCheckpoint{Iteration: 1, State: states[0]}, model.CheckpointRetention{}))
+	xferOK(st.PutCheckpoint(ctx, "t", fk.ID, model.PutCheckpoint{Iteration: 2, State: states[1]}, model.CheckpointRetention{}))
 	return ses.ID, fk.ID
 }
 

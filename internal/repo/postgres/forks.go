@@ -10,6 +10,7 @@ import (
 
 	"github.com/logbook/logbook/internal/model"
 	"github.com/logbook/logbook/internal/repo"
+	"github.com/logbook/logbook/internal/repo/ckstore"
 )
 
 // forkCopyChunkPG bounds the messages one statement copies when a fork takes
@@ -46,6 +47,14 @@ func (s *Store) ForkSession(ctx context.Context, tenant, parentID string, in mod
 		at := parent.LastSeq
 		if in.AtSeq != nil {
 			at = *in.AtSeq
+		}
+		var from *model.Checkpoint
+		if in.AtCheckpoint != nil {
+			cp, err := ckstore.ForkPoint(ctx, ckRowsPG{tx, tenant, parentID}, *in.AtCheckpoint)
+			if err != nil {
+				return err
+			}
+			from, at = &cp, cp.LastSeq
 		}
 		if at > parent.LastSeq {
 			return model.Invalid(model.FieldError{Field: "at_seq",
@@ -97,6 +106,19 @@ func (s *Store) ForkSession(ctx context.Context, tenant, parentID string, in mod
 		}
 		if err := forkCopyCompactionsPG(ctx, tx, tenant, parentID, fork.ID, at); err != nil {
 			return err
+		}
+		if from != nil {
+			c, st := ckstore.ForkCopy(*from, fork.ID, newID(model.PrefixCheckpoint))
+			if err := insertCheckpointPG(ctx, tx, tenant, c, st); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO checkpoint_writes (tenant_id, session_id, namespace, checkpoint_id, task_id, idx,
+				channel, task_path, value, created_at)
+				SELECT tenant_id, $1, namespace, checkpoint_id, task_id, idx, channel, task_path, value, created_at FROM checkpoint_writes
+				WHERE tenant_id = $2 AND session_id = $3 AND namespace = $4 AND checkpoint_id = $5`,
+				fork.ID, tenant, parentID, c.Namespace, c.ClientID); err != nil {
+				return err
+			}
 		}
 		stored, err := getSessionTx(ctx, tx, tenant, fork.ID, "")
 		if err != nil {

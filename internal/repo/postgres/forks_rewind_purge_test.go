@@ -28,7 +28,7 @@ type frpStore interface {
 	Rewind(ctx context.Context, tenant, id string, in model.Rewind) (model.RewindResult, error)
 	PurgeSession(ctx context.Context, tenant, id string) error
 	PurgeSessions(ctx context.Context, tenant string, in model.PurgeRequest) (model.PurgeResult, error)
-	PutCheckpoint(ctx context.Context, tenant, sessionID string, in model.PutCheckpoint, keep int) (model.Checkpoint, error)
+	PutCheckpoint(ctx context.Context, tenant, sessionID string, in model.PutCheckpoint, def model.CheckpointRetention) (model.Checkpoint, error)
 	ListCheckpoints(ctx context.Context, tenant, sessionID string, p repo.PageRequest) (model.Page[model.Checkpoint], error)
 	CreateCompaction(ctx context.Context, tenant, sessionID string, in model.CreateCompaction) (model.Compaction, error)
 	ListCompactions(ctx context.Context, tenant, sessionID string, p repo.PageRequest) (model.Page[model.Compaction], error)
@@ -176,7 +176,7 @@ func TestRewindMatchSQLite(t *testing.T) {
 		add("file in the last message", last, err)
 		checkpoint := func(it int64) {
 			state := fmt.Sprintf(`{"step":%d,"pause_until_ms":%d}`, it, 1000*it)
-			c, err := st.PutCheckpoint(ctx, "t", "s", model.PutCheckpoint{Iteration: it, State: model.JSON(state)}, 0)
+			c, err := st.PutCheckpoint(ctx, "t", "s", model.PutCheckpoint{Iteration: it, State: model.JSON(state)}, model.CheckpointRetention{})
 			add(fmt.Sprint("checkpoint ", it), c, err)
 		}
 		app("1-2", "s", sesMsgBatch(withFile("one", head), frpAssistant("two", "c1")))
@@ -293,7 +293,7 @@ func TestPurgeMatchSQLite(t *testing.T) {
 			frpKeyed("r4", "k4")))
 		c, err := st.CreateCompaction(ctx, "t", "root", model.CreateCompaction{ThroughSeq: 2, Summary: model.TextContent("two")})
 		add("compaction", c, err)
-		ck, err := st.PutCheckpoint(ctx, "t", "root", model.PutCheckpoint{Iteration: 1, State: model.JSON(`{"a":1}`)}, 0)
+		ck, err := st.PutCheckpoint(ctx, "t", "root", model.PutCheckpoint{Iteration: 1, State: model.JSON(`{"a":1}`)}, model.CheckpointRetention{})
 		add("checkpoint", ck, err)
 		fork("root", "f1", 3)
 		app("f1 4-5", "f1", sesMsgBatch(frpResult("f1 answer", "c1"), sesMsgUser("f1 5")))
@@ -361,7 +361,7 @@ func TestPurgeSessionsMatchSQLite(t *testing.T) {
 		for i := range 130 {
 			mk(fmt.Sprintf("old%03d", i), i%4, model.StatusCompleted)
 			if i%10 == 0 {
-				_, err := st.PutCheckpoint(ctx, "t", fmt.Sprintf("old%03d", i), model.PutCheckpoint{Iteration: 1, State: model.JSON(`{}`)}, 0)
+				_, err := st.PutCheckpoint(ctx, "t", fmt.Sprintf("old%03d", i), model.PutCheckpoint{Iteration: 1, State: model.JSON(`{}`)}, model.CheckpointRetention{})
 				add(fmt.Sprint("checkpoint old", i), nil, err)
 			}
 		}

@@ -375,7 +375,7 @@ func (im *importTxPG) checkpoint(ctx context.Context, line int, c *model.Checkpo
 	if err != nil {
 		return err
 	}
-	return keepAsDeltaPG(ctx, im.tx, im.tenant, im.ses.ID, delta, c.Iteration)
+	return keepAsDeltaPG(ctx, im.tx, im.tenant, im.ses.ID, c.Namespace, delta, c.Iteration)
 }
 
 // compaction stores one compaction as CreateCompaction does (the summary's

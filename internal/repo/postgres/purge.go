@@ -7,16 +7,16 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/logbook/logbook/internal/model"
+	"github.com/logbook/logbook/internal/repo"
 )
 
-// Purge bounds, as SQLite's: one transaction erases at most purgeBatchPG
-// sessions and stops adding sessions once it holds purgeBatchRowsPG messages,
-// so that no transaction holds its locks for long however large the purge.
+// passageBatchPG and itemBatchPG bound the expired passages and items one
+// transaction deletes; the sessions' batches are bounded as SQLite's
+// (repo.PurgeBatch, repo.PurgeBatchRows), so that no transaction holds its
+// locks for long.
 const (
-	purgeBatchPG     = 50
-	purgeBatchRowsPG = 20000
-	passageBatchPG   = 500 // expired passages deleted per transaction
-	itemBatchPG      = 500 // expired items deleted per transaction
+	passageBatchPG = 500
+	itemBatchPG    = 500
 )
 
 // PurgeSession erases a session for good: its messages (their search rows
@@ -31,84 +31,65 @@ func (s *Store) PurgeSession(ctx context.Context, tenant, id string) error {
 	})
 }
 
-// PurgeSessions erases the tenant's sessions in in.Status whose updated_at is
-// before in.Cutoff(), each as PurgeSession does, in batches of bounded size,
-// leaves first, and counts what it erased; a dry run counts what it would
-// erase and writes nothing. The walk, its passes and its cutoff are SQLite's
-// (sqlite.Store.PurgeSessions). A purge cut short keeps the batches it
-// committed; the result counts them. Errors: KindUnavailable, context errors.
+// PurgeSessions erases the tenant's sessions a purge request picks, each as
+// PurgeSession does, in transactions of bounded size, leaves first
+// (repo.PurgeSessions, as on SQLite). Errors: KindUnavailable, context errors.
 func (s *Store) PurgeSessions(ctx context.Context, tenant string, in model.PurgeRequest) (model.PurgeResult, error) {
-	out := model.PurgeResult{DryRun: in.DryRun}
-	cutoff := min(in.Cutoff(), model.Now()+1)
+	return repo.PurgeSessions(ctx, purgerPG{s}, tenant, in)
+}
+
+// purgerPG is repo.Purger on PostgreSQL.
+type purgerPG struct{ s *Store }
+
+func (p purgerPG) PurgeCount(ctx context.Context, tenant string, in model.PurgeRequest, cutoff model.Time) (model.PurgeResult, error) {
+	out := model.PurgeResult{DryRun: true}
 	match := purgeMatchPG(in)
-	if in.DryRun {
-		err := s.pool.QueryRow(ctx, `SELECT
-			(SELECT COUNT(*) FROM sessions s WHERE s.tenant_id = $1 AND `+match("s")+`),
-			(SELECT COUNT(*) FROM messages m JOIN sessions s ON s.tenant_id = m.tenant_id AND s.id = m.session_id
-				WHERE s.tenant_id = $1 AND `+match("s")+`),
-			(SELECT COUNT(*) FROM checkpoints c JOIN sessions s ON s.tenant_id = c.tenant_id AND s.id = c.session_id
-				WHERE s.tenant_id = $1 AND `+match("s")+`),
-			(SELECT COUNT(*) FROM passages WHERE $4::boolean AND tenant_id = $1 AND expires_at IS NOT NULL AND expires_at < $3),
-			(SELECT COUNT(*) FROM items WHERE $4::boolean AND tenant_id = $1 AND expires_at IS NOT NULL AND expires_at < $3)`,
-			tenant, string(in.Status), int64(cutoff), in.Expired).Scan(&out.Sessions, &out.Messages, &out.Checkpoints, &out.Passages, &out.Items)
-		return out, mapErr(err)
-	}
+	err := p.s.pool.QueryRow(ctx, `SELECT
+		(SELECT COUNT(*) FROM sessions s WHERE s.tenant_id = $1 AND `+match("s")+`),
+		(SELECT COUNT(*) FROM messages m JOIN sessions s ON s.tenant_id = m.tenant_id AND s.id = m.session_id
+			WHERE s.tenant_id = $1 AND `+match("s")+`),
+		(SELECT COUNT(*) FROM checkpoints c JOIN sessions s ON s.tenant_id = c.tenant_id AND s.id = c.session_id
+			WHERE s.tenant_id = $1 AND `+match("s")+`),
+		(SELECT COUNT(*) FROM passages WHERE $4::boolean AND tenant_id = $1 AND expires_at IS NOT NULL AND expires_at < $3),
+		(SELECT COUNT(*) FROM items WHERE $4::boolean AND tenant_id = $1 AND expires_at IS NOT NULL AND expires_at < $3)`,
+		tenant, string(in.Status), int64(cutoff), in.Expired).Scan(&out.Sessions, &out.Messages, &out.Checkpoints, &out.Passages, &out.Items)
+	return out, mapErr(err)
+}
+
+func (p purgerPG) PurgeBatch(ctx context.Context, tenant string, in model.PurgeRequest, cutoff model.Time, after *repo.PurgeCursor) (model.PurgeResult, *repo.PurgeCursor, error) {
 	var (
-		after      *purgeCursorPG // nil: from the start of a pass
-		passErased int64
+		batch model.PurgeResult
+		last  *repo.PurgeCursor
 	)
-	for {
-		if err := ctx.Err(); err != nil {
-			return out, err
+	err := p.s.writeFaultedPG(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		batch, last = model.PurgeResult{}, nil
+		picked, err := purgeCandidatesPG(ctx, tx, tenant, purgeMatchPG(in), in.Status, cutoff, after)
+		if err != nil {
+			return err
 		}
-		var (
-			batch model.PurgeResult
-			last  *purgeCursorPG
-		)
-		err := s.writeFaultedPG(ctx, func(ctx context.Context, tx pgx.Tx) error {
-			batch, last = model.PurgeResult{}, nil
-			picked, err := purgeCandidatesPG(ctx, tx, tenant, match, in.Status, cutoff, after)
+		for i := range picked {
+			msgs, ckps, err := purgeSessionTxPG(ctx, tx, tenant, picked[i].ID)
 			if err != nil {
 				return err
 			}
-			for i := range picked {
-				msgs, ckps, err := purgeSessionTxPG(ctx, tx, tenant, picked[i].id)
-				if err != nil {
-					return err
-				}
-				batch.Sessions++
-				batch.Messages += msgs
-				batch.Checkpoints += ckps
-				last = &picked[i]
-			}
-			return nil
-		})
-		if err != nil {
-			return out, err
+			batch.Sessions++
+			batch.Messages += msgs
+			batch.Checkpoints += ckps
+			last = &picked[i]
 		}
-		out.Sessions += batch.Sessions
-		out.Messages += batch.Messages
-		out.Checkpoints += batch.Checkpoints
-		passErased += batch.Sessions
-		if last != nil {
-			after = last
-			continue
-		}
-		if passErased == 0 {
-			if in.Expired {
-				n, err := s.purgeExpiredPassagesPG(ctx, tenant, cutoff)
-				out.Passages = n
-				if err != nil {
-					return out, err
-				}
-				out.Items, err = s.purgeExpiredItemsPG(ctx, tenant, cutoff)
-				return out, err
-			}
-			return out, nil
-		}
-		after, passErased = nil, 0 // another pass, for the sessions that waited
-	}
+		return nil
+	})
+	return batch, last, err
 }
+
+func (p purgerPG) PurgeExpiredPassages(ctx context.Context, tenant string, cutoff model.Time) (int64, error) {
+	return p.s.purgeExpiredPassagesPG(ctx, tenant, cutoff)
+}
+
+func (p purgerPG) PurgeExpiredItems(ctx context.Context, tenant string, cutoff model.Time) (int64, error) {
+	return p.s.purgeExpiredItemsPG(ctx, tenant, cutoff)
+}
+
 
 // purgeMatchPG is the condition a purge picks sessions by, over the table
 // alias a, with $2 the status and $3 the cutoff, as SQLite's purgeMatch.
@@ -144,42 +125,6 @@ func (s *Store) purgeExpiredPassagesPG(ctx context.Context, tenant string, cutof
 	}
 }
 
-// purgeExpiredItemsPG is SQLite's purgeExpiredItems.
-func (s *Store) purgeExpiredItemsPG(ctx context.Context, tenant string, cutoff model.Time) (int64, error) {
-	var total int64
-	for {
-		if err := ctx.Err(); err != nil {
-			return total, err
-		}
-		var n int64
-		err := s.writeFaultedPG(ctx, func(ctx context.Context, tx pgx.Tx) error {
-			rows, err := tx.Query(ctx, `DELETE FROM items WHERE (tenant_id, id) IN (SELECT tenant_id, id FROM items
-				WHERE tenant_id = $1 AND expires_at IS NOT NULL AND expires_at < $2 LIMIT $3 FOR UPDATE SKIP LOCKED) RETURNING id`,
-				tenant, int64(cutoff), itemBatchPG)
-			if err != nil {
-				return err
-			}
-			ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
-			if err != nil {
-				return err
-			}
-			n = int64(len(ids))
-			_, err = tx.Exec(ctx, `DELETE FROM item_vectors WHERE tenant_id = $1 AND item_id = ANY($2::text[])`, tenant, ids)
-			return err
-		})
-		total += n
-		if err != nil || n < itemBatchPG {
-			return total, err
-		}
-	}
-}
-
-// purgeCursorPG is where a pass of PurgeSessions has got to.
-type purgeCursorPG struct {
-	createdAt int64
-	id        string
-}
-
 // purgeCandidatesPG picks and locks the next batch after the cursor, in
 // (created_at, id) order, ids bytewise as SQLite compares them: matching
 // sessions that no matching fork shares a prefix with (leaves first), up to
@@ -188,10 +133,10 @@ type purgeCursorPG struct {
 // The lock makes the pick hold until the commit: a session that another
 // process appended to or reopened while this waited for its row no longer
 // matches (the locking read checks the row's newest version) and is left.
-func purgeCandidatesPG(ctx context.Context, tx pgx.Tx, tenant string, match func(string) string, status model.Status, cutoff model.Time, after *purgeCursorPG) ([]purgeCursorPG, error) {
-	cond, args := "", []any{tenant, string(status), int64(cutoff), purgeBatchPG}
+func purgeCandidatesPG(ctx context.Context, tx pgx.Tx, tenant string, match func(string) string, status model.Status, cutoff model.Time, after *repo.PurgeCursor) ([]repo.PurgeCursor, error) {
+	cond, args := "", []any{tenant, string(status), int64(cutoff), repo.PurgeBatch}
 	if after != nil {
-		cond, args = ` AND (s.created_at, s.id COLLATE "C") > ($5, $6)`, append(args, after.createdAt, after.id)
+		cond, args = ` AND (s.created_at, s.id COLLATE "C") > ($5, $6)`, append(args, after.CreatedAt, after.ID)
 	}
 	rows, err := tx.Query(ctx, `SELECT s.created_at, s.id, s.message_count FROM sessions s
 		WHERE s.tenant_id = $1 AND `+match("s")+cond+`
@@ -203,24 +148,7 @@ func purgeCandidatesPG(ctx context.Context, tx pgx.Tx, tenant string, match func
 		return nil, err
 	}
 	defer rows.Close()
-	var (
-		out   []purgeCursorPG
-		total int64
-	)
-	for rows.Next() {
-		var (
-			c purgeCursorPG
-			n int64
-		)
-		if err := rows.Scan(&c.createdAt, &c.id, &n); err != nil {
-			return nil, err
-		}
-		if len(out) > 0 && total+n > purgeBatchRowsPG {
-			break
-		}
-		out, total = append(out, c), total+n
-	}
-	return out, rows.Err()
+	return repo.TakeCandidates(rows)
 }
 
 // purgeSessionTxPG erases one session inside tx, after its sharing forks have
@@ -266,7 +194,7 @@ func purgeSessionTxPG(ctx context.Context, tx pgx.Tx, tenant, id string) (msgs, 
 	ckps = tag.RowsAffected()
 	b := &pgx.Batch{}
 	// Its events go too, as on SQLite: a purge leaves nothing of the session.
-	for _, table := range []string{"request_keys", "rewound_keys", "compactions", "tool_calls", "tool_results", "events", "usage_sessions"} {
+	for _, table := range []string{"request_keys", "rewound_keys", "compactions", "checkpoint_writes", "tool_calls", "tool_results", "events", "usage_sessions"} {
 		b.Queue(`DELETE FROM `+table+` WHERE tenant_id = $1 AND session_id = $2`, tenant, id)
 	}
 	b.Queue(`DELETE FROM sessions WHERE tenant_id = $1 AND id = $2`, tenant, id)
@@ -291,4 +219,34 @@ func (s *Store) ExpiredTenants(ctx context.Context, cutoff model.Time) ([]string
 	}
 	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	return out, mapErr(err)
+}
+
+// purgeExpiredItemsPG is SQLite's purgeExpiredItems.
+func (s *Store) purgeExpiredItemsPG(ctx context.Context, tenant string, cutoff model.Time) (int64, error) {
+	var total int64
+	for {
+		if err := ctx.Err(); err != nil {
+			return total, err
+		}
+		var n int64
+		err := s.writeFaultedPG(ctx, func(ctx context.Context, tx pgx.Tx) error {
+			rows, err := tx.Query(ctx, `DELETE FROM items WHERE (tenant_id, id) IN (SELECT tenant_id, id FROM items
+				WHERE tenant_id = $1 AND expires_at IS NOT NULL AND expires_at < $2 LIMIT $3 FOR UPDATE SKIP LOCKED) RETURNING id`,
+				tenant, int64(cutoff), itemBatchPG)
+			if err != nil {
+				return err
+			}
+			ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil {
+				return err
+			}
+			n = int64(len(ids))
+			_, err = tx.Exec(ctx, `DELETE FROM item_vectors WHERE tenant_id = $1 AND item_id = ANY($2::text[])`, tenant, ids)
+			return err
+		})
+		total += n
+		if err != nil || n < itemBatchPG {
+			return total, err
+		}
+	}
 }

@@ -2,13 +2,11 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/logbook/logbook/internal/model"
-	"github.com/logbook/logbook/internal/repo/ckstate"
+	"github.com/logbook/logbook/internal/repo"
 	"github.com/logbook/logbook/internal/repo/history"
 )
 
@@ -19,104 +17,58 @@ func (s *Store) resumeSnapshotPG(ctx context.Context, fn func(pgx.Tx) error) err
 	return mapErr(pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn))
 }
 
-// Resume gathers what a new worker needs to continue a session, from one
-// snapshot, as SQLite's Resume does: the latest checkpoint, the messages after
-// it, the tool calls it left pending, and a report of anything inconsistent.
-// It reads only; it never repairs. Errors: KindNotFound.
+// Resume gathers what a new worker needs to continue a session
+// (repo.Resume, as on SQLite), from one snapshot. Errors: KindNotFound.
 func (s *Store) Resume(ctx context.Context, tenant, sessionID string) (model.Resume, error) {
 	var r model.Resume
 	err := s.resumeSnapshotPG(ctx, func(tx pgx.Tx) error {
 		var err error
-		r, err = resumeReadPG(ctx, tx, tenant, sessionID)
+		r, err = repo.Resume(ctx, &resumeReaderPG{tx: tx, tenant: tenant, id: sessionID}, sessionID)
 		return err
 	})
 	return r, err
 }
 
-func resumeReadPG(ctx context.Context, tx pgx.Tx, tenant, sessionID string) (model.Resume, error) {
-	var (
-		r   model.Resume
-		err error
-	)
-	if r.Session, err = getSessionTx(ctx, tx, tenant, sessionID, ""); err != nil {
-		return r, err
-	}
-	problems := []model.ResumeProblem{}
-	report := func(code string, seq *int64, format string, args ...any) {
-		problems = append(problems, model.ResumeProblem{Code: code, Seq: seq, Detail: fmt.Sprintf(format, args...)})
-	}
-	iteration := int64(0)
+// resumeReaderPG is repo.ResumeReader over a snapshot.
+type resumeReaderPG struct {
+	tx         pgx.Tx
+	tenant, id string
+	segs       []lineageSegment // the lineage, walked once
+}
 
-	r.Validation.SchemaVersion = model.SchemaVersion
-	r.PendingToolCalls = []model.PendingToolCall{}
-	since := int64(0)
-	cp, err := getCheckpointPG(ctx, tx, tenant, sessionID, 0)
-	corrupted := ckstate.IsCorrupted(err)
-	switch {
-	case model.IsNotFound(err, "checkpoint"):
-	case corrupted && cp.State == nil:
-		// Nothing of its state could be rebuilt: there is no checkpoint to
-		// hand over, and the worker starts from the messages.
-		report("checkpoint_corrupted", nil, "checkpoint %s (iteration %d) cannot be read back", cp.ID, cp.Iteration)
-		iteration = cp.Iteration
-	case err != nil && !corrupted:
-		return r, err
-	default:
-		r.Checkpoint = &cp
-		since = cp.LastSeq
-		iteration = cp.Iteration
+func (r *resumeReaderPG) Session(ctx context.Context) (model.Session, error) {
+	return getSessionTx(ctx, r.tx, r.tenant, r.id, "")
+}
+
+func (r *resumeReaderPG) LatestCheckpoint(ctx context.Context) (model.Checkpoint, error) {
+	return getCheckpointPG(ctx, r.tx, r.tenant, r.id, 0)
+}
+
+func (r *resumeReaderPG) lineage(ctx context.Context) ([]lineageSegment, error) {
+	if r.segs == nil {
+		segs, err := lineagePG(ctx, r.tx, r.tenant, r.id)
 		if err != nil {
-			report("checkpoint_corrupted", nil, "checkpoint %s (iteration %d) does not match its SHA-256", cp.ID, cp.Iteration)
+			return nil, err
 		}
-		var st model.CheckpointState
-		if err := json.Unmarshal(cp.State, &st); err != nil {
-			report("checkpoint_corrupted", nil, "checkpoint %s state is not readable: %v", cp.ID, err)
-		}
-		if st.SchemaVersion != nil {
-			r.Validation.SchemaVersion = *st.SchemaVersion
-			if *st.SchemaVersion > model.SchemaVersion {
-				report("schema_version_newer", nil, "checkpoint state is schema version %d; this server understands up to %d",
-					*st.SchemaVersion, model.SchemaVersion)
-			}
-		}
-		if st.PendingToolCalls != nil {
-			r.PendingToolCalls = st.PendingToolCalls
-		}
-		if cp.LastSeq > r.Session.LastSeq {
-			report("checkpoint_ahead", &cp.LastSeq, "checkpoint %s records last_seq %d but the session's last_seq is %d",
-				cp.ID, cp.LastSeq, r.Session.LastSeq)
-		}
+		r.segs = segs
 	}
+	return r.segs, nil
+}
 
-	segs, err := lineagePG(ctx, tx, tenant, sessionID)
+func (r *resumeReaderPG) History(ctx context.Context, c *history.Checker) error {
+	segs, err := r.lineage(ctx)
 	if err != nil {
-		return r, err
+		return err
 	}
-	h, err := resumeCheckHistoryPG(ctx, tx, tenant, segs, r.Session, r.PendingToolCalls)
-	if err != nil {
-		return r, err
-	}
-	problems = append(problems, h.Problems...)
-	for i := range problems {
-		problems[i].Repair = model.SuggestRepair(problems[i].Code, problems[i].Seq, r.Session, iteration)
-	}
-	for i := range h.Warnings {
-		h.Warnings[i].Repair = model.SuggestRepair(h.Warnings[i].Code, h.Warnings[i].Seq, r.Session, iteration)
-	}
-	r.Validation.Warnings = h.Warnings
+	return feedHistoryPG(ctx, r.tx, r.tenant, segs, c)
+}
 
-	page, err := resumeMessagesAfterPG(ctx, tx, tenant, segs, since, model.ResumeMessageLimit)
+func (r *resumeReaderPG) MessagesAfter(ctx context.Context, after int64, n int) ([]model.Message, error) {
+	segs, err := r.lineage(ctx)
 	if err != nil {
-		return r, err
+		return nil, err
 	}
-	for i := range page {
-		page[i].SessionID = sessionID
-	}
-	r.MoreMessages = len(page) > model.ResumeMessageLimit
-	r.MessagesSinceCheckpoint = page[:min(len(page), model.ResumeMessageLimit)]
-	r.Validation.Problems = problems
-	r.Validation.OK = len(problems) == 0
-	return r, nil
+	return resumeMessagesAfterPG(ctx, r.tx, r.tenant, segs, after, n)
 }
 
 // resumeMessagesAfterPG reads up to n+1 messages after seq `after`, across a
@@ -142,17 +94,25 @@ func resumeMessagesAfterPG(ctx context.Context, tx pgx.Tx, tenant string, segs [
 	return out, nil
 }
 
-// resumeCheckHistoryPG feeds the whole history, in seq order, to the checks
-// SQLite's resume runs too (package history), reading only the columns they
-// need.
+// resumeCheckHistoryPG runs the checks SQLite's resume runs too (package
+// history) over the whole history.
 func resumeCheckHistoryPG(ctx context.Context, tx pgx.Tx, tenant string, segs []lineageSegment, ses model.Session,
 	pending []model.PendingToolCall) (history.Result, error) {
 	c := history.NewChecker()
+	if err := feedHistoryPG(ctx, tx, tenant, segs, c); err != nil {
+		return history.Result{}, err
+	}
+	return c.Finish(ses, pending), nil
+}
+
+// feedHistoryPG feeds the whole history, in seq order, to c, reading only
+// the columns its checks need.
+func feedHistoryPG(ctx context.Context, tx pgx.Tx, tenant string, segs []lineageSegment, c *history.Checker) error {
 	for _, g := range segs {
 		rows, err := tx.Query(ctx, `SELECT seq, role, tool_calls::text, tool_call_id, tokens, cost FROM messages
 			WHERE tenant_id = $1 AND session_id = $2 AND seq > $3 AND seq <= $4 ORDER BY seq`, tenant, g.owner, g.lo, g.hi)
 		if err != nil {
-			return history.Result{}, mapErr(err)
+			return mapErr(err)
 		}
 		var (
 			r         history.Row
@@ -163,7 +123,7 @@ func resumeCheckHistoryPG(ctx context.Context, tx pgx.Tx, tenant string, segs []
 			r, toolCalls = history.Row{}, nil
 			if err := rows.Scan(&r.Seq, &role, &toolCalls, &r.ToolCallID, &r.Tokens, &r.Cost); err != nil {
 				rows.Close()
-				return history.Result{}, mapErr(err)
+				return mapErr(err)
 			}
 			r.Role, r.Cost = model.Role(role), finiteCostPG(r.Cost)
 			if toolCalls != nil {
@@ -173,8 +133,8 @@ func resumeCheckHistoryPG(ctx context.Context, tx pgx.Tx, tenant string, segs []
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return history.Result{}, mapErr(err)
+			return mapErr(err)
 		}
 	}
-	return c.Finish(ses, pending), nil
+	return nil
 }

@@ -30,7 +30,7 @@ type rrcStore interface {
 	UpdateSession(ctx context.Context, tenant, id string, in model.UpdateSession) (model.Session, error)
 	CloseSession(ctx context.Context, tenant, id string) (model.Session, error)
 	AppendMessages(ctx context.Context, tenant, sessionID string, req model.AppendRequest) (model.AppendResult, error)
-	PutCheckpoint(ctx context.Context, tenant, sessionID string, in model.PutCheckpoint, keep int) (model.Checkpoint, error)
+	PutCheckpoint(ctx context.Context, tenant, sessionID string, in model.PutCheckpoint, def model.CheckpointRetention) (model.Checkpoint, error)
 	CreateCompaction(ctx context.Context, tenant, sessionID string, in model.CreateCompaction) (model.Compaction, error)
 	CreateAgent(ctx context.Context, tenant string, in model.CreateAgent) (model.Agent, error)
 	PutBlock(ctx context.Context, tenant, agentID, label string, in model.PutBlock, ifMatch *int64) (model.Block, bool, error)
@@ -179,7 +179,7 @@ func rrcAppend(s *rrcSide, session string, ms ...model.NewMessage) {
 
 func rrcCheckpoint(s *rrcSide, session string, it int64, state string) model.Checkpoint {
 	s.t.Helper()
-	c, err := s.st.PutCheckpoint(context.Background(), "t", session, model.PutCheckpoint{Iteration: it, State: model.JSON(state)}, 0)
+	c, err := s.st.PutCheckpoint(context.Background(), "t", session, model.PutCheckpoint{Iteration: it, State: model.JSON(state)}, model.CheckpointRetention{})
 	s.must(err)
 	return c
 }

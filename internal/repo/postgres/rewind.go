@@ -128,7 +128,7 @@ func rewindCutTailPG(ctx context.Context, tx pgx.Tx, tenant string, ses model.Se
 		return nil, err
 	}
 	res.RemovedMessages = ses.LastSeq - to // inherited ones too: they left this session's history
-	if res.RemovedCheckpoints, err = dropCheckpointsPG(ctx, tx, tenant, id, `last_seq > $3`, to); err != nil {
+	if res.RemovedCheckpoints, err = deleteCheckpointsAfterSeqPG(ctx, tx, tenant, id, to); err != nil {
 		return nil, err
 	}
 	if res.RemovedCheckpoints == nil {

@@ -91,9 +91,9 @@ func writeChain(tb testing.TB, s *Store, session, via string, states, patches []
 		it := int64(i + 1)
 		var err error
 		if via == "put" || i == 0 {
-			_, err = s.PutCheckpoint(ctx, "t", session, model.PutCheckpoint{Iteration: it, State: states[i]}, benchIterations)
+			_, err = s.PutCheckpoint(ctx, "t", session, model.PutCheckpoint{Iteration: it, State: states[i]}, model.KeepLastN(int64(benchIterations)))
 		} else {
-			_, err = s.PatchCheckpoint(ctx, "t", session, model.PatchCheckpoint{Iteration: it, StatePatch: patches[i]}, benchIterations)
+			_, err = s.PatchCheckpoint(ctx, "t", session, model.PatchCheckpoint{Iteration: it, StatePatch: patches[i]}, model.KeepLastN(int64(benchIterations)))
 		}
 		if err != nil {
 			tb.Fatal(err)

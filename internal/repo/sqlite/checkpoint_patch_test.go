@@ -25,7 +25,7 @@ func mustCkSession(t *testing.T, s *Store, tenant, id string) {
 
 func patchCheckpoint(s *Store, tenant, session string, it int64, expected *int64, patch string) (model.Checkpoint, error) {
 	return s.PatchCheckpoint(context.Background(), tenant, session,
-		model.PatchCheckpoint{Iteration: it, StatePatch: model.JSON(patch), ExpectedIteration: expected}, 0)
+		model.PatchCheckpoint{Iteration: it, StatePatch: model.JSON(patch), ExpectedIteration: expected}, model.CheckpointRetention{})
 }
 
 func mustCanonical(t testing.TB, raw []byte) []byte {

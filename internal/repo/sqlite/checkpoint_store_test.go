@@ -73,9 +73,9 @@ func TestCheckpointChainsAndPruning(t *testing.T) {
 				it := int64(i + 1)
 				var err error
 				if tc.via == "put" || i == 0 {
-					_, err = s.PutCheckpoint(ctx, "t", id, model.PutCheckpoint{Iteration: it, State: states[i]}, tc.keep)
+					_, err = s.PutCheckpoint(ctx, "t", id, model.PutCheckpoint{Iteration: it, State: states[i]}, model.KeepLastN(int64(tc.keep)))
 				} else {
-					_, err = s.PatchCheckpoint(ctx, "t", id, model.PatchCheckpoint{Iteration: it, StatePatch: patches[i]}, tc.keep)
+					_, err = s.PatchCheckpoint(ctx, "t", id, model.PatchCheckpoint{Iteration: it, StatePatch: patches[i]}, model.KeepLastN(int64(tc.keep)))
 				}
 				if err != nil {
 					t.Fatal(err)
@@ -217,8 +217,9 @@ func TestOldRowsStillRead(t *testing.T) {
 	for i, st := range states[:5] {
 		c := mustCanonical(t, st)
 		it := int64(i + 1)
-		s.mustExec(t, `INSERT INTO checkpoints (tenant_id, session_id, iteration, id, state, last_seq, sha256, created_at)
-			VALUES ('t', 's', ?, ?, ?, 0, ?, 1)`, it, fmt.Sprintf("ckp_old_%d", it), string(c), checkpointHash(it, 0, c))
+		id := fmt.Sprintf("ckp_old_%d", it)
+		s.mustExec(t, `INSERT INTO checkpoints (tenant_id, session_id, iteration, id, client_id, state, last_seq, sha256, created_at)
+			VALUES ('t', 's', ?, ?, ?, ?, 0, ?, 1)`, it, id, id, string(c), checkpointHash(it, 0, c))
 	}
 	mustReadAll(t, s, "s", states, span(1, 5))
 	var buf bytes.Buffer
@@ -264,7 +265,7 @@ func TestDeleteCheckpointsAfterSeq(t *testing.T) {
 			for i, st := range states {
 				// as if a message came before each iteration
 				s.mustExec(t, `UPDATE sessions SET last_seq = ? WHERE tenant_id = 't' AND id = ?`, i+1, ses)
-				if _, err := s.PutCheckpoint(ctx, "t", ses, model.PutCheckpoint{Iteration: int64(i + 1), State: st}, 0); err != nil {
+				if _, err := s.PutCheckpoint(ctx, "t", ses, model.PutCheckpoint{Iteration: int64(i + 1), State: st}, model.CheckpointRetention{}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -379,16 +380,18 @@ func TestImportStoresDeltas(t *testing.T) {
 	mustReadAll(t, other, "s", states, span(1, 12))
 }
 
-// Migration 00007 rolls back over rows the older code can read, and refuses a
-// database holding rows it could not.
+// Migrations 00024 and 00007 roll back over rows the older code can read,
+// and refuse a database holding rows it could not.
 func TestCheckpointMigrationDown(t *testing.T) {
 	for _, tc := range []struct {
-		name   string
-		state  string
-		refuse bool
+		name      string
+		state     string
+		namespace string
+		refuse    string // what the refusal names; "" for none
 	}{
-		{"plain_rows_roll_back", `{"a":1}`, false},
-		{"compressed_rows_refuse", `{"a":"` + strings.Repeat("ab", compressAbove) + `"}`, true},
+		{"plain_rows_roll_back", `{"a":1}`, "", ""},
+		{"compressed_rows_refuse", `{"a":"` + strings.Repeat("ab", compressAbove) + `"}`, "", "need migration 00007"},
+		{"namespaced_rows_refuse", `{"a":1}`, "sub", "need migration 00024"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -398,7 +401,10 @@ func TestCheckpointMigrationDown(t *testing.T) {
 				t.Fatal(err)
 			}
 			mustCkSession(t, s, "t", "s")
-			mustCheckpoint(t, s, "s", 1, tc.state)
+			if _, err := s.PutCheckpoint(ctx, "t", "s", model.PutCheckpoint{Iteration: 1, State: model.JSON(tc.state), Namespace: tc.namespace},
+				model.CheckpointRetention{}); err != nil {
+				t.Fatal(err)
+			}
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
 			}
@@ -413,9 +419,9 @@ func TestCheckpointMigrationDown(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, err = p.DownTo(ctx, 6)
-			if tc.refuse {
-				if err == nil || !strings.Contains(err.Error(), "need migration 00007") {
-					t.Fatalf("down: %v, want a refusal naming 00007", err)
+			if tc.refuse != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.refuse) {
+					t.Fatalf("down: %v, want a refusal: %s", err, tc.refuse)
 				}
 				return
 			}

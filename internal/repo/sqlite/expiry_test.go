@@ -15,7 +15,7 @@ func TestPurgeExpired(t *testing.T) {
 	s := mustOpen(t)
 	ctx := context.Background()
 	past, future := model.Time(1500), model.Time(4102444800000)
-	const n = purgeBatch + 3
+	const n = repo.PurgeBatch + 3
 	for i := range n {
 		id := fmt.Sprintf("exp-%03d", i)
 		if _, err := s.CreateSession(ctx, "t", model.CreateSession{ID: id}); err != nil {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/logbook/logbook/internal/model"
 	"github.com/logbook/logbook/internal/repo"
+	"github.com/logbook/logbook/internal/repo/ckstate"
+	"github.com/logbook/logbook/internal/repo/ckstore"
 	"github.com/logbook/logbook/internal/repo/transfer"
 )
 
@@ -170,16 +172,20 @@ func exportEmbeddings(ctx context.Context, tx *sql.Tx, e *transfer.Writer, tenan
 // walk (corrupted). q should be a transaction: a delta is read from other rows.
 func eachCheckpoint(ctx context.Context, q querier, tenant, sessionID string, fn func(model.Checkpoint) error) error {
 	rows, err := q.QueryContext(ctx, `SELECT `+checkpointColumns+` FROM checkpoints
-		WHERE tenant_id = ? AND session_id = ? ORDER BY iteration`, tenant, sessionID)
+		WHERE tenant_id = ? AND session_id = ? ORDER BY namespace, iteration`, tenant, sessionID)
 	if err != nil {
 		return mapErr(err)
 	}
 	defer rows.Close()
-	rd := newCkReader(ctx, q, tenant, sessionID)
+	var rd *ckstate.Reader
+	ns := ""
 	for rows.Next() {
 		row, err := scanCkRow(rows)
 		if err != nil {
 			return mapErr(err)
+		}
+		if rd == nil || row.Namespace != ns {
+			rd, ns = ckstore.NewReader(ctx, ckRows{q, tenant, sessionID}, row.Namespace), row.Namespace
 		}
 		c, err := rd.Read(row)
 		if err != nil {

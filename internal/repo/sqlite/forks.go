@@ -8,6 +8,7 @@ import (
 
 	"github.com/logbook/logbook/internal/model"
 	"github.com/logbook/logbook/internal/repo"
+	"github.com/logbook/logbook/internal/repo/ckstore"
 )
 
 // ForkSession makes a new session whose history is the parent's first AtSeq
@@ -29,6 +30,14 @@ func (s *Store) ForkSession(ctx context.Context, tenant, parentID string, in mod
 		at := parent.LastSeq
 		if in.AtSeq != nil {
 			at = *in.AtSeq
+		}
+		var from *model.Checkpoint
+		if in.AtCheckpoint != nil {
+			cp, err := ckstore.ForkPoint(ctx, ckRows{tx, tenant, parentID}, *in.AtCheckpoint)
+			if err != nil {
+				return err
+			}
+			from, at = &cp, cp.LastSeq
 		}
 		if at > parent.LastSeq {
 			return model.Invalid(model.FieldError{Field: "at_seq",
@@ -80,6 +89,11 @@ func (s *Store) ForkSession(ctx context.Context, tenant, parentID string, in mod
 		if err := copyCompactions(ctx, tx, tenant, parentID, fork.ID, at); err != nil {
 			return err
 		}
+		if from != nil {
+			if err := copyForkCheckpoint(ctx, tx, tenant, parentID, fork.ID, *from); err != nil {
+				return err
+			}
+		}
 		stored, err := getSession(ctx, tx, tenant, fork.ID)
 		if err != nil {
 			return err
@@ -87,6 +101,21 @@ func (s *Store) ForkSession(ctx context.Context, tenant, parentID string, in mod
 		return s.recordEvent(ctx, tx, tenant, fork.ID, model.EventSessionCreated, "", 0, repo.SessionEventData(stored))
 	})
 	return fork, err
+}
+
+// copyForkCheckpoint gives a fork its own copy of the checkpoint it starts
+// from (ckstore.ForkCopy), with that checkpoint's pending writes.
+func copyForkCheckpoint(ctx context.Context, tx *sql.Tx, tenant, parentID, forkID string, from model.Checkpoint) error {
+	c, st := ckstore.ForkCopy(from, forkID, newID(model.PrefixCheckpoint))
+	if err := insertCheckpoint(ctx, tx, tenant, c, st); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO checkpoint_writes (tenant_id, session_id, namespace, checkpoint_id, task_id, idx,
+		channel, task_path, value, created_at)
+		SELECT tenant_id, ?, namespace, checkpoint_id, task_id, idx, channel, task_path, value, created_at FROM checkpoint_writes
+		WHERE tenant_id = ? AND session_id = ? AND namespace = ? AND checkpoint_id = ?`,
+		forkID, tenant, parentID, c.Namespace, c.ClientID)
+	return err
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

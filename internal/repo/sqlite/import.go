@@ -211,7 +211,7 @@ func (im *sessionImport) take(ctx context.Context, line int, l model.ExportLine)
 			return err
 		}
 		// Stored as a PUT stores them: the one before becomes a delta from this one.
-		return keepAsDelta(ctx, tx, tenant, im.ses.ID, delta, c.Iteration)
+		return keepAsDelta(ctx, tx, tenant, im.ses.ID, c.Namespace, delta, c.Iteration)
 	}
 	return nil
 }

@@ -8,20 +8,16 @@ import (
 	"time"
 
 	"github.com/logbook/logbook/internal/model"
+	"github.com/logbook/logbook/internal/repo"
 )
 
-// Purge bounds: one writer transaction erases at most purgeBatch sessions and
-// stops adding sessions once it holds purgeBatchRows messages, so that other
-// requests are served between batches however large the purge.
-//
+// Purge bounds beyond repo.PurgeBatch and repo.PurgeBatchRows:
 // purgeBatchTime bounds a batch by time as well: erasing a session is a dozen
 // statements (~1 ms), and a writer transaction holds every append queued
 // behind it, so a batch stops taking sessions once it has worked this long
 // (at least one session each). Measured with BenchmarkAppendDuringSweep
 // (internal/expiry): 50-session batches held appends for ~65 ms each.
 const (
-	purgeBatch     = 50
-	purgeBatchRows = 20000
 	purgeBatchTime = 10 * time.Millisecond
 	passageBatch   = 500 // expired passages deleted per writer transaction
 	itemBatch      = 500 // expired items deleted per writer transaction
@@ -50,111 +46,78 @@ func (s *Store) PurgeSession(ctx context.Context, tenant, id string) error {
 	})
 }
 
-// PurgeSessions erases the tenant's sessions in in.Status whose updated_at is
-// before in.Cutoff(), each as PurgeSession does, in batches of bounded size, and
-// counts what it erased; a dry run counts what it would erase and writes nothing.
-//
-// Sessions are erased leaves first: a matching session waits until no matching
-// fork still shares its prefix, so no copy is made for a fork that this purge
-// erases too, and the dry run's counts are what the real run erases (unless the
-// data changes in between). The batches walk the sessions in (created_at, id)
-// order with a cursor, so a batch never rescans what earlier ones passed; a pass
-// that erased something is followed by another, for the sessions that waited for
-// their forks. Sessions that come to match while the purge runs are left for the
-// next purge: the cutoff is clamped to the purge's start.
-//
-// A purge cut short (an error, or ctx ended) keeps the batches it committed; the
-// result counts them. Errors: KindUnavailable, context errors.
+// PurgeSessions erases the tenant's sessions a purge request picks, each as
+// PurgeSession does, in writer transactions of bounded size (repo.PurgeSessions).
+// Errors: KindUnavailable, context errors.
 func (s *Store) PurgeSessions(ctx context.Context, tenant string, in model.PurgeRequest) (model.PurgeResult, error) {
-	out := model.PurgeResult{DryRun: in.DryRun}
-	cutoff := min(in.Cutoff(), model.Now()+1)
+	return repo.PurgeSessions(ctx, purger{s}, tenant, in)
+}
+
+// purger is repo.Purger on SQLite.
+type purger struct{ s *Store }
+
+func (p purger) PurgeCount(ctx context.Context, tenant string, in model.PurgeRequest, cutoff model.Time) (model.PurgeResult, error) {
+	out := model.PurgeResult{DryRun: true}
 	match := purgeMatch(in)
-	if in.DryRun {
-		err := s.rdb.QueryRowContext(ctx, `SELECT
-			(SELECT COUNT(*) FROM sessions s WHERE s.tenant_id = ?1 AND `+match("s")+`),
-			(SELECT COUNT(*) FROM messages m JOIN sessions s ON s.tenant_id = m.tenant_id AND s.id = m.session_id
-				WHERE s.tenant_id = ?1 AND `+match("s")+`),
-			(SELECT COUNT(*) FROM checkpoints c JOIN sessions s ON s.tenant_id = c.tenant_id AND s.id = c.session_id
-				WHERE s.tenant_id = ?1 AND `+match("s")+`),
-			(SELECT COUNT(*) FROM passages WHERE ?4 AND tenant_id = ?1 AND expires_at IS NOT NULL AND expires_at < ?3),
-			(SELECT COUNT(*) FROM items WHERE ?4 AND tenant_id = ?1 AND expires_at IS NOT NULL AND expires_at < ?3)`,
-			tenant, in.Status, int64(cutoff), in.Expired).Scan(&out.Sessions, &out.Messages, &out.Checkpoints, &out.Passages, &out.Items)
-		return out, mapErr(err)
-	}
+	err := p.s.rdb.QueryRowContext(ctx, `SELECT
+		(SELECT COUNT(*) FROM sessions s WHERE s.tenant_id = ?1 AND `+match("s")+`),
+		(SELECT COUNT(*) FROM messages m JOIN sessions s ON s.tenant_id = m.tenant_id AND s.id = m.session_id
+			WHERE s.tenant_id = ?1 AND `+match("s")+`),
+		(SELECT COUNT(*) FROM checkpoints c JOIN sessions s ON s.tenant_id = c.tenant_id AND s.id = c.session_id
+			WHERE s.tenant_id = ?1 AND `+match("s")+`),
+		(SELECT COUNT(*) FROM passages WHERE ?4 AND tenant_id = ?1 AND expires_at IS NOT NULL AND expires_at < ?3),
+		(SELECT COUNT(*) FROM items WHERE ?4 AND tenant_id = ?1 AND expires_at IS NOT NULL AND expires_at < ?3)`,
+		tenant, in.Status, int64(cutoff), in.Expired).Scan(&out.Sessions, &out.Messages, &out.Checkpoints, &out.Passages, &out.Items)
+	return out, mapErr(err)
+}
+
+// PurgeBatch stops taking sessions once it has worked purgeBatchTime (at
+// least one): the writer holds every append queued behind it.
+func (p purger) PurgeBatch(ctx context.Context, tenant string, in model.PurgeRequest, cutoff model.Time, after *repo.PurgeCursor) (model.PurgeResult, *repo.PurgeCursor, error) {
 	var (
-		after      *purgeCursor // nil: from the start of a pass
-		passErased int64
+		batch model.PurgeResult
+		last  *repo.PurgeCursor
 	)
-	for {
-		if err := ctx.Err(); err != nil {
-			return out, err
+	err := p.s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		batch, last = model.PurgeResult{}, nil
+		start := time.Now()
+		picked, err := purgeCandidates(ctx, tx, tenant, purgeMatch(in), in.Status, cutoff, after)
+		if err != nil {
+			return err
 		}
-		var (
-			batch model.PurgeResult
-			last  *purgeCursor
-		)
-		err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-			batch, last = model.PurgeResult{}, nil
-			start := time.Now()
-			picked, err := purgeCandidates(ctx, tx, tenant, match, in.Status, cutoff, after)
+		for i := range picked {
+			if i > 0 && time.Since(start) > purgeBatchTime {
+				break // the rest after the cursor, in the next batch
+			}
+			msgs, ckps, err := p.s.purgeSessionTx(ctx, tx, tenant, picked[i].ID)
 			if err != nil {
 				return err
 			}
-			for i := range picked {
-				if i > 0 && time.Since(start) > purgeBatchTime {
-					break // the rest after the cursor, in the next batch
-				}
-				msgs, ckps, err := s.purgeSessionTx(ctx, tx, tenant, picked[i].id)
-				if err != nil {
-					return err
-				}
-				batch.Sessions++
-				batch.Messages += msgs
-				batch.Checkpoints += ckps
-				last = &picked[i]
-			}
-			return nil
-		})
-		if err != nil {
-			return out, err
+			batch.Sessions++
+			batch.Messages += msgs
+			batch.Checkpoints += ckps
+			last = &picked[i]
 		}
-		out.Sessions += batch.Sessions
-		out.Messages += batch.Messages
-		out.Checkpoints += batch.Checkpoints
-		passErased += batch.Sessions
-		if last != nil {
-			after = last
-			continue
-		}
-		if passErased == 0 {
-			if in.Expired {
-				n, err := s.purgeExpiredPassages(ctx, tenant, cutoff)
-				out.Passages = n
-				if err != nil {
-					return out, err
-				}
-				out.Items, err = s.purgeExpiredItems(ctx, tenant, cutoff)
-				return out, err
-			}
-			return out, nil
-		}
-		after, passErased = nil, 0 // another pass, for the sessions that waited
-	}
+		return nil
+	})
+	return batch, last, err
 }
 
-// purgeCursor is where a pass of PurgeSessions has got to.
-type purgeCursor struct {
-	createdAt int64
-	id        string
+func (p purger) PurgeExpiredPassages(ctx context.Context, tenant string, cutoff model.Time) (int64, error) {
+	return p.s.purgeExpiredPassages(ctx, tenant, cutoff)
+}
+
+func (p purger) PurgeExpiredItems(ctx context.Context, tenant string, cutoff model.Time) (int64, error) {
+	return p.s.purgeExpiredItems(ctx, tenant, cutoff)
 }
 
 // purgeCandidates picks the next batch after the cursor, in (created_at, id)
 // order: matching sessions that no matching fork shares a prefix with (leaves
 // first), up to purgeBatch sessions or about purgeBatchRows messages, at least one.
-func purgeCandidates(ctx context.Context, tx *sql.Tx, tenant string, match func(string) string, status model.Status, cutoff model.Time, after *purgeCursor) ([]purgeCursor, error) {
-	cond, args := "", []any{tenant, status, int64(cutoff), purgeBatch}
+func purgeCandidates(ctx context.Context, tx *sql.Tx, tenant string, match func(string) string, status model.Status, cutoff model.Time, after *repo.PurgeCursor) ([]repo.PurgeCursor, error) {
+	cond, args := "", []any{tenant, status, int64(cutoff), repo.PurgeBatch}
 	if after != nil {
-		cond, args = " AND (s.created_at, s.id) > (?5, ?6)", append(args, after.createdAt, after.id)
+		cond, args = " AND (s.created_at, s.id) > (?5, ?6)", append(args, after.CreatedAt, after.ID)
 	}
 	rows, err := tx.QueryContext(ctx, `SELECT s.created_at, s.id, s.message_count FROM sessions s
 		WHERE s.tenant_id = ?1 AND `+match("s")+cond+`
@@ -166,24 +129,7 @@ func purgeCandidates(ctx context.Context, tx *sql.Tx, tenant string, match func(
 		return nil, err
 	}
 	defer rows.Close()
-	var (
-		out   []purgeCursor
-		total int64
-	)
-	for rows.Next() {
-		var (
-			c purgeCursor
-			n int64
-		)
-		if err := rows.Scan(&c.createdAt, &c.id, &n); err != nil {
-			return nil, err
-		}
-		if len(out) > 0 && total+n > purgeBatchRows {
-			break
-		}
-		out, total = append(out, c), total+n
-	}
-	return out, rows.Err()
+	return repo.TakeCandidates(rows)
 }
 
 // purgeMatch is the condition a purge picks sessions by, over the table
@@ -299,7 +245,7 @@ func (s *Store) purgeSessionTx(ctx context.Context, tx *sql.Tx, tenant, id strin
 	}
 	// Its events go too: they carry its sessions' and compactions' data, and a
 	// purge leaves nothing of the session behind.
-	for _, table := range []string{"request_keys", "rewound_keys", "compactions", "tool_calls", "tool_results", "events", "usage_sessions"} {
+	for _, table := range []string{"request_keys", "rewound_keys", "compactions", "checkpoint_writes", "tool_calls", "tool_results", "events", "usage_sessions"} {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE tenant_id = ? AND session_id = ?`, tenant, id); err != nil {
 			return 0, 0, err
 		}

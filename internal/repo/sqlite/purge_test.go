@@ -274,7 +274,7 @@ func TestPurgeKeepsForksWhole(t *testing.T) {
 func TestPurgeSessionsInBatches(t *testing.T) {
 	s := mustOpen(t)
 	ctx := context.Background()
-	const n = 2*purgeBatch + 7
+	const n = 2*repo.PurgeBatch + 7
 	for i := range n {
 		id := fmt.Sprintf("old-%03d", i)
 		purgeSession(t, s, id)
@@ -330,7 +330,7 @@ func TestPurgeSessionsInBatches(t *testing.T) {
 	}
 	if batches := s.Stats().Writes - writes; batches < 4 {
 		t.Errorf("%d sessions purged in %d writer transactions, want at least 4 (batches of %d, then an empty one)",
-			done.Sessions, batches, purgeBatch)
+			done.Sessions, batches, repo.PurgeBatch)
 	}
 	var left int64
 	if err := s.rdb.QueryRow(`SELECT COUNT(*) FROM sessions WHERE id LIKE 'old-%'`).Scan(&left); err != nil || left != 0 {

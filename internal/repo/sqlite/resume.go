@@ -3,104 +3,65 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
-	"fmt"
 
 	"github.com/logbook/logbook/internal/model"
+	"github.com/logbook/logbook/internal/repo"
 	"github.com/logbook/logbook/internal/repo/history"
 )
 
-// Resume gathers what a new worker needs to continue a session: the latest
-// checkpoint, the messages after it, the tool calls it left pending, and a report
-// of anything inconsistent. It reads only; it never repairs. Errors: KindNotFound.
+// Resume gathers what a new worker needs to continue a session
+// (repo.Resume), from one read transaction, so that the session, its
+// checkpoint and its messages are one consistent snapshot. Errors:
+// KindNotFound.
 func (s *Store) Resume(ctx context.Context, tenant, sessionID string) (model.Resume, error) {
-	var r model.Resume
-	// One read transaction, so that the session, its checkpoint and its messages
-	// are one consistent snapshot.
 	tx, err := s.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
-		return r, mapErr(err)
+		return model.Resume{}, mapErr(err)
 	}
-	defer tx.Rollback()
+	defer tx.Rollback() //nolint:errcheck // read-only
+	return repo.Resume(ctx, &resumeReader{tx: tx, tenant: tenant, id: sessionID}, sessionID)
+}
 
-	if r.Session, err = getSession(ctx, tx, tenant, sessionID); err != nil {
-		return r, err
-	}
-	problems := []model.ResumeProblem{}
-	report := func(code string, seq *int64, format string, args ...any) {
-		problems = append(problems, model.ResumeProblem{Code: code, Seq: seq, Detail: fmt.Sprintf(format, args...)})
-	}
-	iteration := int64(0)
+// resumeReader is repo.ResumeReader over a read transaction.
+type resumeReader struct {
+	tx         *sql.Tx
+	tenant, id string
+	segs       []segment // the lineage, walked once
+}
 
-	r.Validation.SchemaVersion = model.SchemaVersion
-	r.PendingToolCalls = []model.PendingToolCall{}
-	since := int64(0)
-	cp, err := getCheckpoint(ctx, tx, tenant, sessionID, 0)
-	switch {
-	case model.IsNotFound(err, "checkpoint"):
-	case isCorrupted(err) && cp.State == nil:
-		// Nothing of its state could be rebuilt: there is no checkpoint to
-		// hand over, and the worker starts from the messages.
-		report("checkpoint_corrupted", nil, "checkpoint %s (iteration %d) cannot be read back", cp.ID, cp.Iteration)
-		iteration = cp.Iteration
-	case err != nil && !isCorrupted(err):
-		return r, err
-	default:
-		r.Checkpoint = &cp
-		since = cp.LastSeq
-		iteration = cp.Iteration
+func (r *resumeReader) Session(ctx context.Context) (model.Session, error) {
+	return getSession(ctx, r.tx, r.tenant, r.id)
+}
+
+func (r *resumeReader) LatestCheckpoint(ctx context.Context) (model.Checkpoint, error) {
+	return getCheckpoint(ctx, r.tx, r.tenant, r.id, 0)
+}
+
+func (r *resumeReader) lineage(ctx context.Context) ([]segment, error) {
+	if r.segs == nil {
+		segs, err := lineage(ctx, r.tx, r.tenant, r.id)
 		if err != nil {
-			report("checkpoint_corrupted", nil, "checkpoint %s (iteration %d) does not match its SHA-256", cp.ID, cp.Iteration)
+			return nil, err
 		}
-		var st model.CheckpointState
-		if err := json.Unmarshal(cp.State, &st); err != nil {
-			report("checkpoint_corrupted", nil, "checkpoint %s state is not readable: %v", cp.ID, err)
-		}
-		if st.SchemaVersion != nil {
-			r.Validation.SchemaVersion = *st.SchemaVersion
-			if *st.SchemaVersion > model.SchemaVersion {
-				report("schema_version_newer", nil, "checkpoint state is schema version %d; this server understands up to %d",
-					*st.SchemaVersion, model.SchemaVersion)
-			}
-		}
-		if st.PendingToolCalls != nil {
-			r.PendingToolCalls = st.PendingToolCalls
-		}
-		if cp.LastSeq > r.Session.LastSeq {
-			report("checkpoint_ahead", &cp.LastSeq, "checkpoint %s records last_seq %d but the session's last_seq is %d",
-				cp.ID, cp.LastSeq, r.Session.LastSeq)
-		}
+		r.segs = segs
 	}
+	return r.segs, nil
+}
 
-	segs, err := lineage(ctx, tx, tenant, sessionID)
+func (r *resumeReader) History(ctx context.Context, c *history.Checker) error {
+	segs, err := r.lineage(ctx)
 	if err != nil {
-		return r, err
+		return err
 	}
-	h, err := checkHistory(ctx, tx, tenant, segs, r.Session, r.PendingToolCalls)
-	if err != nil {
-		return r, err
-	}
-	problems = append(problems, h.Problems...)
-	for i := range problems {
-		problems[i].Repair = model.SuggestRepair(problems[i].Code, problems[i].Seq, r.Session, iteration)
-	}
-	for i := range h.Warnings {
-		h.Warnings[i].Repair = model.SuggestRepair(h.Warnings[i].Code, h.Warnings[i].Seq, r.Session, iteration)
-	}
-	r.Validation.Warnings = h.Warnings
+	return feedHistory(ctx, r.tx, r.tenant, segs, c)
+}
 
-	page, err := listLineage(ctx, tx, tenant, segs, since, model.ResumeMessageLimit)
+func (r *resumeReader) MessagesAfter(ctx context.Context, after int64, n int) ([]model.Message, error) {
+	segs, err := r.lineage(ctx)
 	if err != nil {
-		return r, err
+		return nil, err
 	}
-	for i := range page {
-		page[i].SessionID = sessionID
-	}
-	r.MoreMessages = len(page) > model.ResumeMessageLimit
-	r.MessagesSinceCheckpoint = page[:min(len(page), model.ResumeMessageLimit)]
-	r.Validation.Problems = problems
-	r.Validation.OK = len(problems) == 0
-	return r, nil
+	return listLineage(ctx, r.tx, r.tenant, segs, after, n)
 }
 
 // listLineage reads up to n+1 messages after seq `after`, across a lineage.
@@ -125,16 +86,25 @@ func listLineage(ctx context.Context, q querier, tenant string, segs []segment, 
 	return out, nil
 }
 
-// checkHistory feeds the whole history, in seq order, to the shared checks,
-// reading only the columns they need.
+// checkHistory runs the shared checks (package history) over the whole
+// history.
 func checkHistory(ctx context.Context, q querier, tenant string, segs []segment, ses model.Session,
 	pending []model.PendingToolCall) (history.Result, error) {
 	c := history.NewChecker()
+	if err := feedHistory(ctx, q, tenant, segs, c); err != nil {
+		return history.Result{}, err
+	}
+	return c.Finish(ses, pending), nil
+}
+
+// feedHistory feeds the whole history, in seq order, to c, reading only the
+// columns its checks need.
+func feedHistory(ctx context.Context, q querier, tenant string, segs []segment, c *history.Checker) error {
 	for _, g := range segs {
 		rows, err := q.QueryContext(ctx, `SELECT seq, role, tool_calls, tool_call_id, tokens, cost FROM messages
 			WHERE tenant_id = ? AND session_id = ? AND seq > ? AND seq <= ? ORDER BY seq`, tenant, g.owner, g.lo, g.hi)
 		if err != nil {
-			return history.Result{}, mapErr(err)
+			return mapErr(err)
 		}
 		for rows.Next() {
 			var (
@@ -144,7 +114,7 @@ func checkHistory(ctx context.Context, q querier, tenant string, segs []segment,
 			)
 			if err := rows.Scan(&r.Seq, &r.Role, &toolCalls, &toolCallID, counterInt{&r.Tokens}, counterFloat{&r.Cost}); err != nil {
 				rows.Close()
-				return history.Result{}, mapErr(err)
+				return mapErr(err)
 			}
 			if toolCalls.Valid {
 				r.ToolCalls = []byte(toolCalls.String)
@@ -156,8 +126,8 @@ func checkHistory(ctx context.Context, q querier, tenant string, segs []segment,
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return history.Result{}, mapErr(err)
+			return mapErr(err)
 		}
 	}
-	return c.Finish(ses, pending), nil
+	return nil
 }

@@ -25,7 +25,7 @@ func turn(t *testing.T, s *Store, session, call string) {
 
 func mustCheckpoint(t *testing.T, s *Store, session string, it int64, state string) model.Checkpoint {
 	t.Helper()
-	c, err := s.PutCheckpoint(context.Background(), "t", session, model.PutCheckpoint{Iteration: it, State: model.JSON(state)}, 0)
+	c, err := s.PutCheckpoint(context.Background(), "t", session, model.PutCheckpoint{Iteration: it, State: model.JSON(state)}, model.CheckpointRetention{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,7 +33,6 @@ func (s *Store) CreateSession(ctx context.Context, tenant string, in model.Creat
 	if ses.Metadata == nil {
 		ses.Metadata = model.Object("{}")
 	}
-	meta := ses.Metadata.String()
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if err := s.faults.Check(repo.PointSessionWrite); err != nil {
 			return err
@@ -45,16 +44,7 @@ func (s *Store) CreateSession(ctx context.Context, tenant string, in model.Creat
 			}
 			ses.ID = id
 		}
-		_, err := tx.Exec(`INSERT INTO sessions (tenant_id, id, agent_id, user_id, title, status, metadata, created_at, updated_at, expires_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			tenant, ses.ID, ses.AgentID, ses.UserID, ses.Title, ses.Status, meta, int64(now), int64(now), ses.ExpiresAt)
-		if isConstraint(err) {
-			return repo.SessionTaken(ses.ID)
-		}
-		if err != nil {
-			return err
-		}
-		return s.recordEvent(ctx, tx, tenant, ses.ID, model.EventSessionCreated, "", 0, repo.SessionEventData(ses))
+		return s.insertSession(ctx, tx, tenant, ses)
 	})
 	if err != nil {
 		return model.Session{}, err
@@ -72,6 +62,27 @@ func sessionHolder(ctx context.Context, tx *sql.Tx, tenant string) repo.SessionH
 		}
 		return user, err == nil, err
 	}
+}
+
+// createSessionTx stores a new session, as CreateSession does, inside a write
+// that is already running (a checkpoint write that creates its session).
+func (s *Store) createSessionTx(ctx context.Context, tx *sql.Tx, tenant string, in model.CreateSession) (model.Session, error) {
+	now := model.Now()
+	ses := model.Session{ID: in.ID, Status: model.StatusCreated, Metadata: model.Object("{}"), CreatedAt: now, UpdatedAt: now}
+	return ses, s.insertSession(ctx, tx, tenant, ses)
+}
+
+func (s *Store) insertSession(ctx context.Context, tx *sql.Tx, tenant string, ses model.Session) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO sessions (tenant_id, id, agent_id, user_id, title, status, metadata, created_at, updated_at, expires_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		tenant, ses.ID, ses.AgentID, ses.UserID, ses.Title, ses.Status, ses.Metadata.String(), int64(ses.CreatedAt), int64(ses.UpdatedAt), ses.ExpiresAt)
+	if isConstraint(err) {
+		return repo.SessionTaken(ses.ID)
+	}
+	if err != nil {
+		return err
+	}
+	return s.recordEvent(ctx, tx, tenant, ses.ID, model.EventSessionCreated, "", 0, repo.SessionEventData(ses))
 }
 
 // GetSession returns one session, or KindNotFound.

@@ -13,7 +13,8 @@ import (
 // pays (ckstate.ReverseDelta). It does no database work, so that both
 // backends store the same rows, which their exports then read back alike.
 type CheckpointRows struct {
-	prev  ckstate.Latest // the checkpoint just stored
+	prev  ckstate.Latest // the checkpoint just stored, of namespace ns
+	ns    string
 	pause *int64
 }
 
@@ -21,7 +22,19 @@ type CheckpointRows struct {
 // returns the full row to store for c, and how to keep the checkpoint before
 // it, once c is stored (nil: as it is). Parse has checked c, so an error here
 // is internal.
+//
+// An export from before namespaces names no client id and no metadata: the
+// checkpoint is then named by its id, and its metadata is {}.
 func (cr *CheckpointRows) Next(c *model.Checkpoint) (ckstate.Stored, *ckstate.Delta, error) {
+	if c.ClientID == "" {
+		c.ClientID = c.ID
+	}
+	if len(c.Metadata) == 0 {
+		c.Metadata = model.Object("{}")
+	}
+	if c.Namespace != cr.ns {
+		cr.prev, cr.ns = ckstate.Latest{}, c.Namespace
+	}
 	st, err := model.ParseState(c.State)
 	if err != nil {
 		return ckstate.Stored{}, nil, model.Internal(err)
@@ -33,7 +46,9 @@ func (cr *CheckpointRows) Next(c *model.Checkpoint) (ckstate.Stored, *ckstate.De
 	if c.State, err = json.Marshal(tree); err != nil {
 		return ckstate.Stored{}, nil, model.Internal(err)
 	}
-	cr.pause = st.PauseUntilMs
+	if c.Namespace == "" {
+		cr.pause = st.PauseUntilMs
+	}
 	stored := ckstate.EncodeFull(c.State)
 	delta := ckstate.ReverseDelta(tree, cr.prev)
 	cr.prev = ckstate.Latest{Found: true, Iteration: c.Iteration, SHA256: c.SHA256, Stored: stored.Size(), Size: len(c.State), Tree: tree}

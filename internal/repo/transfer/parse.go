@@ -59,6 +59,7 @@ type importParser struct {
 	msgIDs   map[string]int // id → the line that holds it
 	ckpIDs   map[string]int
 	lastIter int64
+	lastNS   *string // the namespace of the checkpoint before
 	tokens   int64
 	cost     float64
 	files    int64
@@ -397,7 +398,9 @@ func (p *importParser) addCheckpoint(c model.Checkpoint) error {
 		return p.fail("checkpoint.id %q repeats line %d", c.ID, p.ckpIDs[c.ID])
 	case c.Iteration < 1:
 		return p.fail("checkpoint.iteration must be at least 1")
-	case c.Iteration <= p.lastIter:
+	case p.lastNS != nil && c.Namespace < *p.lastNS:
+		return p.fail("checkpoint.namespace %q comes after %q: checkpoints come by namespace, then oldest first", c.Namespace, *p.lastNS)
+	case (p.lastNS == nil || c.Namespace == *p.lastNS) && c.Iteration <= p.lastIter:
 		return p.fail("checkpoint.iteration %d is not above the one before it (%d): checkpoints come oldest first", c.Iteration, p.lastIter)
 	case c.LastSeq < 0 || c.LastSeq > p.messages:
 		return p.fail("checkpoint.last_seq %d is outside the session's messages (0 to %d)", c.LastSeq, p.messages)
@@ -414,8 +417,12 @@ func (p *importParser) addCheckpoint(c model.Checkpoint) error {
 	if ckstate.Hash(c.Iteration, c.LastSeq, state) != c.SHA256 {
 		return p.fail("checkpoint.sha256 does not match its iteration, last_seq and state")
 	}
+	if fs := model.Check(model.PatchCheckpoint{Iteration: 1, StatePatch: model.JSON("{}"), Namespace: c.Namespace, ClientID: c.ClientID}); fs != nil {
+		return lineError(p.line, "checkpoint", model.AsError(fs))
+	}
 	p.ckpIDs[c.ID] = p.line
 	p.lastIter = c.Iteration
+	p.lastNS = &c.Namespace
 	p.ckps++
 	return nil
 }

@@ -1,8 +1,9 @@
 // One session: its messages as a conversation (following new ones live), its
-// checkpoints with their state, compactions, the fork tree and the resume
-// report.
+// checkpoints as a tree (namespaces, parents, pending writes, states),
+// compactions, the fork tree and the resume report.
 
 import { all, describe, get } from "../api.js";
+import { checkpointTree } from "../checkpoints.js";
 import { Conversation } from "../conversation.js";
 import { flash, h, link, notice, replace, route } from "../dom.js";
 import { forkTree } from "../forks.js";
@@ -43,17 +44,6 @@ function head(ses) {
       h("dt", null, "Updated"), h("dd", null, fmt.time(ses.updated_at)),
       ses.closed_at ? [h("dt", null, "Closed"), h("dd", null, fmt.time(ses.closed_at))] : null,
       h("dt", null, "Metadata"), h("dd", null, Object.keys(ses.metadata || {}).length ? tree(ses.metadata, 1) : "{}")));
-}
-
-function checkpointItem(c, open) {
-  const st = c.state || {};
-  const pending = Array.isArray(st.pending_tool_calls) ? st.pending_tool_calls.length : 0;
-  return h("details", { class: "checkpoint", open, dataset: { iteration: c.iteration } },
-    h("summary", null, h("b", null, `Iteration ${c.iteration}`), ` · at #${c.last_seq} · ${fmt.time(c.created_at)} `,
-      pending ? h("span", { class: "badge warn" }, `${pending} pending`) : null,
-      st.stop_reason ? h("span", { class: "badge" }, st.stop_reason) : null),
-    h("div", { class: "small muted mono" }, `sha256 ${c.sha256.slice(0, 16)}…`),
-    tree(st, 2));
 }
 
 function compactionItem(c) {
@@ -109,7 +99,7 @@ export async function render(root, { params: [id], query, signal }) {
   const loadCheckpoints = () => all(`${base}/checkpoints`, null, signal, 200)
     .then(({ data }) => {
       checkpointCount.textContent = `(${data.length})`;
-      replace(checkpointsEl, data.length ? data.map((c, i) => checkpointItem(c, i === 0)) : h("p", { class: "muted" }, "No checkpoints."));
+      replace(checkpointsEl, data.length ? checkpointTree(data) : h("p", { class: "muted" }, "No checkpoints."));
     })
     .catch(failed(checkpointsEl));
   const loadCompactions = () => all(`${base}/compactions`, null, signal, 200)

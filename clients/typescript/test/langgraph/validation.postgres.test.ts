@@ -1,0 +1,3 @@
+import { validate } from "./validation.js";
+
+await validate("postgres");
