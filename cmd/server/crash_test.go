@@ -443,7 +443,7 @@ func buildServer(t *testing.T) string {
 	return bin
 }
 
-func startServer(t *testing.T, bin, db string) *crashServer {
+func startServer(t *testing.T, bin, db string, flags ...string) *crashServer {
 	t.Helper()
 	addrc := make(chan string, 1)
 	s := &crashServer{
@@ -463,7 +463,7 @@ func startServer(t *testing.T, bin, db string) *crashServer {
 		}},
 	}
 	// info, not warn: the "listening" line that carries the port is an info line.
-	s.cmd = exec.Command(bin, "--addr", "127.0.0.1:0", "--db", db, "--sync", "full", "--log-level", "info")
+	s.cmd = exec.Command(bin, append([]string{"--addr", "127.0.0.1:0", "--db", db, "--sync", "full", "--log-level", "info"}, flags...)...)
 	s.cmd.Stdout = s.stdout
 	s.cmd.Stderr = s.stderr
 	if err := s.cmd.Start(); err != nil {

@@ -155,6 +155,12 @@ func withEventsHeartbeat(d time.Duration) testServerOption {
 
 func withDB(path string) testServerOption { return func(c *testConfig) { c.repo.Path = path } }
 
+// withEventsRecheck sets how often a live feed checks that its reader may
+// still read it.
+func withEventsRecheck(d time.Duration) testServerOption {
+	return func(c *testConfig) { c.api.EventsRecheck = d }
+}
+
 // newClient starts the real router over a real store behind httptest.
 func newClient(t testing.TB, opts ...testServerOption) *client {
 	t.Helper()

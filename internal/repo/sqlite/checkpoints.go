@@ -101,7 +101,7 @@ func (s *Store) writeCheckpoint(ctx context.Context, tenant, sessionID string, w
 			p.Pause, tenant, sessionID); err != nil {
 			return err
 		}
-		if err := s.recordEvent(ctx, tx, tenant, sessionID, model.EventCheckpointCreated, "", 0, repo.CheckpointEventData(c)); err != nil {
+		if err := s.recordEvent(ctx, tx, tenant, sessionID, model.EventCheckpointCreated, repo.CheckpointEventData(c)); err != nil {
 			return err
 		}
 		return pruneCheckpoints(ctx, tx, tenant, sessionID, keep)

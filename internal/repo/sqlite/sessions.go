@@ -10,7 +10,7 @@ import (
 )
 
 const sessionColumns = `id, agent_id, title, status, metadata, message_count, last_seq,
-	total_tokens, total_cost, turn_count, parent_id, forked_at_seq, created_at, updated_at, closed_at, user_id, expires_at`
+	total_tokens, total_cost, turn_count, parent_id, forked_at_seq, created_at, updated_at, closed_at, user_id, expires_at, incarnation`
 
 // CreateSession stores a new session in status created. A client-chosen id that
 // the tenant already uses is a KindConflict.
@@ -38,16 +38,19 @@ func (s *Store) CreateSession(ctx context.Context, tenant string, in model.Creat
 		if err := s.faults.Check(repo.PointSessionWrite); err != nil {
 			return err
 		}
-		_, err := tx.Exec(`INSERT INTO sessions (tenant_id, id, agent_id, user_id, title, status, metadata, created_at, updated_at, expires_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			tenant, ses.ID, ses.AgentID, ses.UserID, ses.Title, ses.Status, meta, int64(now), int64(now), ses.ExpiresAt)
+		// Its incarnation is its session.created event's gid: never given
+		// again, so no later session of this id has it.
+		ses.Incarnation = s.nextGID()
+		_, err := tx.Exec(`INSERT INTO sessions (tenant_id, id, agent_id, user_id, title, status, metadata, created_at, updated_at, expires_at, incarnation)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			tenant, ses.ID, ses.AgentID, ses.UserID, ses.Title, ses.Status, meta, int64(now), int64(now), ses.ExpiresAt, ses.Incarnation)
 		if isConstraint(err) {
 			return model.Errorf(model.KindConflict, "conflict", "a session with id %q already exists", ses.ID)
 		}
 		if err != nil {
 			return err
 		}
-		return s.recordEvent(ctx, tx, tenant, ses.ID, model.EventSessionCreated, "", 0, repo.SessionEventData(ses))
+		return s.recordEventAt(ctx, tx, ses.Incarnation, tenant, ses.ID, model.EventSessionCreated, repo.SessionEventData(ses))
 	})
 	if err != nil {
 		return model.Session{}, err
@@ -90,7 +93,7 @@ func scanSession(sc scanner) (model.Session, error) {
 		closedAt sql.NullInt64
 	)
 	err := sc.Scan(&ses.ID, &ses.AgentID, &ses.Title, &ses.Status, &meta, &ses.MessageCount, &ses.LastSeq,
-		counterInt{&ses.TotalTokens}, counterFloat{&ses.TotalCost}, &ses.TurnCount, &ses.ParentID, &ses.ForkedAtSeq, &ses.CreatedAt, &ses.UpdatedAt, &closedAt, &ses.UserID, &ses.ExpiresAt)
+		counterInt{&ses.TotalTokens}, counterFloat{&ses.TotalCost}, &ses.TurnCount, &ses.ParentID, &ses.ForkedAtSeq, &ses.CreatedAt, &ses.UpdatedAt, &closedAt, &ses.UserID, &ses.ExpiresAt, &ses.Incarnation)
 	if err != nil {
 		return ses, err
 	}
@@ -262,5 +265,5 @@ func (s *Store) saveSession(ctx context.Context, tx *sql.Tx, tenant string, prev
 	if n, err := res.RowsAffected(); err != nil || n != 1 {
 		return model.Errorf(model.KindConflict, "conflict", "session %q changed concurrently; retry", ses.ID)
 	}
-	return s.recordEvent(ctx, tx, tenant, ses.ID, model.EventSessionUpdated, "", 0, repo.SessionEventData(*ses))
+	return s.recordEvent(ctx, tx, tenant, ses.ID, model.EventSessionUpdated, repo.SessionEventData(*ses))
 }
