@@ -10,7 +10,7 @@ import (
 	"github.com/logbook/logbook/internal/repo"
 )
 
-// The live feed's log on SQLite is the gid space (migration 00020): a message
+// The live feed's log on SQLite is the gid space (migration 00021): a message
 // is its own event at its gid, and every other event is a row of events at a
 // gid of its own, from the same counter. The writer hands gids out in commit
 // order, so what a reader has not seen yet can only come after what it has,
@@ -121,7 +121,7 @@ func wantsRows(types []model.EventType) bool {
 // sessionMessageEvents reads the session's message events after gid after,
 // in seq order, which is their gid order. It finds where they start without
 // reading the session: in_feed rows are past a prefix of the seqs, and their
-// gids grow with their seqs (migration 00020), so "an in_feed row with gid >
+// gids grow with their seqs (migration 00021), so "an in_feed row with gid >
 // after" is false, then true, along the seqs, and a binary search of point
 // reads of the primary key finds the first seq where it holds. Nil: none.
 func (s *Store) sessionMessageEvents(ctx context.Context, tx *sql.Tx, tenant, session string, after int64) (*sql.Rows, error) {

@@ -157,7 +157,7 @@ func TestFeedShowsWhatSessionsAppended(t *testing.T) {
 	}
 }
 
-// Migration 00020 moved the feed into the gid space. Taking it down gives a
+// Migration 00021 moved the feed into the gid space. Taking it down gives a
 // row per event again (message rows at their gids), and up again derives the
 // same feed: the same events, the messages in the same order, the copies
 // and imports still left out, and the embedding queue's place kept.

@@ -1,6 +1,6 @@
 -- +goose Up
 -- A live feed belongs to the session it opened on, not to its id (SQLite's
--- 00020): each session gets a number of its own when it is made, never given
+-- 00021): each session gets a number of its own when it is made, never given
 -- again, so a purged session and a new one of the same id differ here.
 CREATE SEQUENCE session_incarnations;
 ALTER TABLE sessions ADD COLUMN incarnation BIGINT NOT NULL DEFAULT nextval('session_incarnations');
