@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -184,4 +185,34 @@ func TestEventsReadsAreBoundedInBytes(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A reader that does not read is cut once a write to it blocks past the
+// write timeout (the server holds its one batch until then, no more), and
+// resumes from its last whole event with Last-Event-ID, missing nothing.
+func TestEventsCutAReaderThatDoesNotRead(t *testing.T) {
+	c := newClient(t, withEventsWriteTimeout(300*time.Millisecond))
+	mustCreateSession(t, c, map[string]any{"id": "big"})
+	const n = 24 // of 512 KiB: more than the sockets' buffers hold
+	for i := range n {
+		mustAppend(t, c, "big", map[string]any{"role": "user", "content": strings.Repeat(string(rune('a'+i)), 512<<10)})
+	}
+	f := openFeed(t, c, "/v1/sessions/big/events?after_seq=0&type=message.appended")
+	time.Sleep(2 * time.Second) // stalled, past the timeout
+	got := f.end(30 * time.Second)
+	if len(got) >= n {
+		t.Fatalf("the stalled reader got all %d events: it was not cut", len(got))
+	}
+	last := f.open
+	if len(got) > 0 {
+		last = got[len(got)-1].ID
+	}
+	g := openFeed(t, c, "/v1/sessions/big/events?type=message.appended", "Last-Event-ID", last)
+	for i := len(got); i < n; i++ {
+		e := g.must("message.appended")
+		if !strings.Contains(e.Data, fmt.Sprintf(`"seq":%d,`, i+1)) {
+			t.Fatalf("after the cut, event %d is %.80s; want seq %d", i, e.Data, i+1)
+		}
+	}
+	t.Logf("cut after %d of %d events; resumed with the rest", len(got), n)
 }
