@@ -144,9 +144,9 @@ func (s *Store) ListEvents(ctx context.Context, tenant string, q model.EventQuer
 		if msgs > 0 && q.MaxBytes > 0 {
 			want = (q.MaxBytes - size) / max(msgBytes/msgs, 1)
 		} else if msgs > 0 {
-			want = 64
+			want = maxEventMessages
 		}
-		want = min(max(want, 1), 64)
+		want = min(max(want, 1), maxEventMessages)
 		j, n := i, 0
 		for ; j < len(evs) && n < want; j++ {
 			if msgID[j] != "" {
@@ -180,6 +180,9 @@ func (s *Store) ListEvents(ctx context.Context, tenant string, q model.EventQuer
 	out.More = more
 	return out, nil
 }
+
+// maxEventMessages bounds the messages ListEvents reads in one query.
+const maxEventMessages = 256
 
 // eventMessages reads the messages evs name (ids[i] for evs[i]; "" for an
 // event of no message), by tenant and id.
