@@ -39,12 +39,20 @@ func (s *Server) sessionEvents(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	// The stream starts no earlier than the session's creation: the server's
+	// memory may still hold events of a purged session of the same id, which
+	// are no events of this one.
+	start, err := s.store.EventPosOfSeq(r.Context(), tenant, id, 0)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	switch {
 	case ok:
 		ev.After = after
 		err = s.checkNotPastHead(r, field, after)
 	case hasSeq && afterSeq != "" && seq == 0:
-		ev.After = 0 // from the session's first event
+		ev.After = start // from the session's first event
 	case hasSeq:
 		if seq > ses.LastSeq {
 			err = model.InvalidQuery("after_seq", "is past the session's last_seq "+strconv.FormatInt(ses.LastSeq, 10))
@@ -58,6 +66,7 @@ func (s *Server) sessionEvents(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	ev.After = max(ev.After, start)
 	s.streamEvents(w, r, ids, ev, s.newFeedGuard(r, &ses))
 }
 

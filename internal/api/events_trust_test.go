@@ -26,6 +26,26 @@ func (f *feed) end(timeout time.Duration) []sseEvent {
 	}
 }
 
+// opening reads the stream's opening block and returns its id: where the
+// feed starts. Call it before next.
+func (f *feed) opening() string {
+	f.t.Helper()
+	id := ""
+	for {
+		line, err := f.rd.ReadString('\n')
+		if err != nil {
+			f.t.Fatalf("the stream ended before its opening block: %v", err)
+		}
+		switch line = strings.TrimSuffix(line, "\n"); {
+		case strings.HasPrefix(line, "id: "):
+			id = line[4:]
+		case line == "" && id != "":
+			f.open = id
+			return id
+		}
+	}
+}
+
 // A live feed ends, after its last whole event, soon after its reader may no
 // longer read it, whatever took the right away; the client's reconnection
 // (with Last-Event-ID) then gets the answer a new request gets.
@@ -215,4 +235,47 @@ func TestEventsCutAReaderThatDoesNotRead(t *testing.T) {
 		}
 	}
 	t.Logf("cut after %d of %d events; resumed with the rest", len(got), n)
+}
+
+// A new session of an id sees nothing of the purged one that had it, even
+// from an id of its tenant's feed that comes before the old session's
+// events, while those events are still in the server's memory: a session's
+// stream starts no earlier than the session's creation.
+func TestEventsNewSessionOfAnIDSeesNoneOfTheOld(t *testing.T) {
+	c := newClient(t, withoutOpenMode(), withEventsRecheck(time.Hour))
+	_, admin := adminClients(t, c)
+	userKey := func(user string) *client {
+		var k model.NewAPIKey
+		admin.do("POST", "/v1/admin/keys", map[string]any{"scope": "write", "user_id": user}).want(t, http.StatusCreated, &k)
+		return c.as(k.Key)
+	}
+	ann, bob := userKey("ann"), userKey("bob")
+	watch := openFeed(t, admin, "/v1/events") // the server follows the log in memory from here
+	mustCreateSession(t, bob, map[string]any{"id": "bob-own"})
+	watch.must("session.created")
+	before := openFeed(t, bob, "/v1/sessions/bob-own/events").opening() // an id of the tenant's feed, before what follows
+
+	mustCreateSession(t, ann, map[string]any{"id": "x"})
+	appendText(t, ann, "x", "ann's secret")
+	watch.must("session.created")
+	watch.must("message.appended") // in memory now
+	if err := c.store.PurgeSession(context.Background(), "t", "x"); err != nil {
+		t.Fatal(err)
+	}
+	mustCreateSession(t, bob, map[string]any{"id": "x"})
+	appendText(t, bob, "x", "bob's")
+	for _, path := range []string{"/v1/sessions/x/events?after_seq=0", "/v1/sessions/x/events"} {
+		var headers []string
+		if !strings.Contains(path, "after_seq") {
+			headers = []string{"Last-Event-ID", before}
+		}
+		f := openFeed(t, bob, path, headers...)
+		created := f.must("session.created")
+		msg := f.must("message.appended")
+		for _, e := range []sseEvent{created, msg} {
+			if strings.Contains(e.Data, "ann") {
+				t.Errorf("%s: bob's stream got ann's %s: %s", path, e.Type, e.Data)
+			}
+		}
+	}
 }

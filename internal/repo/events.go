@@ -19,10 +19,11 @@ type Events interface {
 	// rewind removed since is left out: the feed shows what is stored.
 	ListEvents(ctx context.Context, tenant string, q model.EventQuery) (model.EventBatch, error)
 	// EventPosOfSeq returns the position after which the session's events
-	// following its message seq begin: that message's own event, or, for a
-	// message the session did not append itself (inherited from its parent,
-	// copied, imported), just before the session's creation. Errors:
-	// KindNotFound (the session).
+	// following its message seq begin: that message's own event, or, for seq
+	// 0 and for a message the session did not append itself (inherited from
+	// its parent, copied, imported), just before the session's creation, its
+	// first event. No event of an earlier session of the same id (purged
+	// since) lies after that. Errors: KindNotFound (the session).
 	EventPosOfSeq(ctx context.Context, tenant, sessionID string, seq int64) (int64, error)
 	// EventHead returns the highest position handed out and committed: no
 	// event readable now, or ever after, lies at or below it unless already

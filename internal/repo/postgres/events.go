@@ -224,16 +224,18 @@ func deref(s *string) string {
 }
 
 // EventPosOfSeq returns where the session's message seq was appended, as the
-// session stands now, or, for a message the session did not append (a
-// fork's inherited prefix, an import), just before its first event, its
+// session stands now, or, for seq 0 and a message the session did not append
+// (a fork's inherited prefix, an import), just before its first event, its
 // session.created (repo.Events).
 func (s *Store) EventPosOfSeq(ctx context.Context, tenant, sessionID string, seq int64) (int64, error) {
 	if err := sequenceEventsPG(ctx, s.pool); err != nil {
 		return 0, err
 	}
+	// The session's first event is its session.created: a purge took the
+	// events of any earlier session of this id along.
 	var pos *int64
 	err := s.pool.QueryRow(ctx, `SELECT COALESCE(
-			(SELECT pos FROM events WHERE tenant_id = $1 AND session_id = $2 AND seq = $3 AND pos IS NOT NULL
+			(SELECT pos FROM events WHERE tenant_id = $1 AND session_id = $2 AND seq = $3 AND $3 > 0 AND pos IS NOT NULL
 				ORDER BY pos DESC LIMIT 1),
 			(SELECT pos - 1 FROM events WHERE tenant_id = $1 AND session_id = $2 AND pos IS NOT NULL ORDER BY pos LIMIT 1))
 		FROM sessions WHERE tenant_id = $1 AND id = $2`, tenant, sessionID, seq).Scan(&pos)

@@ -254,7 +254,8 @@ func (c *eventCursor) take() model.Event {
 }
 
 // EventPosOfSeq returns the gid of the session's message seq when the session
-// appended it, else the gid just before the session's creation (repo.Events).
+// appended it, else (and for seq 0) the gid just before the session's
+// creation: its incarnation is its session.created event's gid (repo.Events).
 func (s *Store) EventPosOfSeq(ctx context.Context, tenant, sessionID string, seq int64) (int64, error) {
 	var incarnation int64
 	err := s.rdb.QueryRowContext(ctx, `SELECT incarnation FROM sessions WHERE tenant_id = ? AND id = ?`, tenant, sessionID).Scan(&incarnation)
@@ -263,6 +264,9 @@ func (s *Store) EventPosOfSeq(ctx context.Context, tenant, sessionID string, seq
 	}
 	if err != nil {
 		return 0, mapErr(err)
+	}
+	if seq <= 0 {
+		return max(incarnation-1, 0), nil // a session from before 00021 has 0
 	}
 	var gid, inFeed int64
 	err = s.rdb.QueryRowContext(ctx, `SELECT gid, in_feed FROM messages WHERE tenant_id = ? AND session_id = ? AND seq = ?`,
