@@ -1592,7 +1592,8 @@ export interface paths {
          *     expiring or being replaced by another session of the same id, and of
          *     the session no longer being the user's for a key bound to a user; the
          *     reconnection then gets the real answer (`401`, `404`). No event of a
-         *     later session of the same id is ever delivered to it. A comment
+         *     later session of the same id is ever delivered to it, and none of an
+         *     earlier one: the stream never starts before its session's creation. A comment
          *     (`: heartbeat`) comes every 15 s when nothing happens. The stream also
          *     ends when the server shuts down and when a client stops reading for
          *     30 s: reconnect with `Last-Event-ID`, nothing is lost. Needs `read`
