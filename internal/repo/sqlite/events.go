@@ -96,11 +96,6 @@ func (s *Store) ListEvents(ctx context.Context, tenant string, q model.EventQuer
 			out.Through, out.More = upto, upto < head
 			return out, nil
 		}
-		// A session read follows the session's primary key, past upto.
-		if next.e.Pos > upto {
-			out.Through, out.More = upto, upto < head
-			return out, nil
-		}
 		e := next.take()
 		out.Events = append(out.Events, e)
 		out.Through = e.Pos
