@@ -175,7 +175,7 @@ func (r *sseReader) event(typ string, data []byte) (api.Event, error) {
 	}
 	ev := api.Event{Event: api.EventType(typ)}
 	if r.lastID != nil {
-		ev.ID, _ = strconv.ParseInt(*r.lastID, 10, 64) // Logbook's ids are integers
+		ev.ID = *r.lastID // opaque: compared for equality, sent back to resume
 	}
 	if err := ev.Data.UnmarshalJSON(data); err != nil { // copies: the scanner reuses its buffer
 		return api.Event{}, err

@@ -27,7 +27,7 @@ func TestSSEReader(t *testing.T) {
 			t.Fatal(err)
 		}
 		b, _ := ev.Data.MarshalJSON()
-		got = append(got, fmt.Sprintf("%d %s %s", ev.ID, ev.Event, b))
+		got = append(got, fmt.Sprintf("%s %s %s", ev.ID, ev.Event, b))
 	}
 	want := []string{
 		"7 message.appended {\"a\":\n [1,\n2]}",

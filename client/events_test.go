@@ -46,8 +46,8 @@ func nextMessage(t *testing.T, ch <-chan feedItem) (api.Event, api.Message) {
 		if it.err != nil {
 			t.Fatalf("feed error: %v", it.err)
 		}
-		if it.ev.Event != api.EventTypeMessageAppended || it.ev.ID <= 0 {
-			t.Fatalf("event %d %q, want a message.appended with an id", it.ev.ID, it.ev.Event)
+		if it.ev.Event != api.EventTypeMessageAppended || it.ev.ID == "" {
+			t.Fatalf("event %q %q, want a message.appended with an id", it.ev.ID, it.ev.Event)
 		}
 		m, err := it.ev.Data.AsMessage()
 		if err != nil {
@@ -80,11 +80,14 @@ func TestLiveFeedResumesAfterACut(t *testing.T) {
 		return c.SessionEvents(ctx, s.ID, &api.StreamSessionEventsParams{AfterSeq: client.Ptr[int64](0),
 			Type: []api.EventType{api.EventTypeMessageAppended}})
 	})
-	var lastID int64
+	var firstID, lastID string
 	for i := int64(1); i <= 3; i++ {
 		ev, m := nextMessage(t, feed)
-		if m.Seq != i || ev.ID <= lastID {
-			t.Fatalf("event %d is seq %d, want seq %d after event %d", ev.ID, m.Seq, i, lastID)
+		if m.Seq != i || ev.ID == lastID {
+			t.Fatalf("event %s is seq %d, want seq %d after event %s", ev.ID, m.Seq, i, lastID)
+		}
+		if i == 1 {
+			firstID = ev.ID
 		}
 		lastID = ev.ID
 	}
@@ -105,20 +108,21 @@ func TestLiveFeedResumesAfterACut(t *testing.T) {
 	for i := int64(5); i <= 6; i++ {
 		ev, m := nextMessage(t, feed)
 		if m.Seq != i {
-			t.Fatalf("after the cut: seq %d, want %d (event %d)", m.Seq, i, ev.ID)
+			t.Fatalf("after the cut: seq %d, want %d (event %s)", m.Seq, i, ev.ID)
 		}
 	}
 	gets := px.requests("GET", "/"+s.ID+"/events")
-	if len(gets) < 2 || gets[0].lastEventID != "" || gets[len(gets)-1].lastEventID != strconv.FormatInt(lastID, 10) {
-		t.Errorf("feed requests = %+v, want a reconnect with Last-Event-ID %d", gets, lastID)
+	if len(gets) < 2 || gets[0].lastEventID != "" || gets[len(gets)-1].lastEventID != lastID {
+		t.Errorf("feed requests = %+v, want a reconnect with Last-Event-ID %s", gets, lastID)
 	}
 
-	// The tenant feed, filtered to the session, from the start.
+	// The tenant feed, filtered to the session, after the first message's
+	// event: an id of the session's feed is an id of the tenant's.
 	tenant, stopTenant := follow(t, func(ctx context.Context) func(func(api.Event, error) bool) {
-		return c.Events(ctx, &api.StreamEventsParams{After: client.Ptr[int64](0), SessionID: client.Ptr(s.ID),
+		return c.Events(ctx, &api.StreamEventsParams{After: client.Ptr(firstID), SessionID: client.Ptr(s.ID),
 			Type: []api.EventType{api.EventTypeMessageAppended}})
 	})
-	for i := int64(1); i <= 6; i++ {
+	for i := int64(2); i <= 6; i++ {
 		if _, m := nextMessage(t, tenant); m.Seq != i || m.SessionID != s.ID {
 			t.Fatalf("tenant feed: seq %d of %s, want seq %d of %s", m.Seq, m.SessionID, i, s.ID)
 		}

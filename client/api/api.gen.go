@@ -96,13 +96,13 @@ const (
 	ErrorCodeCorrupted             ErrorCode = "corrupted"
 	ErrorCodeDuplicateToolResult   ErrorCode = "duplicate_tool_result"
 	ErrorCodeEmbeddingUnavailable  ErrorCode = "embedding_unavailable"
-	ErrorCodeEventNotFound         ErrorCode = "event_not_found"
 	ErrorCodeForbidden             ErrorCode = "forbidden"
 	ErrorCodeIdempotencyApplied    ErrorCode = "idempotency_applied"
 	ErrorCodeIdempotencyConflict   ErrorCode = "idempotency_conflict"
 	ErrorCodeIdempotencyInProgress ErrorCode = "idempotency_in_progress"
 	ErrorCodeInternal              ErrorCode = "internal"
 	ErrorCodeInvalidCursor         ErrorCode = "invalid_cursor"
+	ErrorCodeInvalidEventID        ErrorCode = "invalid_event_id"
 	ErrorCodeInvalidImport         ErrorCode = "invalid_import"
 	ErrorCodeInvalidQuery          ErrorCode = "invalid_query"
 	ErrorCodeInvalidTransition     ErrorCode = "invalid_transition"
@@ -149,8 +149,6 @@ func (e ErrorCode) Valid() bool {
 		return true
 	case ErrorCodeEmbeddingUnavailable:
 		return true
-	case ErrorCodeEventNotFound:
-		return true
 	case ErrorCodeForbidden:
 		return true
 	case ErrorCodeIdempotencyApplied:
@@ -162,6 +160,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeInternal:
 		return true
 	case ErrorCodeInvalidCursor:
+		return true
+	case ErrorCodeInvalidEventID:
 		return true
 	case ErrorCodeInvalidImport:
 		return true
@@ -449,21 +449,6 @@ func (e PassageSearchMode) Valid() bool {
 	case PassageSearchModeKeyword:
 		return true
 	case PassageSearchModeVector:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for RemovedMessageEventRemoved.
-const (
-	True RemovedMessageEventRemoved = true
-)
-
-// Valid indicates whether the value is a known member of the RemovedMessageEventRemoved enum.
-func (e RemovedMessageEventRemoved) Valid() bool {
-	switch e {
-	case True:
 		return true
 	default:
 		return false
@@ -1616,7 +1601,6 @@ type EmbeddingState string
 // | `stale_seq` | 409 | `expected_last_seq` is not the session's `last_seq`; see `last_seq` |
 // | `rewound` | 409 | the key names messages a rewind removed; send them under a new key |
 // | `stream_stopped` | 409 | an earlier line of the stream failed; this one was not appended |
-// | `event_not_found` | 409 | `after_seq` names a message no event of this session appended (imported, or inherited by a fork) |
 // | `unknown_tool_call` | 422 | a `tool` message answers no tool call of the session |
 // | `duplicate_tool_result` | 409 | a `tool` message answers a call that already has a result |
 // | `corrupted` | 409 | a stored object fails its SHA-256; see `id` |
@@ -1625,6 +1609,7 @@ type EmbeddingState string
 // | `malformed_json` | 400 | body is not one JSON object |
 // | `invalid_query` | 400 | unknown query parameter or bad value |
 // | `invalid_cursor` | 400 | cursor not from this list and filter |
+// | `invalid_event_id` | 400 | `Last-Event-ID` or `after` is no id of the caller's feed, or is past its newest event |
 // | `method_not_allowed` | 405 | route exists, method does not |
 // | `unsupported_media_type` | 415 | body is not JSON |
 // | `unauthorized` | 401 | missing or bad credentials |
@@ -1643,17 +1628,20 @@ type Event struct {
 	Data Event_Data `json:"data"`
 
 	// Event What an event of the live feed tells: `message.appended` (data: the
-	// `Message`, or a `RemovedMessageEvent` when a rewind has removed it
-	// since), `session.created` and `session.updated` (data: the `Session`
-	// after the change), `session.rewound` (data: a `RewindEvent`; the
-	// messages it appended follow as `message.appended`),
+	// `Message`; a message a later rewind removed is no longer in the feed,
+	// and the `session.rewound` event tells), `session.created` and
+	// `session.updated` (data: the `Session` after the change),
+	// `session.rewound` (data: a `RewindEvent`; the messages it appended
+	// follow as `message.appended`),
 	// `compaction.created` (data: the `Compaction`), `checkpoint.created`
 	// (data: a `CheckpointEvent`). A session's first message makes it
 	// `active` without a `session.updated` event.
 	Event EventType `json:"event"`
 
-	// ID The event's position in the feed; send it back as `Last-Event-ID` (or `after`) to resume after it.
-	ID int64 `json:"id"`
+	// ID The event's id: opaque, bound to the caller's tenant. Compare ids
+	// for equality only; send one back unchanged as `Last-Event-ID` (or
+	// `after`) to resume after it.
+	ID string `json:"id"`
 }
 
 // Event_Data The object the event is about.
@@ -1662,10 +1650,11 @@ type Event_Data struct {
 }
 
 // EventType What an event of the live feed tells: `message.appended` (data: the
-// `Message`, or a `RemovedMessageEvent` when a rewind has removed it
-// since), `session.created` and `session.updated` (data: the `Session`
-// after the change), `session.rewound` (data: a `RewindEvent`; the
-// messages it appended follow as `message.appended`),
+// `Message`; a message a later rewind removed is no longer in the feed,
+// and the `session.rewound` event tells), `session.created` and
+// `session.updated` (data: the `Session` after the change),
+// `session.rewound` (data: a `RewindEvent`; the messages it appended
+// follow as `message.appended`),
 // `compaction.created` (data: the `Compaction`), `checkpoint.created`
 // (data: a `CheckpointEvent`). A session's first message makes it
 // `active` without a `session.updated` event.
@@ -2942,24 +2931,6 @@ type PurgeResult struct {
 // Examples: -0.000002124137931034483
 type Rank = float64
 
-// RemovedMessageEvent The data of a `message.appended` event whose message a later rewind removed.
-type RemovedMessageEvent struct {
-	// ID The removed message's id.
-	ID string `json:"id"`
-
-	// Removed Always true.
-	Removed RemovedMessageEventRemoved `json:"removed"`
-
-	// Seq The seq it had.
-	Seq int64 `json:"seq"`
-
-	// SessionID Its session.
-	SessionID string `json:"session_id"`
-}
-
-// RemovedMessageEventRemoved Always true.
-type RemovedMessageEventRemoved bool
-
 // Repair A problem's remedy as a request a program can send (`method`, `path`,
 // `body`; all null for `upgrade_server`, which no request can do).
 // `automatic` ones are what `POST /v1/sessions/{id}/repair` applies.
@@ -3490,7 +3461,7 @@ type Cursor = string
 type EventTypes = []EventType
 
 // EventsAfter defines model for EventsAfter.
-type EventsAfter = int64
+type EventsAfter = string
 
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
@@ -4142,7 +4113,8 @@ type ListAllCheckpointsParams struct {
 
 // StreamEventsParams defines parameters for StreamEvents.
 type StreamEventsParams struct {
-	// After Start after the event with this id (as `Last-Event-ID`, which wins when both are given).
+	// After Start after the event with this id, as the feed gave it (as
+	// `Last-Event-ID`, which wins when both are given).
 	After *EventsAfter `form:"after,omitempty" json:"after,omitempty"`
 
 	// SessionID Only this session's events.
@@ -4151,7 +4123,8 @@ type StreamEventsParams struct {
 	// Type Only events of these types (repeat the parameter, or separate with commas).
 	Type EventTypes `form:"type,omitempty" json:"type,omitempty"`
 
-	// LastEventID The id of the last event received; the feed resumes right after it.
+	// LastEventID The id of the last event received, as the feed gave it; the feed
+	// resumes right after it. Anything else is `400 invalid_event_id`.
 	LastEventID *LastEventID `json:"Last-Event-ID,omitempty"`
 }
 
@@ -4590,16 +4563,20 @@ type GetSessionContextParamsInclude string
 
 // StreamSessionEventsParams defines parameters for StreamSessionEvents.
 type StreamSessionEventsParams struct {
-	// After Start after the event with this id (as `Last-Event-ID`, which wins when both are given).
+	// After Start after the event with this id, as the feed gave it (as
+	// `Last-Event-ID`, which wins when both are given).
 	After *EventsAfter `form:"after,omitempty" json:"after,omitempty"`
 
-	// AfterSeq Start after the event that appended this message seq (0 for every event of the session).
+	// AfterSeq Start after the event that appended this message seq (0 for every
+	// event of the session); for a message the session did not append
+	// itself (inherited, imported), at the session's creation.
 	AfterSeq *int64 `form:"after_seq,omitempty" json:"after_seq,omitempty"`
 
 	// Type Only events of these types (repeat the parameter, or separate with commas).
 	Type EventTypes `form:"type,omitempty" json:"type,omitempty"`
 
-	// LastEventID The id of the last event received; the feed resumes right after it.
+	// LastEventID The id of the last event received, as the feed gave it; the feed
+	// resumes right after it. Anything else is `400 invalid_event_id`.
 	LastEventID *LastEventID `json:"Last-Event-ID,omitempty"`
 }
 
@@ -5277,32 +5254,6 @@ func (t *Event_Data) FromMessage(v Message) error {
 
 // MergeMessage performs a merge with any union data inside the Event_Data, using the provided Message
 func (t *Event_Data) MergeMessage(v Message) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-
-	merged, err := runtime.JSONMerge(t.union, b)
-	t.union = merged
-	return err
-}
-
-// AsRemovedMessageEvent returns the union data inside the Event_Data as a RemovedMessageEvent
-func (t Event_Data) AsRemovedMessageEvent() (RemovedMessageEvent, error) {
-	var body RemovedMessageEvent
-	err := json.Unmarshal(t.union, &body)
-	return body, err
-}
-
-// FromRemovedMessageEvent overwrites any union data inside the Event_Data as the provided RemovedMessageEvent
-func (t *Event_Data) FromRemovedMessageEvent(v RemovedMessageEvent) error {
-	b, err := json.Marshal(v)
-	t.union = b
-	return err
-}
-
-// MergeRemovedMessageEvent performs a merge with any union data inside the Event_Data, using the provided RemovedMessageEvent
-func (t *Event_Data) MergeRemovedMessageEvent(v RemovedMessageEvent) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -6796,8 +6747,10 @@ type ClientInterface interface {
 	//
 	// Every event of the caller's tenant, as `GET /v1/sessions/{id}/events`
 	// gives one session's: for dashboards. Filter with `session_id` and
-	// `type`. Resume with `Last-Event-ID` or `?after=`; without either the
-	// feed starts now. Needs `read` scope.
+	// `type`. Resume with `Last-Event-ID` or `?after=` (an id this feed
+	// gave, else `400 invalid_event_id`); without either the feed starts
+	// now. The stream ends within 2 s of the key being revoked or open mode
+	// ending, as a session's does. Needs `read` scope.
 	//
 	// Corresponds with GET /v1/events (the `StreamEvents` operationId).
 	StreamEvents(ctx context.Context, params *StreamEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -7733,16 +7686,30 @@ type ClientInterface interface {
 	//
 	// A `text/event-stream` of the session's events as they commit: every
 	// appended message, rewind, compaction, checkpoint and session change, in
-	// commit order, each once. Each event has an `id` (its position in the
-	// feed, an integer), an `event` (its type) and `data` (the object, as
+	// commit order, each once. Each event has an `id` (opaque: compare for
+	// equality only), an `event` (its type) and `data` (the object, as
 	// JSON; see `Event`). Resume exactly where you were with the
 	// `Last-Event-ID` header (an `EventSource` sends it by itself when it
 	// reconnects) or `?after=`; or with `?after_seq=N` after the message
-	// with seq N (`after_seq=0`: from the session's first event). With none
-	// of these the feed starts now. A comment (`: heartbeat`) comes every 15 s
-	// when nothing happens. The stream ends when the server shuts down and
-	// when a client stops reading for 30 s: reconnect with `Last-Event-ID`,
-	// nothing is lost. Needs `read` scope.
+	// with seq N (`after_seq=0`: from the session's first event; a message
+	// the session did not append itself, inherited from its parent or
+	// imported, starts at the session's creation). With none of these the
+	// feed starts now. An id that is not one this feed gave the caller's
+	// tenant, or that is past the newest event, is `400 invalid_event_id`
+	// naming `Last-Event-ID` or `after`.
+	//
+	// The stream belongs to the session it opened on: it ends (after its
+	// last whole event) within 2 s (the server's re-check interval) of the
+	// key being revoked, open mode ending, the session being purged,
+	// expiring or being replaced by another session of the same id, and of
+	// the session no longer being the user's for a key bound to a user; the
+	// reconnection then gets the real answer (`401`, `404`). No event of a
+	// later session of the same id is ever delivered to it, and none of an
+	// earlier one: the stream never starts before its session's creation. A comment
+	// (`: heartbeat`) comes every 15 s when nothing happens. The stream also
+	// ends when the server shuts down and when a client stops reading for
+	// 30 s: reconnect with `Last-Event-ID`, nothing is lost. Needs `read`
+	// scope.
 	//
 	// Corresponds with GET /v1/sessions/{id}/events (the `StreamSessionEvents` operationId).
 	StreamSessionEvents(ctx context.Context, id SessionID, params *StreamSessionEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -9741,8 +9708,10 @@ func (c *Client) ListAllCheckpoints(ctx context.Context, params *ListAllCheckpoi
 //
 // Every event of the caller's tenant, as `GET /v1/sessions/{id}/events`
 // gives one session's: for dashboards. Filter with `session_id` and
-// `type`. Resume with `Last-Event-ID` or `?after=`; without either the
-// feed starts now. Needs `read` scope.
+// `type`. Resume with `Last-Event-ID` or `?after=` (an id this feed
+// gave, else `400 invalid_event_id`); without either the feed starts
+// now. The stream ends within 2 s of the key being revoked or open mode
+// ending, as a session's does. Needs `read` scope.
 //
 // Corresponds with GET /v1/events (the `StreamEvents` operationId).
 func (c *Client) StreamEvents(ctx context.Context, params *StreamEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -11116,16 +11085,30 @@ func (c *Client) GetSessionContext(ctx context.Context, id SessionID, params *Ge
 //
 // A `text/event-stream` of the session's events as they commit: every
 // appended message, rewind, compaction, checkpoint and session change, in
-// commit order, each once. Each event has an `id` (its position in the
-// feed, an integer), an `event` (its type) and `data` (the object, as
+// commit order, each once. Each event has an `id` (opaque: compare for
+// equality only), an `event` (its type) and `data` (the object, as
 // JSON; see `Event`). Resume exactly where you were with the
 // `Last-Event-ID` header (an `EventSource` sends it by itself when it
 // reconnects) or `?after=`; or with `?after_seq=N` after the message
-// with seq N (`after_seq=0`: from the session's first event). With none
-// of these the feed starts now. A comment (`: heartbeat`) comes every 15 s
-// when nothing happens. The stream ends when the server shuts down and
-// when a client stops reading for 30 s: reconnect with `Last-Event-ID`,
-// nothing is lost. Needs `read` scope.
+// with seq N (`after_seq=0`: from the session's first event; a message
+// the session did not append itself, inherited from its parent or
+// imported, starts at the session's creation). With none of these the
+// feed starts now. An id that is not one this feed gave the caller's
+// tenant, or that is past the newest event, is `400 invalid_event_id`
+// naming `Last-Event-ID` or `after`.
+//
+// The stream belongs to the session it opened on: it ends (after its
+// last whole event) within 2 s (the server's re-check interval) of the
+// key being revoked, open mode ending, the session being purged,
+// expiring or being replaced by another session of the same id, and of
+// the session no longer being the user's for a key bound to a user; the
+// reconnection then gets the real answer (`401`, `404`). No event of a
+// later session of the same id is ever delivered to it, and none of an
+// earlier one: the stream never starts before its session's creation. A comment
+// (`: heartbeat`) comes every 15 s when nothing happens. The stream also
+// ends when the server shuts down and when a client stops reading for
+// 30 s: reconnect with `Last-Event-ID`, nothing is lost. Needs `read`
+// scope.
 //
 // Corresponds with GET /v1/sessions/{id}/events (the `StreamSessionEvents` operationId).
 func (c *Client) StreamSessionEvents(ctx context.Context, id SessionID, params *StreamSessionEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -14080,7 +14063,7 @@ func NewStreamEventsRequest(server string, params *StreamEventsParams) (*http.Re
 
 		if params.After != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -16399,7 +16382,7 @@ func NewStreamSessionEventsRequest(server string, id SessionID, params *StreamSe
 
 		if params.After != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -18309,8 +18292,10 @@ type ClientWithResponsesInterface interface {
 	//
 	// Every event of the caller's tenant, as `GET /v1/sessions/{id}/events`
 	// gives one session's: for dashboards. Filter with `session_id` and
-	// `type`. Resume with `Last-Event-ID` or `?after=`; without either the
-	// feed starts now. Needs `read` scope.
+	// `type`. Resume with `Last-Event-ID` or `?after=` (an id this feed
+	// gave, else `400 invalid_event_id`); without either the feed starts
+	// now. The stream ends within 2 s of the key being revoked or open mode
+	// ending, as a session's does. Needs `read` scope.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -19280,16 +19265,30 @@ type ClientWithResponsesInterface interface {
 	//
 	// A `text/event-stream` of the session's events as they commit: every
 	// appended message, rewind, compaction, checkpoint and session change, in
-	// commit order, each once. Each event has an `id` (its position in the
-	// feed, an integer), an `event` (its type) and `data` (the object, as
+	// commit order, each once. Each event has an `id` (opaque: compare for
+	// equality only), an `event` (its type) and `data` (the object, as
 	// JSON; see `Event`). Resume exactly where you were with the
 	// `Last-Event-ID` header (an `EventSource` sends it by itself when it
 	// reconnects) or `?after=`; or with `?after_seq=N` after the message
-	// with seq N (`after_seq=0`: from the session's first event). With none
-	// of these the feed starts now. A comment (`: heartbeat`) comes every 15 s
-	// when nothing happens. The stream ends when the server shuts down and
-	// when a client stops reading for 30 s: reconnect with `Last-Event-ID`,
-	// nothing is lost. Needs `read` scope.
+	// with seq N (`after_seq=0`: from the session's first event; a message
+	// the session did not append itself, inherited from its parent or
+	// imported, starts at the session's creation). With none of these the
+	// feed starts now. An id that is not one this feed gave the caller's
+	// tenant, or that is past the newest event, is `400 invalid_event_id`
+	// naming `Last-Event-ID` or `after`.
+	//
+	// The stream belongs to the session it opened on: it ends (after its
+	// last whole event) within 2 s (the server's re-check interval) of the
+	// key being revoked, open mode ending, the session being purged,
+	// expiring or being replaced by another session of the same id, and of
+	// the session no longer being the user's for a key bound to a user; the
+	// reconnection then gets the real answer (`401`, `404`). No event of a
+	// later session of the same id is ever delivered to it, and none of an
+	// earlier one: the stream never starts before its session's creation. A comment
+	// (`: heartbeat`) comes every 15 s when nothing happens. The stream also
+	// ends when the server shuts down and when a client stops reading for
+	// 30 s: reconnect with `Last-Event-ID`, nothing is lost. Needs `read`
+	// scope.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -31614,11 +31613,6 @@ type StreamSessionEventsResponse404Headers struct {
 	XRequestID string
 }
 
-// StreamSessionEventsResponse409Headers the declared response headers of an HTTP 409 response for StreamSessionEvents
-type StreamSessionEventsResponse409Headers struct {
-	XRequestID string
-}
-
 // StreamSessionEventsResponse429Headers the declared response headers of an HTTP 429 response for StreamSessionEvents
 type StreamSessionEventsResponse429Headers struct {
 	RetryAfter int
@@ -31641,8 +31635,6 @@ type StreamSessionEventsResponse struct {
 	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationProblemJSON404 *NotFound
-	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
-	ApplicationProblemJSON409 *Conflict
 	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationProblemJSON429 *RateLimited
 	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
@@ -31657,8 +31649,6 @@ type StreamSessionEventsResponse struct {
 	Headers403 *StreamSessionEventsResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *StreamSessionEventsResponse404Headers
-	// Headers409 the parsed response headers for an HTTP 409 response
-	Headers409 *StreamSessionEventsResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *StreamSessionEventsResponse429Headers
 	// HeadersDefault the parsed response headers for an HTTP default response
@@ -31683,11 +31673,6 @@ func (r StreamSessionEventsResponse) GetApplicationProblemJSON403() *Forbidden {
 // GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r StreamSessionEventsResponse) GetApplicationProblemJSON404() *NotFound {
 	return r.ApplicationProblemJSON404
-}
-
-// GetApplicationProblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
-func (r StreamSessionEventsResponse) GetApplicationProblemJSON409() *Conflict {
-	return r.ApplicationProblemJSON409
 }
 
 // GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -35382,8 +35367,10 @@ func (c *ClientWithResponses) ListAllCheckpointsWithResponse(ctx context.Context
 //
 // Every event of the caller's tenant, as `GET /v1/sessions/{id}/events`
 // gives one session's: for dashboards. Filter with `session_id` and
-// `type`. Resume with `Last-Event-ID` or `?after=`; without either the
-// feed starts now. Needs `read` scope.
+// `type`. Resume with `Last-Event-ID` or `?after=` (an id this feed
+// gave, else `400 invalid_event_id`); without either the feed starts
+// now. The stream ends within 2 s of the key being revoked or open mode
+// ending, as a session's does. Needs `read` scope.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -36619,16 +36606,30 @@ func (c *ClientWithResponses) GetSessionContextWithResponse(ctx context.Context,
 //
 // A `text/event-stream` of the session's events as they commit: every
 // appended message, rewind, compaction, checkpoint and session change, in
-// commit order, each once. Each event has an `id` (its position in the
-// feed, an integer), an `event` (its type) and `data` (the object, as
+// commit order, each once. Each event has an `id` (opaque: compare for
+// equality only), an `event` (its type) and `data` (the object, as
 // JSON; see `Event`). Resume exactly where you were with the
 // `Last-Event-ID` header (an `EventSource` sends it by itself when it
 // reconnects) or `?after=`; or with `?after_seq=N` after the message
-// with seq N (`after_seq=0`: from the session's first event). With none
-// of these the feed starts now. A comment (`: heartbeat`) comes every 15 s
-// when nothing happens. The stream ends when the server shuts down and
-// when a client stops reading for 30 s: reconnect with `Last-Event-ID`,
-// nothing is lost. Needs `read` scope.
+// with seq N (`after_seq=0`: from the session's first event; a message
+// the session did not append itself, inherited from its parent or
+// imported, starts at the session's creation). With none of these the
+// feed starts now. An id that is not one this feed gave the caller's
+// tenant, or that is past the newest event, is `400 invalid_event_id`
+// naming `Last-Event-ID` or `after`.
+//
+// The stream belongs to the session it opened on: it ends (after its
+// last whole event) within 2 s (the server's re-check interval) of the
+// key being revoked, open mode ending, the session being purged,
+// expiring or being replaced by another session of the same id, and of
+// the session no longer being the user's for a key bound to a user; the
+// reconnection then gets the real answer (`401`, `404`). No event of a
+// later session of the same id is ever delivered to it, and none of an
+// earlier one: the stream never starts before its session's creation. A comment
+// (`: heartbeat`) comes every 15 s when nothing happens. The stream also
+// ends when the server shuts down and when a client stops reading for
+// 30 s: reconnect with `Last-Event-ID`, nothing is lost. Needs `read`
+// scope.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -51825,13 +51826,6 @@ func ParseStreamSessionEventsResponse(rsp *http.Response) (*StreamSessionEventsR
 		}
 		response.ApplicationProblemJSON404 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
-		var dest Conflict
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationProblemJSON409 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -51906,16 +51900,6 @@ func ParseStreamSessionEventsResponse(rsp *http.Response) (*StreamSessionEventsR
 			headers.XRequestID = value
 		}
 		response.Headers404 = &headers
-	case rsp.StatusCode == 409:
-		var headers StreamSessionEventsResponse409Headers
-		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.XRequestID = value
-		}
-		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers StreamSessionEventsResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {

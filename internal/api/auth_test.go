@@ -3,6 +3,7 @@ package api_test
 import (
 	"bytes"
 	"net/http"
+	"net/url"
 	"sort"
 	"strings"
 	"sync"
@@ -294,7 +295,7 @@ func TestCrossTenantEveryRoute(t *testing.T) {
 		"listCompactions":           {notFound, nil, ""},
 		"getSessionContext":         {notFound, nil, "?max_tokens=100&include=blocks"},
 		"streamSessionEvents":       {notFound, nil, "?after_seq=0"},
-		"streamEvents":              {ownFeed, nil, "?after=0"},
+		"streamEvents":              {ownFeed, nil, "?after=" + url.QueryEscape(feedStart(t, c, "tenant-b"))},
 		"getUsage":                  {ownList, nil, "?group_by=session"},
 		"runTool":                   {notFound, map[string]any{"label": "human", "content": "hijacked"}, ""},
 		"exportSession":             {notFound, nil, ""},

@@ -1,23 +1,15 @@
 package api
 
 import (
-	"bytes"
-	"context"
-	"errors"
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/logbook/logbook/internal/feed"
 	"github.com/logbook/logbook/internal/model"
 )
-
-// eventsWriteTimeout bounds one write to a live feed's client: a reader that
-// stops reading is let go after it (its events wait in the log; it resumes
-// with Last-Event-ID), and never holds anything but its own connection.
-const eventsWriteTimeout = 30 * time.Second
 
 // sessionEvents streams one session's events as Server-Sent Events: every
 // message, rewind, compaction, checkpoint and session change as it commits.
@@ -27,13 +19,30 @@ func (s *Server) sessionEvents(w http.ResponseWriter, r *http.Request) {
 	ev := model.EventQuery{SessionID: id, Types: eventTypes(q)}
 	afterSeq, hasSeq := q.v.Get("after_seq"), q.v.Has("after_seq")
 	seq := q.seq("after_seq")
-	after, ok := eventsAfter(r, q)
 	if err := q.err(); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	tenant := tenantOf(r)
+	ids, err := s.tenantIDs(tenant)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	after, field, ok, err := eventsAfter(r, q, ids)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	ses, err := s.store.GetSession(r.Context(), tenant, id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	// The stream starts no earlier than the session's creation: the server's
+	// memory may still hold events of a purged session of the same id, which
+	// are no events of this one.
+	start, err := s.store.EventPosOfSeq(r.Context(), tenant, id, 0)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -41,32 +50,24 @@ func (s *Server) sessionEvents(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case ok:
 		ev.After = after
+		err = s.checkNotPastHead(r, field, after)
 	case hasSeq && afterSeq != "" && seq == 0:
-		ev.After = 0 // from the session's first event
+		ev.After = start // from the session's first event
 	case hasSeq:
 		if seq > ses.LastSeq {
-			s.writeError(w, r, model.InvalidQuery("after_seq", "is past the session's last_seq "+strconv.FormatInt(ses.LastSeq, 10)))
-			return
+			err = model.InvalidQuery("after_seq", "is past the session's last_seq "+strconv.FormatInt(ses.LastSeq, 10))
+			break
 		}
-		pos, err := s.store.EventPosOfSeq(r.Context(), tenant, id, seq)
-		if err != nil {
-			var me *model.Error
-			if errors.As(err, &me) && me.Kind == model.KindNotFound {
-				err = &model.Error{Kind: model.KindConflict, Code: "event_not_found",
-					Msg: "no event appended message seq " + strconv.FormatInt(seq, 10) +
-						" of this session (it was imported or forked in); resume with Last-Event-ID, or after_seq=0 for every event"}
-			}
-			s.writeError(w, r, err)
-			return
-		}
-		ev.After = pos
+		ev.After, err = s.store.EventPosOfSeq(r.Context(), tenant, id, seq)
 	default:
-		if ev.After, err = s.store.EventHead(r.Context()); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
+		ev.After, err = s.store.EventHead(r.Context())
 	}
-	s.streamEvents(w, r, tenant, ev)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ev.After = max(ev.After, start)
+	s.streamEvents(w, r, ids, ev, s.newFeedGuard(r, &ses))
 }
 
 // tenantEvents streams every event of the caller's tenant (a dashboard's
@@ -74,21 +75,40 @@ func (s *Server) sessionEvents(w http.ResponseWriter, r *http.Request) {
 func (s *Server) tenantEvents(w http.ResponseWriter, r *http.Request) {
 	q := parseQuery(r, "after", "session_id", "type")
 	ev := model.EventQuery{SessionID: q.str("session_id"), Types: eventTypes(q)}
-	after, ok := eventsAfter(r, q)
 	if err := q.err(); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	tenant := tenantOf(r)
+	ids, err := s.tenantIDs(tenant)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	after, field, ok, err := eventsAfter(r, q, ids)
+	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	if ok {
 		ev.After = after
+		err = s.checkNotPastHead(r, field, after)
 	} else {
-		var err error
-		if ev.After, err = s.store.EventHead(r.Context()); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
+		ev.After, err = s.store.EventHead(r.Context())
 	}
-	s.streamEvents(w, r, tenantOf(r), ev)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.streamEvents(w, r, ids, ev, s.newFeedGuard(r, nil))
+}
+
+// tenantIDs are the ids of tenant's feed.
+func (s *Server) tenantIDs(tenant string) (feed.TenantIDs, error) {
+	if s.feedIDs == nil {
+		return feed.TenantIDs{}, model.Internal(s.feedIDsErr)
+	}
+	return s.feedIDs.For(tenant), nil
 }
 
 // eventTypes reads ?type= (repeated or comma-separated).
@@ -108,103 +128,36 @@ func eventTypes(q *query) []model.EventType {
 	return out
 }
 
-// eventsAfter reads where to resume: the Last-Event-ID header an
-// EventSource sends when it reconnects, else ?after=.
-func eventsAfter(r *http.Request, q *query) (int64, bool) {
-	if h := r.Header.Get("Last-Event-ID"); h != "" {
-		n, err := strconv.ParseInt(strings.TrimSpace(h), 10, 64)
-		if err != nil || n < 0 {
-			q.fail("Last-Event-ID", "must be the id of an event of this feed (a non-negative integer)")
-			return 0, false
+// eventsAfter reads where to resume, and from which field: the Last-Event-ID
+// header an EventSource sends when it reconnects, else ?after=. An id opens
+// only for the tenant whose feed gave it (feed.TenantIDs).
+func eventsAfter(r *http.Request, q *query, ids feed.TenantIDs) (pos int64, field string, ok bool, err error) {
+	id, field := r.Header.Get("Last-Event-ID"), "Last-Event-ID"
+	if id == "" {
+		if !q.v.Has("after") {
+			return 0, "", false, nil
 		}
-		return n, true
+		id, field = q.v.Get("after"), "after"
 	}
-	if q.v.Has("after") {
-		return q.seq("after"), true
+	pos, ok = ids.Open(strings.TrimSpace(id))
+	if !ok {
+		return 0, field, false, model.InvalidEventID(field,
+			"is not the id of an event of this feed: send back an id the feed gave you, unchanged")
 	}
-	return 0, false
+	return pos, field, true, nil
 }
 
-// streamEvents writes ev's events as they commit until the client leaves or
-// the server closes, with a heartbeat comment whenever it is quiet.
-func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, tenant string, ev model.EventQuery) {
-	rc := http.NewResponseController(w)
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no") // nginx: pass each event on at once
-	w.WriteHeader(http.StatusOK)
-	// The server's WriteTimeout is for answers, not a stream: each write gets
-	// its own deadline instead.
-	_ = rc.SetWriteDeadline(time.Now().Add(eventsWriteTimeout))
-	// The opening id is where the feed starts: a client cut off before its
-	// first event resumes from there (an EventSource keeps it as its last
-	// event id; a block without data is no event).
-	open := strconv.AppendInt([]byte("retry: 1000\nid: "), ev.After, 10)
-	if _, err := w.Write(append(open, "\n: live\n\n"...)); err != nil || rc.Flush() != nil {
-		return
+// checkNotPastHead refuses a resume position past the newest event: no feed
+// gave it (or it comes from a database this one was restored from a backup
+// of), and a stream after it would deliver nothing, ever, without saying so.
+func (s *Server) checkNotPastHead(r *http.Request, field string, pos int64) error {
+	head, err := s.store.EventHead(r.Context())
+	if err != nil {
+		return err
 	}
-	reader := s.feed.Subscribe(tenant, ev)
-	defer reader.Close()
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	go func() { // Close ends the wait for the next events at once
-		select {
-		case <-s.closing:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	var buf []byte
-	for {
-		evs, err := reader.Next(ctx, s.heartbeat)
-		if err != nil {
-			// The client left, or the server is stopping (the client resumes
-			// elsewhere, from its Last-Event-ID): either way the stream ends
-			// after the last whole event.
-			if ctx.Err() == nil {
-				s.log.Warn().Err(err).Msg("live feed: read")
-			}
-			return
-		}
-		buf = buf[:0]
-		if len(evs) == 0 {
-			buf = append(buf, ": heartbeat\n\n"...)
-		}
-		for i := range evs {
-			buf = appendSSE(buf, &evs[i])
-		}
-		_ = rc.SetWriteDeadline(time.Now().Add(eventsWriteTimeout))
-		if _, err := w.Write(buf); err != nil {
-			return
-		}
-		if err := rc.Flush(); err != nil {
-			return
-		}
+	if pos > head {
+		return model.InvalidEventID(field, "is past the newest event of this feed (was the database restored from an older backup?): "+
+			"start again without it, or with after_seq")
 	}
-}
-
-// appendSSE appends one event in the text/event-stream format. Data is JSON
-// the store wrote; should it ever hold line breaks, each line goes
-// in a data field of its own, which a client joins back with "\n".
-func appendSSE(b []byte, e *model.Event) []byte {
-	b = append(b, "id: "...)
-	b = strconv.AppendInt(b, e.Pos, 10)
-	b = append(b, "\nevent: "...)
-	b = append(b, e.Type...)
-	data := e.Data
-	for {
-		i := bytes.IndexAny(data, "\r\n")
-		b = append(b, "\ndata: "...)
-		if i < 0 {
-			b = append(b, data...)
-			break
-		}
-		b = append(b, data[:i]...)
-		if data[i] == '\r' && i+1 < len(data) && data[i+1] == '\n' {
-			i++
-		}
-		data = data[i+1:]
-	}
-	return append(b, "\n\n"...)
+	return nil
 }

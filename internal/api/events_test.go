@@ -9,8 +9,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -21,12 +21,13 @@ import (
 
 	"github.com/logbook/logbook"
 	"github.com/logbook/logbook/internal/api"
+	lbfeed "github.com/logbook/logbook/internal/feed"
 	"github.com/logbook/logbook/internal/model"
 )
 
 // sseEvent is one event as a client parses text/event-stream.
 type sseEvent struct {
-	ID   int64
+	ID   string
 	Type string
 	Data string
 }
@@ -38,7 +39,8 @@ type feed struct {
 	res  *http.Response
 	raw  bytes.Buffer // everything read, for the spec check at close
 	rd   *bufio.Reader
-	cmts int // comment lines seen (heartbeats)
+	cmts int    // comment lines seen (heartbeats)
+	open string // the opening block's id: where the feed starts
 	once sync.Once
 }
 
@@ -104,6 +106,9 @@ func (f *feed) next(timeout time.Duration) (sseEvent, bool) {
 			switch {
 			case line == "" && seen && e.Type == "" && len(data) == 0:
 				seen = false // an id alone (the opening one) is no event
+				if f.open == "" {
+					f.open = e.ID
+				}
 			case line == "":
 				if seen {
 					e.Data = strings.Join(data, "\n")
@@ -113,12 +118,7 @@ func (f *feed) next(timeout time.Duration) (sseEvent, bool) {
 			case strings.HasPrefix(line, ":"):
 				f.cmts++
 			case strings.HasPrefix(line, "id: "):
-				e.ID, err = strconv.ParseInt(line[4:], 10, 64)
-				if err != nil {
-					done <- result{err: fmt.Errorf("bad id line %q", line)}
-					return
-				}
-				seen = true
+				e.ID, seen = line[4:], true
 			case strings.HasPrefix(line, "event: "):
 				e.Type, seen = line[7:], true
 			case strings.HasPrefix(line, "data: "):
@@ -150,7 +150,7 @@ func (f *feed) must(typ string) sseEvent {
 		f.t.Fatalf("stream ended; want a %s event", typ)
 	}
 	if e.Type != typ {
-		f.t.Fatalf("event %d is %s (%s); want %s", e.ID, e.Type, e.Data, typ)
+		f.t.Fatalf("event %s is %s (%s); want %s", e.ID, e.Type, e.Data, typ)
 	}
 	checkEventData(f.t, e)
 	return e
@@ -163,18 +163,15 @@ func checkEventData(t testing.TB, e sseEvent) {
 	doc, _ := loadSpec(t)
 	var v any
 	if err := json.Unmarshal([]byte(e.Data), &v); err != nil {
-		t.Fatalf("event %d data is not JSON: %v\n%s", e.ID, err, e.Data)
+		t.Fatalf("event %s data is not JSON: %v\n%s", e.ID, err, e.Data)
 	}
 	schema := map[string]string{"message.appended": "Message", "session.created": "Session", "session.updated": "Session",
 		"session.rewound": "RewindEvent", "compaction.created": "Compaction", "checkpoint.created": "CheckpointEvent"}[e.Type]
 	if schema == "" {
-		t.Fatalf("event %d has unknown type %q", e.ID, e.Type)
-	}
-	if m, ok := v.(map[string]any); ok && m["removed"] == true {
-		schema = "RemovedMessageEvent"
+		t.Fatalf("event %s has unknown type %q", e.ID, e.Type)
 	}
 	if err := doc.Components.Schemas[schema].Value.VisitJSON(v, openapi3.MultiErrors()); err != nil {
-		t.Errorf("event %d (%s) data does not match %s: %v\n%s", e.ID, e.Type, schema, err, e.Data)
+		t.Errorf("event %s (%s) data does not match %s: %v\n%s", e.ID, e.Type, schema, err, e.Data)
 	}
 }
 
@@ -222,19 +219,42 @@ func TestSessionEventsCarryEveryChange(t *testing.T) {
 	if !strings.Contains(up.Data, `"status":"completed"`) {
 		t.Errorf("update event = %s", up.Data)
 	}
-	ids := []int64{created.ID, e.ID, two.ID, rw.ID, again.ID, up.ID}
-	for i := 1; i < len(ids); i++ {
-		if ids[i] <= ids[i-1] {
-			t.Errorf("event ids not increasing: %v", ids)
+	mustBeDistinctIDs(t, created.ID, e.ID, two.ID, rw.ID, again.ID, up.ID)
+
+	// Read again from after the first message, after the rewind: the removed
+	// message is simply absent (the session.rewound event tells), and every
+	// other event comes again with its id.
+	g := openFeed(t, c, "/v1/sessions/"+s.ID+"/events", "Last-Event-ID", e.ID)
+	for _, want := range []sseEvent{{Type: "checkpoint.created"}, {Type: "compaction.created"}, rw, again, up} {
+		if got := g.must(want.Type); want.ID != "" && got.ID != want.ID {
+			t.Errorf("replayed %s has id %s; the live feed gave %s", want.Type, got.ID, want.ID)
 		}
 	}
+}
 
-	// Read again from the start, after the rewind: the removed message's
-	// event is still there, in its place, saying so.
-	g := openFeed(t, c, "/v1/sessions/"+s.ID+"/events", "Last-Event-ID", strconv.FormatInt(e.ID, 10))
-	removed := g.must("message.appended")
-	if removed.ID != two.ID || !strings.Contains(removed.Data, `"removed":true`) {
-		t.Errorf("replayed event %d = %s; want %d saying removed", removed.ID, removed.Data, two.ID)
+// feedStart is the id of the log's very start in tenant's feed, which no
+// event carries (a session's feed gives it as its opening id with
+// after_seq=0): the tenant's feed after it reads the whole log.
+func feedStart(t testing.TB, c *client, tenant string) string {
+	t.Helper()
+	ids, err := lbfeed.NewIDs(c.store.FeedSecret())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ids.For(tenant).Seal(0)
+}
+
+// mustBeDistinctIDs fails unless every id is there and none repeats: ids are
+// opaque, compared for equality only.
+func mustBeDistinctIDs(t testing.TB, ids ...string) {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if id == "" || seen[id] {
+			t.Errorf("event ids %v: want each there, once", ids)
+			return
+		}
+		seen[id] = true
 	}
 }
 
@@ -247,7 +267,7 @@ func TestSessionEventsResumeExactly(t *testing.T) {
 		appendText(t, c, s.ID, fmt.Sprintf("m%d", i))
 	}
 	f := openFeed(t, c, "/v1/sessions/r/events?after_seq=0&type=message.appended")
-	var ids []int64
+	var ids []string
 	for i := 1; i <= 12; i++ {
 		e := f.must("message.appended")
 		if !strings.Contains(e.Data, fmt.Sprintf(`"seq":%d,`, i)) {
@@ -262,8 +282,8 @@ func TestSessionEventsResumeExactly(t *testing.T) {
 		path    string
 		headers []string
 	}{
-		{"Last-Event-ID", "/v1/sessions/r/events?type=message.appended", []string{"Last-Event-ID", strconv.FormatInt(ids[11], 10)}},
-		{"after", "/v1/sessions/r/events?type=message.appended&after=" + strconv.FormatInt(ids[11], 10), nil},
+		{"Last-Event-ID", "/v1/sessions/r/events?type=message.appended", []string{"Last-Event-ID", ids[11]}},
+		{"after", "/v1/sessions/r/events?type=message.appended&after=" + url.QueryEscape(ids[11]), nil},
 		{"after_seq", "/v1/sessions/r/events?type=message.appended&after_seq=12", nil},
 	} {
 		t.Run(resume.name, func(t *testing.T) {
@@ -312,11 +332,11 @@ func TestManyReadersWhileManyWritersAppend(t *testing.T) {
 	var rg sync.WaitGroup
 	for i, f := range feeds {
 		rg.Go(func() {
-			seq, last := int64(0), int64(0)
+			seq, last, seen := int64(0), "", map[string]bool{}
 			for seq < total {
 				if i == 0 && seq == total/2 { // cut this reader's connection, then resume
 					f.res.Body.Close()
-					f = openFeed(t, c, "/v1/sessions/hot/events?type=message.appended", "Last-Event-ID", strconv.FormatInt(last, 10))
+					f = openFeed(t, c, "/v1/sessions/hot/events?type=message.appended", "Last-Event-ID", last)
 				}
 				e, ok := f.next(30 * time.Second)
 				if !ok {
@@ -324,11 +344,11 @@ func TestManyReadersWhileManyWritersAppend(t *testing.T) {
 					return
 				}
 				var m struct{ Seq int64 }
-				if err := json.Unmarshal([]byte(e.Data), &m); err != nil || m.Seq != seq+1 || e.ID <= last {
-					errs <- fmt.Errorf("reader %d: event %d (seq %d) after seq %d, id %d", i, e.ID, m.Seq, seq, last)
+				if err := json.Unmarshal([]byte(e.Data), &m); err != nil || m.Seq != seq+1 || seen[e.ID] {
+					errs <- fmt.Errorf("reader %d: event %s (seq %d) after seq %d, id %s", i, e.ID, m.Seq, seq, last)
 					return
 				}
-				seq, last = m.Seq, e.ID
+				seq, last, seen[e.ID] = m.Seq, e.ID, true
 			}
 		})
 	}
@@ -365,28 +385,45 @@ func TestTenantEventsFilterAndIsolate(t *testing.T) {
 	}
 }
 
-// Bad cursors and filters are 400s naming the parameter; a missing session
-// is 404; a seq no event appended is 409.
+// Bad filters are 400 invalid_query naming the parameter; a resume position
+// that is no id of the caller's feed (malformed, numeric, another tenant's,
+// past the newest event) is 400 invalid_event_id naming the header or
+// parameter; a missing session is 404.
 func TestEventsRefuseBadInput(t *testing.T) {
 	c := newClient(t)
 	s := mustCreateSession(t, c, map[string]any{"id": "s"})
 	appendText(t, c, s.ID, "x")
-	// A fork's inherited messages were appended to its parent: no event of
-	// the fork's appended them.
-	c.do("POST", "/v1/sessions/s/fork", map[string]any{"id": "f"}).want(t, 201, nil)
+	mine := openFeed(t, c, "/v1/sessions/s/events?after_seq=0").must("session.created").ID
+	other := c.as(mustKey(t, c, "other-tenant", model.ScopeRead).Key)
+	ids, err := lbfeed.NewIDs(c.store.FeedSecret())
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, err := c.store.EventHead(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	future := ids.For(model.DefaultTenant).Seal(head + 1000)
 	for _, tc := range []struct {
+		c            *client
 		path, header string
 		status       int
 		code, field  string
 	}{
-		{"/v1/sessions/s/events?type=message.deleted", "", 400, "invalid_query", "type"},
-		{"/v1/events?after=-1", "", 400, "invalid_query", "after"},
-		{"/v1/events?bogus=1", "", 400, "invalid_query", "bogus"},
-		{"/v1/sessions/s/events", "abc", 400, "invalid_query", "Last-Event-ID"},
-		{"/v1/sessions/s/events?after_seq=2", "", 400, "invalid_query", "after_seq"},
-		{"/v1/sessions/nope/events", "", 404, "not_found", ""},
-		{"/v1/sessions/f/events?after_seq=1", "", 409, "event_not_found", ""},
+		{c, "/v1/sessions/s/events?type=message.deleted", "", 400, "invalid_query", "type"},
+		{c, "/v1/events?after=-1", "", 400, "invalid_event_id", "after"},
+		{c, "/v1/events?after=1", "", 400, "invalid_event_id", "after"},
+		{c, "/v1/events?bogus=1", "", 400, "invalid_query", "bogus"},
+		{c, "/v1/sessions/s/events", "abc", 400, "invalid_event_id", "Last-Event-ID"},
+		{c, "/v1/sessions/s/events", "12", 400, "invalid_event_id", "Last-Event-ID"},
+		{c, "/v1/sessions/s/events", future, 400, "invalid_event_id", "Last-Event-ID"},
+		{c, "/v1/events?after=" + url.QueryEscape(future), "", 400, "invalid_event_id", "after"},
+		{other, "/v1/events?after=" + url.QueryEscape(mine), "", 400, "invalid_event_id", "after"},
+		{other, "/v1/events", mine, 400, "invalid_event_id", "Last-Event-ID"},
+		{c, "/v1/sessions/s/events?after_seq=2", "", 400, "invalid_query", "after_seq"},
+		{c, "/v1/sessions/nope/events", "", 404, "not_found", ""},
 	} {
+		c := tc.c
 		var res *response
 		if tc.header != "" {
 			res = c.do("GET", tc.path, nil, "Last-Event-ID", tc.header)
@@ -396,6 +433,44 @@ func TestEventsRefuseBadInput(t *testing.T) {
 		p := res.wantProblem(t, tc.status, tc.code)
 		if tc.field != "" && (len(p.Errors) == 0 || p.Errors[0].Field != tc.field) {
 			t.Errorf("%s: errors %+v; want field %s", tc.path, p.Errors, tc.field)
+		}
+	}
+}
+
+// after_seq names a message; a message the session did not append itself (a
+// fork's inherited one, an imported one) starts the feed at the session's
+// creation, the same on both backends.
+func TestEventsAfterSeqOfMessagesNotAppendedHere(t *testing.T) {
+	c := newClient(t)
+	mustCreateSession(t, c, map[string]any{"id": "p"})
+	appendText(t, c, "p", "one")
+	appendText(t, c, "p", "two")
+	c.do("POST", "/v1/sessions/p/fork", map[string]any{"id": "f"}).want(t, 201, nil)
+	appendText(t, c, "f", "three")
+	export := c.do("GET", "/v1/sessions/f/export", nil).want(t, 200, nil).Body
+	c.do("POST", "/v1/sessions/import?as_new=true", string(export), "Content-Type", "application/x-ndjson").want(t, 201, nil)
+	var imported model.Page[model.Session]
+	c.do("GET", "/v1/sessions?limit=1", nil).want(t, 200, &imported)
+	im := imported.Data[0].ID
+
+	for _, tc := range []struct {
+		session string
+		seq     int
+		want    []string
+	}{
+		{"f", 1, []string{"session.created", "message.appended"}},
+		{"f", 2, []string{"session.created", "message.appended"}},
+		{"f", 3, nil},
+		{im, 1, []string{"session.created"}},
+		{im, 3, []string{"session.created"}},
+	} {
+		f := openFeed(t, c, fmt.Sprintf("/v1/sessions/%s/events?after_seq=%d", tc.session, tc.seq))
+		for _, typ := range tc.want {
+			f.must(typ)
+		}
+		appendText(t, c, tc.session, "live")
+		if e := f.must("message.appended"); !strings.Contains(e.Data, `"live"`) {
+			t.Errorf("%s after_seq=%d: then %s; want the live message", tc.session, tc.seq, e.Data)
 		}
 	}
 }
@@ -492,7 +567,7 @@ func TestEventsAcrossTwoServers(t *testing.T) {
 		now := time.Now()
 		var m model.Message
 		if err := json.Unmarshal([]byte(e.Data), &m); err != nil || m.Seq != seq {
-			t.Fatalf("event %d = %s; want seq %d", e.ID, e.Data, seq)
+			t.Fatalf("event %s = %s; want seq %d", e.ID, e.Data, seq)
 		}
 		if at, ok := sent.Load(m.Content.Text); ok {
 			delays = append(delays, now.Sub(at.(time.Time)))

@@ -155,6 +155,18 @@ func withEventsHeartbeat(d time.Duration) testServerOption {
 
 func withDB(path string) testServerOption { return func(c *testConfig) { c.repo.Path = path } }
 
+// withEventsWriteTimeout sets how long a write to a live feed's client may
+// block before the stream is cut.
+func withEventsWriteTimeout(d time.Duration) testServerOption {
+	return func(c *testConfig) { c.api.EventsWriteTimeout = d }
+}
+
+// withEventsRecheck sets how often a live feed checks that its reader may
+// still read it.
+func withEventsRecheck(d time.Duration) testServerOption {
+	return func(c *testConfig) { c.api.EventsRecheck = d }
+}
+
 // newClient starts the real router over a real store behind httptest.
 func newClient(t testing.TB, opts ...testServerOption) *client {
 	t.Helper()

@@ -3,6 +3,7 @@ package api_test
 import (
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -121,7 +122,7 @@ func TestMetricsExposition(t *testing.T) {
 	// From the log's start, the stream reads the store; what is written while
 	// it is open comes through the hub's tail, which reads the log for all,
 	// once it has found the log's head: append until the tail has read one.
-	f := openFeed(t, c, "/v1/events?after=0")
+	f := openFeed(t, c, "/v1/events?after="+url.QueryEscape(feedStart(t, c, "default")))
 	if _, ok := f.next(5 * time.Second); !ok {
 		t.Fatal("the live feed sent no event")
 	}

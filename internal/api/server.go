@@ -52,6 +52,18 @@ type Config struct {
 	// EventsHeartbeat is how often a quiet live feed sends a comment, so that
 	// proxies and clients know it is alive; 0 means 15s.
 	EventsHeartbeat time.Duration
+	// EventsRecheck bounds how long a live feed goes on once its reader may
+	// no longer read it (a revoked key, a purged session, …): each stream
+	// checks again at least this often, and ends when the answer changed;
+	// 0 means 2s.
+	EventsRecheck time.Duration
+	// EventsWriteTimeout is how long one write to a live feed's client may
+	// block before the stream is cut (the client resumes with
+	// Last-Event-ID); 0 means 30s.
+	EventsWriteTimeout time.Duration
+	// EventsBatchBytes bounds the events a stream holds at once (one event
+	// when a single event is larger); 0 means 256 KiB.
+	EventsBatchBytes int
 	// CORSOrigins are the origins (scheme://host[:port], or "*" for any) whose
 	// pages may call the API from a browser; none, the default, sends no CORS
 	// header at all.
@@ -111,7 +123,12 @@ type Server struct {
 	streamGrace    time.Duration
 	ids            *requestIDs
 	feed           *feed.Hub
+	feedIDs        *feed.IDs // nil, with feedIDsErr, when the store's secret is unusable
+	feedIDsErr     error
 	heartbeat      time.Duration
+	recheck        time.Duration
+	writeTimeout   time.Duration
+	batchBytes     int
 	closing        chan struct{} // closed by Close: live feeds end
 	closeOnce      sync.Once
 	cors           *corsPolicy
@@ -141,6 +158,9 @@ func New(cfg Config) *Server {
 		streamGrace:    cfg.StreamGrace,
 		ids:            newRequestIDs(),
 		heartbeat:      cfg.EventsHeartbeat,
+		recheck:        cfg.EventsRecheck,
+		writeTimeout:   cfg.EventsWriteTimeout,
+		batchBytes:     cfg.EventsBatchBytes,
 		closing:        make(chan struct{}),
 		cors:           newCORSPolicy(cfg.CORSOrigins),
 		requests:       cfg.Requests,
@@ -157,8 +177,18 @@ func New(cfg Config) *Server {
 	if s.heartbeat <= 0 {
 		s.heartbeat = 15 * time.Second
 	}
+	if s.recheck <= 0 {
+		s.recheck = defaultEventsRecheck
+	}
+	if s.writeTimeout <= 0 {
+		s.writeTimeout = defaultEventsWriteTimeout
+	}
+	if s.batchBytes <= 0 {
+		s.batchBytes = feed.DefaultBatchBytes
+	}
 	if cfg.Store != nil {
 		s.feed = feed.New(cfg.Store, feed.Options{Log: cfg.Log})
+		s.feedIDs, s.feedIDsErr = feed.NewIDs(cfg.Store.FeedSecret())
 	}
 	s.open = &openMode{allowed: cfg.AllowOpen}
 	if cfg.Store != nil {

@@ -18,6 +18,15 @@ import (
 	"github.com/logbook/logbook/internal/repo"
 )
 
+// DefaultBatchBytes bounds a reader's batch when its query names no bound:
+// a reader holds one batch at a time, so this (or one event, when a single
+// event is larger) is what a reader that stops reading makes the server hold.
+const DefaultBatchBytes = 256 << 10
+
+// tailBatchBytes bounds one read of the tail (the ring's own bound is
+// Options.MaxBytes).
+const tailBatchBytes = 4 << 20
+
 // Options bound the hub's memory and say how often it looks without being
 // told (another process's writes wake no one here on SQLite).
 type Options struct {
@@ -128,18 +137,16 @@ func (h *Hub) tail(ctx context.Context, done chan struct{}) {
 		if !tailing {
 			continue // now tailing, from the head just read
 		}
-		evs, err := h.store.ListEvents(ctx, "", model.EventQuery{After: head, Limit: 1000})
+		b, err := h.store.ListEvents(ctx, "", model.EventQuery{After: head, Limit: 1000, MaxBytes: tailBatchBytes})
 		if err != nil {
 			if !h.pause(ctx, changed, err) {
 				return
 			}
 			continue
 		}
-		if len(evs) > 0 {
-			h.add(evs)
-			if len(evs) == 1000 {
-				continue // more waiting
-			}
+		h.add(b)
+		if b.More {
+			continue // more waiting
 		}
 		select {
 		case <-ctx.Done():
@@ -165,19 +172,23 @@ func (h *Hub) pause(ctx context.Context, changed <-chan struct{}, err error) boo
 	return true
 }
 
-// add appends events to the ring, trims it to its bounds and wakes readers.
-func (h *Hub) add(evs []model.Event) {
+// add appends a read of the log to the ring, trims the ring to its bounds
+// and wakes readers.
+func (h *Hub) add(b model.EventBatch) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, e := range evs {
+	if len(b.Events) == 0 && b.Through <= h.head {
+		return
+	}
+	for _, e := range b.Events {
 		if e.Type == model.EventSessionRewound {
 			h.forgetRewoundLocked(&e)
 		}
 		h.ring = append(h.ring, e)
 		h.bytes += len(e.Data)
 	}
-	h.head = evs[len(evs)-1].Pos
-	h.read += int64(len(evs))
+	h.head = max(h.head, b.Through)
+	h.read += int64(len(b.Events))
 	drop := 0
 	for len(h.ring)-drop > h.opts.MaxEvents || (h.bytes > h.opts.MaxBytes && len(h.ring)-drop > 1) {
 		h.bytes -= len(h.ring[drop].Data)
@@ -190,22 +201,26 @@ func (h *Hub) add(evs []model.Event) {
 	h.broadcastLocked()
 }
 
-// forgetRewoundLocked makes the ring's message events that a rewind removed
-// say so, as the store's log reads them from now on: a reader gets the same
-// data for an event whether memory or the store serves it.
+// forgetRewoundLocked drops from the ring the message events of the messages
+// a rewind removed: the store no longer has them, and a reader gets the same
+// events whether memory or the store serves it (a removed message is simply
+// absent; the session.rewound event tells). The rewind's own new messages
+// come after it, so none of them is in the ring yet.
 func (h *Hub) forgetRewoundLocked(rw *model.Event) {
 	var r model.RewindEvent
 	if json.Unmarshal(rw.Data, &r) != nil {
 		return
 	}
-	for i := range h.ring {
-		e := &h.ring[i]
+	kept := h.ring[:0]
+	for _, e := range h.ring {
 		if e.Type == model.EventMessageAppended && e.Tenant == rw.Tenant && e.SessionID == rw.SessionID && e.Seq > r.ToSeq {
-			data := repo.MessageEventData(nil, e.MessageID, e.SessionID, e.Seq)
-			h.bytes += len(data) - len(e.Data)
-			e.Data = data
+			h.bytes -= len(e.Data)
+			continue
 		}
+		kept = append(kept, e)
 	}
+	clear(h.ring[len(kept):]) // let the dropped events' data go
+	h.ring = kept
 }
 
 func (h *Hub) broadcastLocked() {
@@ -223,10 +238,14 @@ type Reader struct {
 }
 
 // Subscribe returns a reader of tenant's events that q selects after
-// q.After. Close it when done.
+// q.After, in batches within q.Limit and q.MaxBytes (DefaultBatchBytes when
+// unset). Close it when done.
 func (h *Hub) Subscribe(tenant string, q model.EventQuery) *Reader {
 	if q.Limit <= 0 || q.Limit > 1000 {
 		q.Limit = 500
+	}
+	if q.MaxBytes <= 0 {
+		q.MaxBytes = DefaultBatchBytes
 	}
 	h.join()
 	return &Reader{hub: h, tenant: tenant, q: q}
@@ -240,8 +259,10 @@ func (r *Reader) Close() {
 	}
 }
 
-// Next returns the next events, waiting at most wait for some (none then,
-// and no error: time for a heartbeat). It ends early when ctx does.
+// Next returns the next batch of events, waiting at most wait for some (none
+// then, and no error: time for a heartbeat, or to look around). It ends early
+// when ctx does. The batch is the reader's to hold until its next call; it
+// shares the events' data with the hub, which never changes it.
 func (r *Reader) Next(ctx context.Context, wait time.Duration) ([]model.Event, error) {
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
@@ -256,14 +277,22 @@ func (r *Reader) Next(ctx context.Context, wait time.Duration) ([]model.Event, e
 			h.mu.Lock()
 			head, tailing := h.head, h.tailing
 			h.mu.Unlock()
-			evs, err := h.store.ListEvents(ctx, r.tenant, r.q)
+			b, err := h.store.ListEvents(ctx, r.tenant, r.q)
 			if err != nil {
 				return nil, err
 			}
-			if len(evs) > 0 {
-				r.q.After = evs[len(evs)-1].Pos
-				h.delivered.Add(int64(len(evs)))
-				return evs, nil
+			r.q.After = max(r.q.After, b.Through)
+			if len(b.Events) > 0 {
+				h.delivered.Add(int64(len(b.Events)))
+				return b.Events, nil
+			}
+			if b.More { // a stretch of the log with none of ours: on to the next
+				select {
+				case <-timer.C:
+					return nil, nil // but not past the wait: the caller has things to do
+				default:
+					continue
+				}
 			}
 			if tailing && head > r.q.After {
 				// Nothing of ours up to the store's now, which is past the
@@ -305,10 +334,11 @@ func (r *Reader) fromRing() (evs []model.Event, behind bool, changed <-chan stru
 			hi = mid
 		}
 	}
+	size := 0
 	for _, e := range h.ring[lo:] {
 		if e.Tenant == r.tenant && r.q.Matches(&e) {
 			evs = append(evs, e)
-			if len(evs) == r.q.Limit {
+			if size += len(e.Data); r.q.Full(len(evs), size) {
 				break
 			}
 		}

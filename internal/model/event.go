@@ -29,7 +29,9 @@ func (t EventType) Valid() bool { return slices.Contains(EventTypes, t) }
 // Event is one committed change. Pos orders a database's events as they
 // committed: every event of a session comes after the ones committed before
 // it, and a reader that resumes after a pos misses nothing and sees nothing
-// twice. Pos is the Server-Sent Events id.
+// twice. Clients never see a Pos: the Server-Sent Events id is Pos sealed
+// for the reader's tenant (internal/feed's IDs), so that the gaps between
+// ids say nothing about other tenants' writes.
 type Event struct {
 	Pos       int64
 	Tenant    string
@@ -39,10 +41,10 @@ type Event struct {
 	// the session, the rewind, the compaction, the checkpoint (without its
 	// state).
 	Data json.RawMessage
-	// MessageID and Seq name a message.appended event's message, which its
-	// Data shows as it stands when read: removed, once a rewind took it.
-	MessageID string
-	Seq       int64
+	// Seq is a message.appended event's message seq: a later rewind below it
+	// removes the message, and with it the event (a removed message is simply
+	// absent from the feed; the session.rewound event tells).
+	Seq int64
 }
 
 // EventQuery selects a tenant's events after a position.
@@ -51,6 +53,28 @@ type EventQuery struct {
 	Types     []EventType // empty for every type
 	After     int64       // events with Pos > After
 	Limit     int
+	// MaxBytes bounds a batch: a read stops once its events' Data passes it,
+	// though it always returns at least one event. 0: no bound but Limit.
+	MaxBytes int
+}
+
+// Full reports whether a batch of n events holding size bytes of data has
+// reached q's bounds.
+func (q EventQuery) Full(n, size int) bool {
+	return (q.Limit > 0 && n >= q.Limit) || (q.MaxBytes > 0 && size >= q.MaxBytes)
+}
+
+// EventBatch is one read of the log. Through is how far the read looked:
+// every event q selects with After < Pos <= Through is in Events, so a reader
+// goes on after Through whatever Events holds (a read may look past events it
+// leaves out, or past stretches holding none of its events). More says that
+// the read stopped at a bound (Limit, MaxBytes, or a stretch of the log it
+// reads at most), so more may be readable after Through already; without it
+// the read saw everything committed when it ran.
+type EventBatch struct {
+	Events  []Event
+	Through int64
+	More    bool
 }
 
 // Matches reports whether e passes q's session and type filters.
@@ -83,12 +107,10 @@ type CheckpointEvent struct {
 	CreatedAt Time   `json:"created_at"`
 }
 
-// RemovedMessageEvent is the data of a message.appended event whose message
-// is no longer stored (a rewind took it since): a reader that resumes from
-// before the removal still sees the event, in its place.
-type RemovedMessageEvent struct {
-	ID        string `json:"id"`
-	SessionID string `json:"session_id"`
-	Seq       int64  `json:"seq"`
-	Removed   bool   `json:"removed"`
+// InvalidEventID is a resume position (the Last-Event-ID header, or ?after=)
+// that is no id of the caller's feed: malformed, another tenant's, forged,
+// or past the newest event.
+func InvalidEventID(field, message string) *Error {
+	return &Error{Kind: KindBadRequest, Code: "invalid_event_id", Msg: field + ": " + message,
+		Fields: []FieldError{{Field: field, Message: message}}}
 }

@@ -73,6 +73,11 @@ type Session struct {
 	// ExpiresAt is when the session's time to live ends: from then on reads
 	// do not find it, and a purge with Expired erases it.
 	ExpiresAt *Time `json:"expires_at"`
+	// Incarnation tells apart the sessions a tenant has had under one id: it
+	// is set once, when the session is made, and never given again, so a
+	// purged session that another of the same id replaced has another. A live
+	// feed belongs to the incarnation it opened on. Never shown.
+	Incarnation int64 `json:"-"`
 }
 
 // Expired reports whether the session's time to live ended at or before now.

@@ -2,6 +2,7 @@ package repo
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"sync"
 
@@ -9,21 +10,32 @@ import (
 )
 
 // Events is the live feed's log: every write that changes a session records
-// its events in the same transaction, and readers follow them by position.
+// its events in the same transaction (or, for a message on SQLite, is its own
+// event), and readers follow them by position.
 type Events interface {
-	// ListEvents returns the tenant's events after q.After, in position order,
-	// at most q.Limit. tenant "" reads every tenant's (the process's own
-	// fan-out, never a client).
-	ListEvents(ctx context.Context, tenant string, q model.EventQuery) ([]model.Event, error)
-	// EventPosOfSeq returns the position of the event that appended the
-	// session's message seq as it stands now. Errors: KindNotFound (the
-	// session, or an event for that message).
+	// ListEvents reads the tenant's events after q.After, in position order,
+	// within q's bounds. tenant "" reads every tenant's (the process's own
+	// fan-out, never a client). A message.appended event whose message a
+	// rewind removed since is left out: the feed shows what is stored.
+	ListEvents(ctx context.Context, tenant string, q model.EventQuery) (model.EventBatch, error)
+	// EventPosOfSeq returns the position after which the session's events
+	// following its message seq begin: that message's own event, or, for seq
+	// 0 and for a message the session did not append itself (inherited from
+	// its parent, copied, imported), just before the session's creation, its
+	// first event. No event of an earlier session of the same id (purged
+	// since) lies after that. Errors: KindNotFound (the session).
 	EventPosOfSeq(ctx context.Context, tenant, sessionID string, seq int64) (int64, error)
-	// EventHead returns the position of the latest event readable now.
+	// EventHead returns the highest position handed out and committed: no
+	// event readable now, or ever after, lies at or below it unless already
+	// readable.
 	EventHead(ctx context.Context) (int64, error)
 	// EventsChanged returns a channel that is closed once events after the
 	// ones readable when it was returned may be readable.
 	EventsChanged() <-chan struct{}
+	// FeedSecret is the database's own random secret the feed's ids are
+	// sealed with (internal/feed): made once, kept in the database, so that
+	// ids stay valid across restarts, processes and restores of a backup.
+	FeedSecret() []byte
 }
 
 // EventSignal is a broadcast without a payload: Changed hands out a channel
@@ -80,12 +92,17 @@ func CheckpointEventData(c model.Checkpoint) []byte {
 	return b
 }
 
-// MessageEventData is a message.appended event's data: the message as stored,
-// or, when it is gone, what says so in its place.
-func MessageEventData(m *model.Message, id, sessionID string, seq int64) []byte {
-	if m == nil {
-		b, _ := json.Marshal(model.RemovedMessageEvent{ID: id, SessionID: sessionID, Seq: seq, Removed: true})
-		return b
-	}
+// MessageEventData is a message.appended event's data: the message as stored.
+func MessageEventData(m *model.Message) []byte {
 	return model.AppendMessageJSON(nil, m)
+}
+
+// FeedSecretBytes is the size of the feed's secret.
+const FeedSecretBytes = 32
+
+// NewFeedSecret draws a feed secret (FeedSecret).
+func NewFeedSecret() ([]byte, error) {
+	b := make([]byte, FeedSecretBytes)
+	_, err := rand.Read(b)
+	return b, err
 }

@@ -1418,7 +1418,7 @@ class Client:
         self,
         session_id: str,
         *,
-        after: Optional[int] = None,
+        after: Optional[str] = None,
         after_seq: Optional[int] = None,
         types: Union[EventType, str, Sequence[str], None] = None,
         max_events: Optional[int] = None,
@@ -1432,9 +1432,11 @@ class Client:
         with ``Last-Event-ID`` when the connection drops.
 
         Where it starts: ``after_seq=N`` after the event that appended message
-        ``N`` (``0``: from the session's first event; ``409 event_not_found``
-        for a message that was imported or forked in); ``after=ID`` after the
-        event ``ID`` (a ``last_id`` from before); neither: from now (the
+        ``N`` (``0``: from the session's first event; for a message the
+        session did not append itself, imported or forked in, from its
+        creation); ``after=ID`` after the event ``ID`` (a ``last_id`` from
+        before: ids are opaque strings of the caller's tenant, and another is
+        ``400 invalid_event_id``); neither: from now (the
         stream connects before this returns). ``types`` keeps only events of
         these types (``"message.appended"``, …).
 
@@ -1460,7 +1462,7 @@ class Client:
         self,
         *,
         session_id: Optional[str] = None,
-        after: Optional[int] = None,
+        after: Optional[str] = None,
         types: Union[EventType, str, Sequence[str], None] = None,
         max_events: Optional[int] = None,
         idle_timeout: Optional[float] = None,

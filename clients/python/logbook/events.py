@@ -1,9 +1,10 @@
 """The live event feed: Server-Sent Events of what commits, as an iterator.
 
 ``GET /v1/sessions/{id}/events`` (one session) and ``GET /v1/events`` (the
-caller's tenant) stream ``text/event-stream``: each event has an integer
-``id`` (its position in the feed, in commit order), an ``event`` type and JSON
-``data``. :class:`EventStream` reads that stream a line at a time as it
+caller's tenant) stream ``text/event-stream``: each event has an ``id`` (an
+opaque string bound to the caller's tenant: compare ids for equality only,
+and send one back to resume), an ``event`` type and JSON ``data``; events
+come in commit order. :class:`EventStream` reads that stream a line at a time as it
 arrives, yields each event as an :class:`Event`, and, when the connection
 drops or the server ends the stream, connects again with ``Last-Event-ID`` set
 to the last id it yielded, so that the caller sees every event once, in order.
@@ -69,16 +70,16 @@ class Event:
     """One event of the live feed.
 
     ``data`` is the object the event is about, per ``type``:
-    ``message.appended``: the ``Message`` (or ``{"id", "session_id", "seq",
-    "removed": true}`` when a later rewind removed it); ``session.created`` and
+    ``message.appended``: the ``Message`` (a message a later rewind removed
+    is no longer in the feed; the ``session.rewound`` event tells); ``session.created`` and
     ``session.updated``: the ``Session``; ``session.rewound``: ``{"session_id",
     "to_seq", "removed_messages", "removed_checkpoints",
     "removed_compactions"}``; ``compaction.created``: the ``Compaction``;
     ``checkpoint.created``: the checkpoint without its state.
     """
 
-    id: int
-    """The event's position in the feed; resume after it with ``after=id``."""
+    id: str
+    """The event's id, opaque: compare for equality only; resume after it with ``after=id``."""
     type: str
     """One of :data:`EVENT_TYPES` (a later server may add types)."""
     data: Dict[str, Any]
@@ -94,9 +95,9 @@ class Event:
 
     @property
     def message(self) -> Optional[Message]:
-        """The appended message, for a ``message.appended`` event whose message
-        is still there (``None`` otherwise)."""
-        if self.type != "message.appended" or self.data.get("removed"):
+        """The appended message, for a ``message.appended`` event (``None``
+        otherwise)."""
+        if self.type != "message.appended":
             return None
         return cast(Message, self.data)
 
@@ -235,7 +236,7 @@ class EventStream:
         path: str,
         query: Mapping[str, Any],
         *,
-        after: Optional[int] = None,
+        after: Optional[str] = None,
         after_seq: Optional[int] = None,
         max_events: Optional[int] = None,
         idle_timeout: Optional[float] = None,
@@ -254,7 +255,7 @@ class EventStream:
             self._start["after"] = after
         elif after_seq is not None:
             self._start["after_seq"] = after_seq
-        self.last_id: Optional[int] = after
+        self.last_id: Optional[str] = after
         """The id of the last event yielded (or announced by the server); ``None`` before the first."""
         self.max_events = max_events
         self.idle_timeout = idle_timeout
@@ -350,17 +351,12 @@ class EventStream:
         return True
 
     def _event(self, eid: Optional[str], etype: str, data: Optional[str]) -> None:
-        n: Optional[int] = None
-        if eid is not None and eid.strip():
-            try:
-                n = int(eid.strip())
-            except ValueError:
-                raise LogbookError("%s: an event id that is not an integer: %r" % (self.path, eid)) from None
+        n: Optional[str] = eid.strip() if eid is not None and eid.strip() else None
         if data is None:  # an id-only block: the server says where the feed is
-            if n is not None and (self.last_id is None or n > self.last_id):
+            if n is not None:
                 self.last_id = n
             return
-        if n is not None and self.last_id is not None and n <= self.last_id:
+        if n is not None and n == self.last_id:
             self.duplicates += 1  # sent again after a reconnect: seen already
             return
         if n is not None:
@@ -370,7 +366,7 @@ class EventStream:
         except ValueError:
             raise LogbookError("%s: event %s (%s) has data that is not JSON: %.200r" % (self.path, eid, etype, data)) from None
         self._got_event = True
-        self._pending.append(Event(n if n is not None else (self.last_id or 0), etype, cast(Dict[str, Any], doc)))
+        self._pending.append(Event(n if n is not None else (self.last_id or ""), etype, cast(Dict[str, Any], doc)))
 
     def _yield(self, ev: Event) -> Event:
         self.count += 1
@@ -521,7 +517,7 @@ def session_events(
     client: "Client",
     session_id: str,
     *,
-    after: Optional[int] = None,
+    after: Optional[str] = None,
     after_seq: Optional[int] = None,
     types: Union[str, Sequence[str], None] = None,
     max_events: Optional[int] = None,
@@ -549,7 +545,7 @@ def tenant_events(
     client: "Client",
     *,
     session_id: Optional[str] = None,
-    after: Optional[int] = None,
+    after: Optional[str] = None,
     types: Union[str, Sequence[str], None] = None,
     max_events: Optional[int] = None,
     idle_timeout: Optional[float] = None,

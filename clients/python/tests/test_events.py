@@ -93,17 +93,17 @@ class ScriptedFeedTest(unittest.TestCase):
             max_events=4,
         )
         got = list(stream)
-        self.assertEqual([(e.id, e.type, e.data["seq"]) for e in got], [(i, "message.appended", i) for i in (1, 2, 3, 4)])
+        self.assertEqual([(e.id, e.type, e.data["seq"]) for e in got], [(str(i), "message.appended", i) for i in (1, 2, 3, 4)])
         self.assertEqual([r[0] for r in srv.requests], [None, "2", "3", "3"])
-        self.assertEqual((stream.last_id, stream.count, stream.duplicates, stream.reconnects), (4, 4, 1, 2))
+        self.assertEqual((stream.last_id, stream.count, stream.duplicates, stream.reconnects), ("4", 4, 1, 2))
         self.assertTrue(stream.closed)
 
     def test_starts_from_after_and_after_seq(self) -> None:
-        srv, stream = self.feed([[b"id: 8\nevent: x\ndata: {}\n\n"], ["hold"]], after=7, max_events=2)
-        self.assertEqual(next(stream).id, 8)
+        srv, stream = self.feed([[b"id: 8\nevent: x\ndata: {}\n\n"], ["hold"]], after="7", max_events=2)
+        self.assertEqual(next(stream).id, "8")
         self.assertEqual(srv.requests[0], ("7", "/v1/sessions/s1/events"), "after is sent as Last-Event-ID")
         srv2, stream2 = self.feed([[], [b"id: 5\nevent: x\ndata: {}\n\n"]], after_seq=0, types=["a", "b"], max_events=1)
-        self.assertEqual([e.id for e in stream2], [5])
+        self.assertEqual([e.id for e in stream2], ["5"])
         self.assertEqual(
             srv2.requests,
             [(None, "/v1/sessions/s1/events?type=a&type=b&after_seq=0")] * 2,
@@ -122,7 +122,7 @@ class ScriptedFeedTest(unittest.TestCase):
     def test_a_silent_connection_is_made_again(self) -> None:
         srv, stream = self.feed([[b": live\n\n", "hold"], [b'id: 7\nevent: x\ndata: {"k": 1}\n\n', "hold"]], read_timeout=0.3)
         ev = next(stream)
-        self.assertEqual((ev.id, ev.data), (7, {"k": 1}))
+        self.assertEqual((ev.id, ev.data), ("7", {"k": 1}))
         self.assertEqual(len(srv.requests), 2)
 
     def test_close_from_another_thread_ends_iteration(self) -> None:
@@ -141,11 +141,11 @@ class ScriptedFeedTest(unittest.TestCase):
         with self.assertRaises(Problem) as cm:  # max_retries=2: three 503s in a row are raised
             self.feed([[("status", 503, 0)]] * 3)
         self.assertEqual(cm.exception.status, 503)
-        _, stream = self.feed([[b"id: x\nevent: e\ndata: {}\n\n"]])
+        _, stream = self.feed([[b"id: x\nevent: e\ndata: {not json\n\n"]])
         with self.assertRaises(LogbookError):
             next(stream)
         with self.assertRaises(ValueError):
-            self.feed([], after=1, after_seq=1)
+            self.feed([], after="1", after_seq=1)
 
 
 class LiveFeedTest(ServerTestCase):
@@ -172,7 +172,8 @@ class LiveFeedTest(ServerTestCase):
         self.assertEqual([e.type for e in got], ["message.appended"] * 6)
         self.assertEqual([e.session_id for e in got], [sid] * 6)
         ids = [e.id for e in got]
-        self.assertEqual(ids, sorted(set(ids)))
+        self.assertEqual(len(set(ids)), len(ids), "an id per event")
+        self.assertFalse(any(i.isdigit() for i in ids), "ids are opaque strings, not numbers")
         last = got[-1].message
         assert last is not None
         self.assertEqual((last["content"], last["metadata"]), ("m8\nwith a line break", {"k": "a\nb"}))
@@ -231,7 +232,7 @@ class LiveFeedTest(ServerTestCase):
         got += [next(feed) for _ in range(3)]
         self.assertEqual(seqs(got), [1, 2, 3, 4, 5, 6])
         self.assertEqual(feed.reconnects, 1)
-        self.assertEqual(proxy.header(1, "Last-Event-ID"), str(got[2].id))
+        self.assertEqual(proxy.header(1, "Last-Event-ID"), got[2].id)
 
         # Cut again with events in flight (some may sit in the socket's buffer),
         # and write more while cut off.
@@ -250,7 +251,7 @@ class LiveFeedTest(ServerTestCase):
         self.client.append_messages(sid, [{"role": "user", "content": "x" * (i % 7) + str(i)} for i in range(37, 57)])
         got += [next(feed) for _ in range(20)]
         self.assertEqual(seqs(got), list(range(1, 57)))
-        self.assertEqual([e.id for e in got], sorted({e.id for e in got}))
+        self.assertEqual(len({e.id for e in got}), len(got))
         self.assertGreaterEqual(feed.reconnects, 2 + 5, "a connection per event or two")
         self.assertEqual(feed.duplicates, 0)
         proxy.limit = None
@@ -332,10 +333,18 @@ class TenantFeedTest(unittest.TestCase):
         )
         self.assertEqual(seen(globex_feed), [("session.created", sg, None), ("message.appended", sg, "g1")])
 
-        # From the feed's very beginning: filters by session and type, and no leaks.
-        one = list(self.acme.tenant_events(after=0, session_id=sa2, types="message.appended", max_events=1, idle_timeout=SAFETY))
+        # From an id of the tenant's feed: filters by session and type; another
+        # tenant's key cannot use that id, nor follow the session.
+        start = self.acme.events(sa, after_seq=0, max_events=1, idle_timeout=SAFETY)
+        first = next(start)
+        start.close()
+        one = list(self.acme.tenant_events(after=first.id, session_id=sa2, types="message.appended", max_events=1, idle_timeout=SAFETY))
         self.assertEqual([(e.session_id, e.data["content"]) for e in one], [(sa2, "a3")])
-        leak = self.globex.tenant_events(after=0, session_id=sa, idle_timeout=0.3)
+        with self.assertRaises(Problem) as cm:
+            self.globex.tenant_events(after=first.id, session_id=sa)
+        self.assertEqual((cm.exception.status, cm.exception.code), (400, "invalid_event_id"))
+        leak = self.globex.tenant_events(session_id=sa, idle_timeout=0.3)
+        self.acme.append_message(sa, role="user", content="a4")
         self.assertEqual(list(leak), [])
         with self.assertRaises(Problem) as cm:
             self.globex.events(sa, after_seq=0)

@@ -624,13 +624,13 @@ export class Client {
    * n, `after`/`lastEventId` after an event; with none of them, the feed
    * starts now.
    */
-  events(sessionId: string, opts: FollowOptions & { afterSeq?: number; after?: number } = {}): EventStream {
+  events(sessionId: string, opts: FollowOptions & { afterSeq?: number; after?: string } = {}): EventStream {
     const { afterSeq, after, ...rest } = opts;
     return this.#follow(path`/v1/sessions/${sessionId}/events`, { after, after_seq: afterSeq, type: rest.types }, rest);
   }
 
   /** Follows every event of the tenant (optionally of one session). */
-  tenantEvents(opts: FollowOptions & { sessionId?: string; after?: number } = {}): EventStream {
+  tenantEvents(opts: FollowOptions & { sessionId?: string; after?: string } = {}): EventStream {
     const { sessionId, after, ...rest } = opts;
     return this.#follow("/v1/events", { after, session_id: sessionId, type: rest.types }, rest);
   }

@@ -6,8 +6,8 @@ import type { EventType, LogbookEvent } from "./types.js";
 export interface FollowOptions {
   /** Abort to stop following: the iteration then ends (no error). */
   signal?: AbortSignal;
-  /** Resume after this event (as `Last-Event-ID`); wins over `after`/`afterSeq`. */
-  lastEventId?: number | string;
+  /** Resume after this event (its opaque id, as `Last-Event-ID`); wins over `after`/`afterSeq`. */
+  lastEventId?: string;
   /** Only events of these types. */
   types?: EventType[];
   /** Reconnect after a dropped connection, a 503 or a 429 (default true); false ends the iteration, or throws. */
@@ -41,7 +41,7 @@ export class EventStream implements AsyncIterable<LogbookEvent> {
   constructor(connect: Connect, opts: FollowOptions = {}) {
     this.#connect = connect;
     this.#opts = opts;
-    this.lastEventId = opts.lastEventId === undefined ? undefined : String(opts.lastEventId);
+    this.lastEventId = opts.lastEventId;
   }
 
   async *[Symbol.asyncIterator](): AsyncGenerator<LogbookEvent> {
@@ -83,7 +83,7 @@ export class EventStream implements AsyncIterable<LogbookEvent> {
           };
           for await (const ev of parseEventStream(res.body!, parsing)) {
             failures = 0;
-            yield { id: Number(ev.id), event: ev.event, data: JSON.parse(ev.data) } as LogbookEvent;
+            yield { id: ev.id, event: ev.event, data: JSON.parse(ev.data) } as LogbookEvent;
           }
         } catch (err) {
           if (outer?.aborted) return;

@@ -1972,16 +1972,30 @@ export interface paths {
          * Follow a session live (Server-Sent Events)
          * @description A `text/event-stream` of the session's events as they commit: every
          *     appended message, rewind, compaction, checkpoint and session change, in
-         *     commit order, each once. Each event has an `id` (its position in the
-         *     feed, an integer), an `event` (its type) and `data` (the object, as
+         *     commit order, each once. Each event has an `id` (opaque: compare for
+         *     equality only), an `event` (its type) and `data` (the object, as
          *     JSON; see `Event`). Resume exactly where you were with the
          *     `Last-Event-ID` header (an `EventSource` sends it by itself when it
          *     reconnects) or `?after=`; or with `?after_seq=N` after the message
-         *     with seq N (`after_seq=0`: from the session's first event). With none
-         *     of these the feed starts now. A comment (`: heartbeat`) comes every 15 s
-         *     when nothing happens. The stream ends when the server shuts down and
-         *     when a client stops reading for 30 s: reconnect with `Last-Event-ID`,
-         *     nothing is lost. Needs `read` scope.
+         *     with seq N (`after_seq=0`: from the session's first event; a message
+         *     the session did not append itself, inherited from its parent or
+         *     imported, starts at the session's creation). With none of these the
+         *     feed starts now. An id that is not one this feed gave the caller's
+         *     tenant, or that is past the newest event, is `400 invalid_event_id`
+         *     naming `Last-Event-ID` or `after`.
+         *
+         *     The stream belongs to the session it opened on: it ends (after its
+         *     last whole event) within 2 s (the server's re-check interval) of the
+         *     key being revoked, open mode ending, the session being purged,
+         *     expiring or being replaced by another session of the same id, and of
+         *     the session no longer being the user's for a key bound to a user; the
+         *     reconnection then gets the real answer (`401`, `404`). No event of a
+         *     later session of the same id is ever delivered to it, and none of an
+         *     earlier one: the stream never starts before its session's creation. A comment
+         *     (`: heartbeat`) comes every 15 s when nothing happens. The stream also
+         *     ends when the server shuts down and when a client stops reading for
+         *     30 s: reconnect with `Last-Event-ID`, nothing is lost. Needs `read`
+         *     scope.
          */
         get: operations["streamSessionEvents"];
         put?: never;
@@ -2003,8 +2017,10 @@ export interface paths {
          * Follow a whole tenant live (Server-Sent Events)
          * @description Every event of the caller's tenant, as `GET /v1/sessions/{id}/events`
          *     gives one session's: for dashboards. Filter with `session_id` and
-         *     `type`. Resume with `Last-Event-ID` or `?after=`; without either the
-         *     feed starts now. Needs `read` scope.
+         *     `type`. Resume with `Last-Event-ID` or `?after=` (an id this feed
+         *     gave, else `400 invalid_event_id`); without either the feed starts
+         *     now. The stream ends within 2 s of the key being revoked or open mode
+         *     ending, as a session's does. Needs `read` scope.
          */
         get: operations["streamEvents"];
         put?: never;
@@ -2444,10 +2460,11 @@ export interface components {
         };
         /**
          * @description What an event of the live feed tells: `message.appended` (data: the
-         *     `Message`, or a `RemovedMessageEvent` when a rewind has removed it
-         *     since), `session.created` and `session.updated` (data: the `Session`
-         *     after the change), `session.rewound` (data: a `RewindEvent`; the
-         *     messages it appended follow as `message.appended`),
+         *     `Message`; a message a later rewind removed is no longer in the feed,
+         *     and the `session.rewound` event tells), `session.created` and
+         *     `session.updated` (data: the `Session` after the change),
+         *     `session.rewound` (data: a `RewindEvent`; the messages it appended
+         *     follow as `message.appended`),
          *     `compaction.created` (data: the `Compaction`), `checkpoint.created`
          *     (data: a `CheckpointEvent`). A session's first message makes it
          *     `active` without a `session.updated` event.
@@ -2461,13 +2478,14 @@ export interface components {
          */
         Event: {
             /**
-             * Format: int64
-             * @description The event's position in the feed; send it back as `Last-Event-ID` (or `after`) to resume after it.
+             * @description The event's id: opaque, bound to the caller's tenant. Compare ids
+             *     for equality only; send one back unchanged as `Last-Event-ID` (or
+             *     `after`) to resume after it.
              */
-            id: number;
+            id: string;
             event: components["schemas"]["EventType"];
             /** @description The object the event is about. */
-            data: components["schemas"]["Message"] | components["schemas"]["RemovedMessageEvent"] | components["schemas"]["Session"] | components["schemas"]["RewindEvent"] | components["schemas"]["Compaction"] | components["schemas"]["CheckpointEvent"];
+            data: components["schemas"]["Message"] | components["schemas"]["Session"] | components["schemas"]["RewindEvent"] | components["schemas"]["Compaction"] | components["schemas"]["CheckpointEvent"];
         };
         /** @description The data of a `session.rewound` event. */
         RewindEvent: {
@@ -2514,23 +2532,6 @@ export interface components {
              * @description When it was written.
              */
             created_at: string;
-        };
-        /** @description The data of a `message.appended` event whose message a later rewind removed. */
-        RemovedMessageEvent: {
-            /** @description The removed message's id. */
-            id: string;
-            /** @description Its session. */
-            session_id: string;
-            /**
-             * Format: int64
-             * @description The seq it had.
-             */
-            seq: number;
-            /**
-             * @description Always true.
-             * @constant
-             */
-            removed: true;
         };
         /**
          * @description The body of `POST /v1/admin/purge`. Unknown fields are `422`. Either `status` and
@@ -4684,7 +4685,6 @@ export interface components {
          *     | `stale_seq` | 409 | `expected_last_seq` is not the session's `last_seq`; see `last_seq` |
          *     | `rewound` | 409 | the key names messages a rewind removed; send them under a new key |
          *     | `stream_stopped` | 409 | an earlier line of the stream failed; this one was not appended |
-         *     | `event_not_found` | 409 | `after_seq` names a message no event of this session appended (imported, or inherited by a fork) |
          *     | `unknown_tool_call` | 422 | a `tool` message answers no tool call of the session |
          *     | `duplicate_tool_result` | 409 | a `tool` message answers a call that already has a result |
          *     | `corrupted` | 409 | a stored object fails its SHA-256; see `id` |
@@ -4693,6 +4693,7 @@ export interface components {
          *     | `malformed_json` | 400 | body is not one JSON object |
          *     | `invalid_query` | 400 | unknown query parameter or bad value |
          *     | `invalid_cursor` | 400 | cursor not from this list and filter |
+         *     | `invalid_event_id` | 400 | `Last-Event-ID` or `after` is no id of the caller's feed, or is past its newest event |
          *     | `method_not_allowed` | 405 | route exists, method does not |
          *     | `unsupported_media_type` | 415 | body is not JSON |
          *     | `unauthorized` | 401 | missing or bad credentials |
@@ -4703,7 +4704,7 @@ export interface components {
          *     | `internal` | 500 | unexpected failure |
          * @enum {string}
          */
-        ErrorCode: "not_found" | "validation_failed" | "invalid_transition" | "session_closed" | "conflict" | "idempotency_conflict" | "idempotency_in_progress" | "idempotency_applied" | "precondition_failed" | "limit_exceeded" | "old_not_found" | "read_only" | "block_exists" | "block_attached" | "already_attached" | "not_attached" | "stale_iteration" | "no_checkpoint" | "no_parent" | "checkpoint_exists" | "stale_seq" | "rewound" | "stream_stopped" | "event_not_found" | "unknown_tool_call" | "duplicate_tool_result" | "corrupted" | "invalid_import" | "payload_too_large" | "malformed_json" | "invalid_query" | "invalid_cursor" | "method_not_allowed" | "unsupported_media_type" | "unauthorized" | "forbidden" | "rate_limited" | "storage_unavailable" | "embedding_unavailable" | "internal";
+        ErrorCode: "not_found" | "validation_failed" | "invalid_transition" | "session_closed" | "conflict" | "idempotency_conflict" | "idempotency_in_progress" | "idempotency_applied" | "precondition_failed" | "limit_exceeded" | "old_not_found" | "read_only" | "block_exists" | "block_attached" | "already_attached" | "not_attached" | "stale_iteration" | "no_checkpoint" | "no_parent" | "checkpoint_exists" | "stale_seq" | "rewound" | "stream_stopped" | "unknown_tool_call" | "duplicate_tool_result" | "corrupted" | "invalid_import" | "payload_too_large" | "malformed_json" | "invalid_query" | "invalid_cursor" | "invalid_event_id" | "method_not_allowed" | "unsupported_media_type" | "unauthorized" | "forbidden" | "rate_limited" | "storage_unavailable" | "embedding_unavailable" | "internal";
         /** @description One bad input field or query parameter. */
         FieldError: {
             /** @description The field's JSON path as the client wrote it (e.g. `messages[2].role`), a query parameter's name, or a header's name (`Idempotency-Key`). */
@@ -4771,10 +4772,10 @@ export interface components {
         };
         /**
          * @description The live feed, as `text/event-stream`: events of the form
-         *     `id: <position>` / `event: <type>` / `data: <JSON>` and a blank line.
-         *     It opens with `retry: 1000` and `id: <start>` (the position the feed
-         *     starts after, a block with no data, so no event): a client cut off
-         *     before its first event resumes from there.
+         *     `id: <id>` / `event: <type>` / `data: <JSON>` and a blank line.
+         *     It opens with `retry: 1000` and `id: <start>` (the id of where the
+         *     feed starts, a block with no data, so no event): a client cut off
+         *     before its first event resumes from there. Ids are opaque strings.
          *     Should a `data` value hold line breaks, it comes as several `data:`
          *     lines, which clients join with a line break, as the format says.
          */
@@ -5245,10 +5246,16 @@ export interface components {
         };
     };
     parameters: {
-        /** @description The id of the last event received; the feed resumes right after it. */
+        /**
+         * @description The id of the last event received, as the feed gave it; the feed
+         *     resumes right after it. Anything else is `400 invalid_event_id`.
+         */
         LastEventId: string;
-        /** @description Start after the event with this id (as `Last-Event-ID`, which wins when both are given). */
-        EventsAfter: number;
+        /**
+         * @description Start after the event with this id, as the feed gave it (as
+         *     `Last-Event-ID`, which wins when both are given).
+         */
+        EventsAfter: string;
         /** @description Only events of these types (repeat the parameter, or separate with commas). */
         EventTypes: components["schemas"]["EventType"][];
         /** @description The session's id (server-made `ses_…`, or the id the client chose). */
@@ -9671,15 +9678,25 @@ export interface operations {
     streamSessionEvents: {
         parameters: {
             query?: {
-                /** @description Start after the event with this id (as `Last-Event-ID`, which wins when both are given). */
+                /**
+                 * @description Start after the event with this id, as the feed gave it (as
+                 *     `Last-Event-ID`, which wins when both are given).
+                 */
                 after?: components["parameters"]["EventsAfter"];
-                /** @description Start after the event that appended this message seq (0 for every event of the session). */
+                /**
+                 * @description Start after the event that appended this message seq (0 for every
+                 *     event of the session); for a message the session did not append
+                 *     itself (inherited, imported), at the session's creation.
+                 */
                 after_seq?: number;
                 /** @description Only events of these types (repeat the parameter, or separate with commas). */
                 type?: components["parameters"]["EventTypes"];
             };
             header?: {
-                /** @description The id of the last event received; the feed resumes right after it. */
+                /**
+                 * @description The id of the last event received, as the feed gave it; the feed
+                 *     resumes right after it. Anything else is `400 invalid_event_id`.
+                 */
                 "Last-Event-ID"?: components["parameters"]["LastEventId"];
             };
             path: {
@@ -9695,7 +9712,6 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
             429: components["responses"]["RateLimited"];
             default: components["responses"]["Default"];
         };
@@ -9703,7 +9719,10 @@ export interface operations {
     streamEvents: {
         parameters: {
             query?: {
-                /** @description Start after the event with this id (as `Last-Event-ID`, which wins when both are given). */
+                /**
+                 * @description Start after the event with this id, as the feed gave it (as
+                 *     `Last-Event-ID`, which wins when both are given).
+                 */
                 after?: components["parameters"]["EventsAfter"];
                 /** @description Only this session's events. */
                 session_id?: string;
@@ -9711,7 +9730,10 @@ export interface operations {
                 type?: components["parameters"]["EventTypes"];
             };
             header?: {
-                /** @description The id of the last event received; the feed resumes right after it. */
+                /**
+                 * @description The id of the last event received, as the feed gave it; the feed
+                 *     resumes right after it. Anything else is `400 invalid_event_id`.
+                 */
                 "Last-Event-ID"?: components["parameters"]["LastEventId"];
             };
             path?: never;

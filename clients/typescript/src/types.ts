@@ -78,15 +78,17 @@ export type ProblemBody = S["Problem"];
 export type EventType = S["EventType"];
 export type RewindEvent = S["RewindEvent"];
 export type CheckpointEvent = S["CheckpointEvent"];
-export type RemovedMessageEvent = S["RemovedMessageEvent"];
 
-/** One event of the live feed, its `data` typed by its `event`. */
+/**
+ * One event of the live feed, its `data` typed by its `event`. `id` is opaque:
+ * compare ids for equality only, and pass one back (`lastEventId`) to resume.
+ */
 export type LogbookEvent =
-  | { id: number; event: "message.appended"; data: Message | RemovedMessageEvent }
-  | { id: number; event: "session.created" | "session.updated"; data: Session }
-  | { id: number; event: "session.rewound"; data: RewindEvent }
-  | { id: number; event: "compaction.created"; data: Compaction }
-  | { id: number; event: "checkpoint.created"; data: CheckpointEvent };
+  | { id: string; event: "message.appended"; data: Message }
+  | { id: string; event: "session.created" | "session.updated"; data: Session }
+  | { id: string; event: "session.rewound"; data: RewindEvent }
+  | { id: string; event: "compaction.created"; data: Compaction }
+  | { id: string; event: "checkpoint.created"; data: CheckpointEvent };
 
 /** Every list answers one page of this shape. */
 export interface Page<T> {

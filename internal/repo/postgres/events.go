@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/logbook/logbook/internal/model"
 	"github.com/logbook/logbook/internal/repo"
@@ -66,9 +67,12 @@ func sequenceEventsPG(ctx context.Context, q batchSender) error {
 	}
 }
 
-// ListEvents returns the tenant's numbered events after q.After, in order
-// (repo.Events); tenant "" reads every tenant's.
-func (s *Store) ListEvents(ctx context.Context, tenant string, q model.EventQuery) ([]model.Event, error) {
+// ListEvents returns the tenant's numbered events after q.After, in order,
+// within q's bounds (repo.Events); tenant "" reads every tenant's. A
+// message's event whose message is gone (a rewind took it since) is left out,
+// as SQLite, whose message events are the messages, leaves it out.
+func (s *Store) ListEvents(ctx context.Context, tenant string, q model.EventQuery) (model.EventBatch, error) {
+	out := model.EventBatch{Through: q.After}
 	var (
 		where []string
 		args  []any
@@ -95,101 +99,156 @@ func (s *Store) ListEvents(ctx context.Context, tenant string, q model.EventQuer
 	if limit <= 0 {
 		limit = 100
 	}
-	rows, err := s.pool.Query(ctx, `SELECT pos, type, tenant_id, session_id, message_id, seq, data FROM events
+	// The rows are small (a message's names the message); the messages are
+	// read after, a few at a time, until the batch's bytes pass q.MaxBytes.
+	rows, err := s.pool.Query(ctx, `SELECT pos, type, tenant_id, session_id, message_id, data FROM events
 		WHERE `+strings.Join(where, " AND ")+` ORDER BY pos LIMIT `+arg(limit), args...)
 	if err != nil {
-		return nil, mapErr(err)
+		return out, mapErr(err)
 	}
 	var (
-		out                []model.Event
-		wantTenant, wantID []string
-		wantAt             []int
-		wantSeq            []int64
+		evs   []model.Event
+		msgID []string
 	)
 	for rows.Next() {
 		var (
-			e     model.Event
-			typ   string
-			msgID *string
-			seq   *int64
-			data  *string
+			e    model.Event
+			typ  string
+			id   *string
+			data *string
 		)
-		if err := rows.Scan(&e.Pos, &typ, &e.Tenant, &e.SessionID, &msgID, &seq, &data); err != nil {
+		if err := rows.Scan(&e.Pos, &typ, &e.Tenant, &e.SessionID, &id, &data); err != nil {
 			rows.Close()
-			return nil, mapErr(err)
+			return out, mapErr(err)
 		}
 		e.Type = model.EventType(typ)
 		if data != nil {
 			e.Data = []byte(*data)
 		}
-		if msgID != nil {
-			e.MessageID = *msgID
-			if seq != nil {
-				e.Seq = *seq
-			}
-			wantTenant, wantID, wantAt = append(wantTenant, e.Tenant), append(wantID, *msgID), append(wantAt, len(out))
-			var sq int64
-			if seq != nil {
-				sq = *seq
-			}
-			wantSeq = append(wantSeq, sq)
-		}
-		out = append(out, e)
+		evs = append(evs, e)
+		msgID = append(msgID, deref(id))
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, mapErr(err)
+		return out, mapErr(err)
 	}
-	if len(wantID) == 0 {
-		return out, nil
+	more := len(evs) == limit
+	size, msgBytes, msgs := 0, 0, 0
+	for i := 0; i < len(evs); {
+		// The messages of the next events, in one probe each by their whole
+		// key (messages_by_id), as the append's lookups do; as many as the
+		// bytes left hold at the size of those read so far (one to start
+		// with), so that a batch of large messages reads no more of them
+		// than it returns.
+		want := 1
+		if msgs > 0 && q.MaxBytes > 0 {
+			want = (q.MaxBytes - size) / max(msgBytes/msgs, 1)
+		} else if msgs > 0 {
+			want = maxEventMessages
+		}
+		want = min(max(want, 1), maxEventMessages)
+		j, n := i, 0
+		for ; j < len(evs) && n < want; j++ {
+			if msgID[j] != "" {
+				n++
+			}
+		}
+		found, err := s.eventMessages(ctx, evs[i:j], msgID[i:j])
+		if err != nil {
+			return out, err
+		}
+		for ; i < j; i++ {
+			e := evs[i]
+			if msgID[i] != "" {
+				m, ok := found[[2]string{e.Tenant, msgID[i]}]
+				if !ok {
+					out.Through = e.Pos // gone: the feed shows what is stored
+					continue
+				}
+				e.Seq, e.Data = m.Seq, repo.MessageEventData(&m)
+				msgBytes, msgs = msgBytes+len(e.Data), msgs+1
+			}
+			out.Events = append(out.Events, e)
+			out.Through = e.Pos
+			size += len(e.Data)
+			if q.Full(len(out.Events), size) {
+				out.More = i+1 < len(evs) || more
+				return out, nil
+			}
+		}
 	}
-	// One probe per message by its whole key (messages_by_id), as the append's
-	// lookups do.
+	out.More = more
+	return out, nil
+}
+
+// maxEventMessages bounds the messages ListEvents reads in one query.
+const maxEventMessages = 256
+
+// eventMessages reads the messages evs name (ids[i] for evs[i]; "" for an
+// event of no message), by tenant and id.
+func (s *Store) eventMessages(ctx context.Context, evs []model.Event, ids []string) (map[[2]string]model.Message, error) {
+	var tenants, wanted []string
+	for i, id := range ids {
+		if id != "" {
+			tenants, wanted = append(tenants, evs[i].Tenant), append(wanted, id)
+		}
+	}
+	found := map[[2]string]model.Message{}
+	if len(wanted) == 0 {
+		return found, nil
+	}
 	mrows, err := s.pool.Query(ctx, `SELECT m.* FROM unnest($1::text[], $2::text[]) AS k(tenant_id, id)
 		CROSS JOIN LATERAL (SELECT `+messageColumnsPG+`, tenant_id FROM messages
-			WHERE tenant_id = k.tenant_id AND id = k.id LIMIT 1) m`, wantTenant, wantID)
+			WHERE tenant_id = k.tenant_id AND id = k.id LIMIT 1) m`, tenants, wanted)
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	found := map[[2]string]model.Message{}
+	defer mrows.Close()
 	var mt string
 	sc := newMsgScanRowPG(&mt)
 	for mrows.Next() {
 		m, err := sc.scan(mrows)
 		if err != nil {
-			mrows.Close()
 			return nil, mapErr(err)
 		}
 		found[[2]string{mt, m.ID}] = m
 	}
-	mrows.Close()
-	if err := mrows.Err(); err != nil {
-		return nil, mapErr(err)
+	return found, mapErr(mrows.Err())
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
 	}
-	for i, at := range wantAt {
-		e := &out[at]
-		if m, ok := found[[2]string{wantTenant[i], wantID[i]}]; ok {
-			e.Data = repo.MessageEventData(&m, "", "", 0)
-		} else {
-			e.Data = repo.MessageEventData(nil, wantID[i], e.SessionID, wantSeq[i])
-		}
-	}
-	return out, nil
+	return *s
 }
 
 // EventPosOfSeq returns where the session's message seq was appended, as the
-// session stands now (repo.Events).
+// session stands now, or, for seq 0 and a message the session did not append
+// (a fork's inherited prefix, an import), just before its first event, its
+// session.created (repo.Events).
 func (s *Store) EventPosOfSeq(ctx context.Context, tenant, sessionID string, seq int64) (int64, error) {
 	if err := sequenceEventsPG(ctx, s.pool); err != nil {
 		return 0, err
 	}
-	var pos int64
-	err := s.pool.QueryRow(ctx, `SELECT pos FROM events WHERE tenant_id = $1 AND session_id = $2 AND seq = $3
-		AND pos IS NOT NULL ORDER BY pos DESC LIMIT 1`, tenant, sessionID, seq).Scan(&pos)
+	// The session's first event is its session.created: a purge took the
+	// events of any earlier session of this id along.
+	var pos *int64
+	err := s.pool.QueryRow(ctx, `SELECT COALESCE(
+			(SELECT pos FROM events WHERE tenant_id = $1 AND session_id = $2 AND seq = $3 AND $3 > 0 AND pos IS NOT NULL
+				ORDER BY pos DESC LIMIT 1),
+			(SELECT pos - 1 FROM events WHERE tenant_id = $1 AND session_id = $2 AND pos IS NOT NULL ORDER BY pos LIMIT 1))
+		FROM sessions WHERE tenant_id = $1 AND id = $2`, tenant, sessionID, seq).Scan(&pos)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, model.NotFound("event of message seq", strconv.FormatInt(seq, 10))
+		return 0, model.NotFound("session", sessionID)
 	}
-	return pos, mapErr(err)
+	if err != nil {
+		return 0, mapErr(err)
+	}
+	if pos == nil {
+		return 0, nil
+	}
+	return *pos, nil
 }
 
 // EventHead numbers what has committed, then returns the last position: a
@@ -201,6 +260,25 @@ func (s *Store) EventHead(ctx context.Context) (int64, error) {
 	var pos int64
 	err := s.pool.QueryRow(ctx, `SELECT last_pos FROM event_sequencer WHERE one`).Scan(&pos)
 	return pos, mapErr(err)
+}
+
+// FeedSecret is the database's feed secret, read (or drawn) at Open.
+func (s *Store) FeedSecret() []byte { return s.feedSecret }
+
+// loadFeedSecretPG reads the database's feed secret, drawing and storing one
+// the first time; of two processes opening at once, one's is kept, and both
+// read it (the read is a statement of its own, which sees the other's commit).
+func loadFeedSecretPG(ctx context.Context, pool *pgxpool.Pool) ([]byte, error) {
+	fresh, err := repo.NewFeedSecret()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO feed_secret (one, secret) VALUES (true, $1) ON CONFLICT (one) DO NOTHING`, fresh); err != nil {
+		return nil, err
+	}
+	var secret []byte
+	err = pool.QueryRow(ctx, `SELECT secret FROM feed_secret WHERE one`).Scan(&secret)
+	return secret, err
 }
 
 // EventsChanged is closed once the sequencer (of any process) numbered more

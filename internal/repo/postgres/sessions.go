@@ -12,7 +12,7 @@ import (
 
 // sessionColumnsPG are read in scanSessionPG's order, as SQLite's sessionColumns.
 const sessionColumnsPG = `id, agent_id, title, status, metadata, message_count, last_seq,
-	total_tokens, total_cost, turn_count, parent_id, forked_at_seq, created_at, updated_at, closed_at, user_id, expires_at`
+	total_tokens, total_cost, turn_count, parent_id, forked_at_seq, created_at, updated_at, closed_at, user_id, expires_at, incarnation`
 
 // sessionQuerier is what both the pool and a transaction offer.
 type sessionQuerier interface {
@@ -118,7 +118,7 @@ func scanSessionPG(row pgx.Row) (model.Session, error) {
 		totalTokens, count, lastSeq int64
 	)
 	err := row.Scan(&ses.ID, &ses.AgentID, &ses.Title, &status, &meta, &count, &lastSeq,
-		&totalTokens, &ses.TotalCost, &ses.TurnCount, &ses.ParentID, &ses.ForkedAtSeq, &created, &updated, &closedAt, &ses.UserID, &expiresAt)
+		&totalTokens, &ses.TotalCost, &ses.TurnCount, &ses.ParentID, &ses.ForkedAtSeq, &created, &updated, &closedAt, &ses.UserID, &expiresAt, &ses.Incarnation)
 	if err != nil {
 		return ses, err
 	}

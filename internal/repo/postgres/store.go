@@ -48,6 +48,8 @@ type Store struct {
 	appends appendQueuesPG
 	events  repo.EventSignal
 
+	feedSecret []byte // the live feed's ids are sealed with it (FeedSecret)
+
 	pgvector    bool  // passages.embedding_vec is there: search through HNSW
 	pgvectorErr error // why not, under PGVectorAuto
 	hnsw        hnswIndexes
@@ -85,6 +87,10 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err := pool.QueryRow(ctx, `SELECT 1 FROM sessions LIMIT 1`).Scan(&one); err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: is the schema migrated (server migrate up)? %w", err)
+	}
+	if s.feedSecret, err = loadFeedSecretPG(ctx, pool); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: read the live feed's secret: %w", err)
 	}
 	s.hnsw = hnswIndexes{ready: map[int]bool{}, busy: map[int]bool{}}
 	s.buildCtx, s.stopBuilds = context.WithCancel(context.Background())

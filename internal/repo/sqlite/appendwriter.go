@@ -326,6 +326,8 @@ func (s *Store) messageByKey(ctx context.Context, tx *sql.Tx, g *group, tenant, 
 
 // flush writes what the group staged: the rows, each touched session's
 // counters (once, whatever the number of its appends), and the request keys.
+// Nothing else: a row is its own event of the live feed, and the search index
+// and embeddings follow the rows by gid.
 func (s *Store) flush(ctx context.Context, tx *sql.Tx, g *group) error {
 	if len(g.rows) == 0 && len(g.reqKeys) == 0 {
 		return nil
@@ -338,7 +340,7 @@ func (s *Store) flush(ctx context.Context, tx *sql.Tx, g *group) error {
 		r, m := sr.r, &sr.r.msg
 		if _, err := insert.ExecContext(ctx, sr.tenant, sr.session, m.Seq, m.ID, m.Role, m.Content.Text, m.Name, r.toolCalls,
 			m.ToolCallID, m.AgentID, m.Model, m.Tokens, m.Cost, r.metadata, int64(m.CreatedAt), r.key, r.hash,
-			sr.gid, sr.cumTokens, sr.cumCost, r.parts, m.IsError, r.providerItem, sr.cumTurns); err != nil {
+			sr.gid, sr.cumTokens, sr.cumCost, r.parts, m.IsError, r.providerItem, sr.cumTurns, true); err != nil {
 			return err
 		}
 		for _, f := range r.files {
@@ -354,10 +356,10 @@ func (s *Store) flush(ctx context.Context, tx *sql.Tx, g *group) error {
 				return err
 			}
 		}
-		if err := s.recordEvent(ctx, tx, sr.tenant, sr.session, model.EventMessageAppended, m.ID, m.Seq, nil); err != nil {
-			return err
-		}
 	}
+	// Each row is its own message.appended event (events.go): the feed's
+	// readers look after the commit.
+	s.eventsWritten = s.eventsWritten || len(g.rows) > 0
 	for k, p := range g.pins {
 		if err := pinAgent(ctx, tx, k.tenant, p); err != nil {
 			return err

@@ -146,7 +146,7 @@ func (t *ckTx) SetPause(ctx context.Context, pause *int64) error {
 }
 
 func (t *ckTx) Created(ctx context.Context, c model.Checkpoint) error {
-	return t.s.recordEvent(ctx, t.tx, t.tenant, t.session, model.EventCheckpointCreated, "", 0, repo.CheckpointEventData(c))
+	return t.s.recordEvent(ctx, t.tx, t.tenant, t.session, model.EventCheckpointCreated, repo.CheckpointEventData(c))
 }
 
 func (t *ckTx) NthNewest(ctx context.Context, ns string, n int64) (int64, bool, error) {

@@ -71,7 +71,7 @@ func (s *Store) CreateCompaction(ctx context.Context, tenant, sessionID string, 
 		if err := insertCompaction(ctx, tx, tenant, n, c); err != nil {
 			return err
 		}
-		return s.recordEvent(ctx, tx, tenant, sessionID, model.EventCompactionCreated, "", 0, repo.CompactionEventData(c))
+		return s.recordEvent(ctx, tx, tenant, sessionID, model.EventCompactionCreated, repo.CompactionEventData(c))
 	})
 	return c, err
 }

@@ -271,7 +271,9 @@ func pinServerEmbedding(ctx context.Context, tx *sql.Tx, r repo.EmbeddingOutcome
 
 // QueueMessageEmbeddings makes the messages appended since the cursor
 // pending, for sessions whose agent names an endpoint (any agent's, with
-// serverDefault), and moves the cursor past the events it read.
+// serverDefault), and moves the cursor past the messages it read. It follows
+// the messages by gid, as the live feed does (a message is its own event):
+// those the session appended, not the copies a fork takes or imported ones.
 func (s *Store) QueueMessageEmbeddings(ctx context.Context, serverDefault bool, limit int) (int, error) {
 	if !serverDefault {
 		var named bool
@@ -285,26 +287,25 @@ func (s *Store) QueueMessageEmbeddings(ctx context.Context, serverDefault bool, 
 		if err := tx.QueryRowContext(ctx, `SELECT pos FROM embedding_cursor`).Scan(&from); err != nil {
 			return err
 		}
-		if err := tx.QueryRowContext(ctx, `SELECT count(*), coalesce(max(pos), ?) FROM
-			(SELECT pos FROM events WHERE pos > ? ORDER BY pos LIMIT ?)`, from, from, limit).Scan(&n, &to); err != nil {
+		if err := tx.QueryRowContext(ctx, `SELECT count(*), coalesce(max(gid), ?) FROM
+			(SELECT gid FROM messages INDEXED BY messages_by_gid WHERE gid > ? ORDER BY gid LIMIT ?)`, from, from, limit).Scan(&n, &to); err != nil {
 			return err
 		}
 		if n == 0 {
 			return nil
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO message_embeddings (tenant_id, session_id, seq, message_id, agent_id, state, due)
-			SELECT ev.tenant_id, ev.session_id, ev.seq, ev.message_id, s.agent_id, 'pending', ?
-			FROM events ev
-			JOIN sessions s ON s.tenant_id = ev.tenant_id AND s.id = ev.session_id
-			JOIN messages m ON m.tenant_id = ev.tenant_id AND m.session_id = ev.session_id AND m.seq = ev.seq AND m.id = ev.message_id
+			SELECT m.tenant_id, m.session_id, m.seq, m.id, s.agent_id, 'pending', ?
+			FROM messages m INDEXED BY messages_by_gid
+			JOIN sessions s ON s.tenant_id = m.tenant_id AND s.id = m.session_id
 			LEFT JOIN agents a ON a.tenant_id = s.tenant_id AND a.id = s.agent_id
 			LEFT JOIN tenant_embedding t ON t.tenant_id = s.tenant_id
-			WHERE ev.pos > ? AND ev.pos <= ? AND ev.type = ? AND s.agent_id IS NOT NULL AND m.content <> ''
+			WHERE m.gid > ? AND m.gid <= ? AND m.in_feed = 1 AND s.agent_id IS NOT NULL AND m.content <> ''
 				AND (a.embedding_config IS NOT NULL OR t.tenant_id IS NOT NULL OR ?)
 			ON CONFLICT (tenant_id, session_id, seq) DO UPDATE SET message_id = excluded.message_id, agent_id = excluded.agent_id,
 				state = 'pending', model = NULL, embedding = NULL, error = NULL, attempts = 0, due = excluded.due
 			WHERE message_embeddings.message_id <> excluded.message_id`,
-			int64(model.Now()), from, to, string(model.EventMessageAppended), serverDefault); err != nil {
+			int64(model.Now()), from, to, serverDefault); err != nil {
 			return err
 		}
 		_, err := tx.ExecContext(ctx, `UPDATE embedding_cursor SET pos = ?`, to)

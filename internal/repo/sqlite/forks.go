@@ -75,11 +75,12 @@ func (s *Store) ForkSession(ctx context.Context, tenant, parentID string, in mod
 			fork.Metadata = in.Metadata
 		}
 		meta := fork.Metadata.String()
+		fork.Incarnation = s.nextGID() // as CreateSession's
 		_, err = tx.Exec(`INSERT INTO sessions (tenant_id, id, agent_id, user_id, title, status, metadata, message_count, last_seq,
-			total_tokens, total_cost, turn_count, parent_id, forked_at_seq, prefix_shared, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)`,
+			total_tokens, total_cost, turn_count, parent_id, forked_at_seq, prefix_shared, created_at, updated_at, incarnation)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)`,
 			tenant, fork.ID, fork.AgentID, fork.UserID, fork.Title, fork.Status, meta, at, at, tokens, cost, t.turns, parentID, at,
-			int64(now), int64(now))
+			int64(now), int64(now), fork.Incarnation)
 		if isConstraint(err) {
 			return repo.SessionTaken(fork.ID)
 		}
@@ -98,7 +99,7 @@ func (s *Store) ForkSession(ctx context.Context, tenant, parentID string, in mod
 		if err != nil {
 			return err
 		}
-		return s.recordEvent(ctx, tx, tenant, fork.ID, model.EventSessionCreated, "", 0, repo.SessionEventData(stored))
+		return s.recordEventAt(ctx, tx, fork.Incarnation, tenant, fork.ID, model.EventSessionCreated, repo.SessionEventData(stored))
 	})
 	return fork, err
 }

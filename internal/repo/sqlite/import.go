@@ -130,7 +130,10 @@ func (im *sessionImport) take(ctx context.Context, line int, l model.ExportLine)
 		if _, err := repo.PlaceSession(ses.ID, ses.UserID, false, sessionHolder(ctx, tx, tenant)); err != nil {
 			return transfer.InLine(line, err)
 		}
-		err := insertImportedSession(ctx, tx, tenant, ses)
+		// Its session.created event comes at finish, but at a gid taken
+		// now, so that it comes before its messages in the feed.
+		im.ses.Incarnation = s.nextGID()
+		err := insertImportedSession(ctx, tx, tenant, im.ses)
 		if isConstraint(err) {
 			return transfer.Conflict(line, "a session with id %q already exists", ses.ID)
 		}
@@ -163,7 +166,7 @@ func (im *sessionImport) take(ctx context.Context, line int, l model.ExportLine)
 		}
 		_, err = im.insert.ExecContext(ctx, tenant, im.ses.ID, m.Seq, m.ID, m.Role, m.Content.Text, m.Name, toolCalls,
 			m.ToolCallID, m.AgentID, m.Model, m.Tokens, m.Cost, m.Metadata.String(), int64(m.CreatedAt), nil, nil,
-			s.nextGID(), im.cumTokens, im.cumCost, parts, m.IsError, item, im.cumTurns)
+			s.nextGID(), im.cumTokens, im.cumCost, parts, m.IsError, item, im.cumTurns, false)
 		if isConstraint(err) {
 			return transfer.Conflict(line, "a message with id %q already exists", m.ID)
 		}
@@ -267,7 +270,7 @@ func (im *sessionImport) finish(ctx context.Context) (model.Session, error) {
 	if err != nil {
 		return out, err
 	}
-	return out, im.s.recordEvent(ctx, tx, tenant, out.ID, model.EventSessionCreated, "", 0, repo.SessionEventData(out))
+	return out, im.s.recordEventAt(ctx, tx, ses.Incarnation, tenant, out.ID, model.EventSessionCreated, repo.SessionEventData(out))
 }
 
 // insertImportedSession writes the session row as the export states it.
@@ -279,11 +282,11 @@ func insertImportedSession(ctx context.Context, tx *sql.Tx, tenant string, ses m
 	}
 	_, err := tx.ExecContext(ctx, `INSERT INTO sessions (tenant_id, id, agent_id, user_id, title, status, metadata, message_count,
 		last_seq, total_tokens, total_cost, parent_id, forked_at_seq, prefix_shared,
-		created_at, updated_at, closed_at, expires_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)`,
+		created_at, updated_at, closed_at, expires_at, incarnation)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?)`,
 		tenant, ses.ID, ses.AgentID, ses.UserID, ses.Title, ses.Status, ses.Metadata.String(), ses.MessageCount, ses.LastSeq,
 		ses.TotalTokens, ses.TotalCost, ses.ParentID, ses.ForkedAtSeq,
-		int64(ses.CreatedAt), int64(ses.UpdatedAt), closedAt, ses.ExpiresAt)
+		int64(ses.CreatedAt), int64(ses.UpdatedAt), closedAt, ses.ExpiresAt, ses.Incarnation)
 	return err
 }
 

@@ -284,6 +284,8 @@ func sharingForks(ctx context.Context, q querier, tenant, id string) ([]string, 
 // detachFork makes a fork store its inherited prefix itself: every message of its
 // lineage below its own segment is copied under the fork's id (new ids and gids,
 // same seqs and running totals), indexed for search, and the fork stops sharing.
+// The copies are no events of the live feed (in_feed 0): the fork did not
+// append them, and readers of it have seen its history already.
 func (s *Store) detachFork(ctx context.Context, tx *sql.Tx, tenant, fork string) error {
 	segs, err := lineage(ctx, tx, tenant, fork)
 	if err != nil {
@@ -341,7 +343,7 @@ func (s *Store) copySegment(ctx context.Context, tx *sql.Tx, tenant, fork string
 		for _, r := range chunk {
 			if _, err := tx.StmtContext(ctx, s.st.insertMessage).ExecContext(ctx, tenant, fork, r.seq, newID(model.PrefixMessage),
 				r.role, r.content, r.name, r.toolCalls, r.toolCallID, r.agentID, r.mdl, r.tokens, r.cost, r.metadata,
-				r.createdAt, nil, nil, s.nextGID(), r.cumTokens, r.cumCost, r.parts, r.isError, r.providerItem, r.cumTurns); err != nil {
+				r.createdAt, nil, nil, s.nextGID(), r.cumTokens, r.cumCost, r.parts, r.isError, r.providerItem, r.cumTurns, false); err != nil {
 				return fmt.Errorf("copy seq %d of %s into fork %s: %w", r.seq, g.owner, fork, err)
 			}
 			after = r.seq

@@ -78,7 +78,7 @@ func (s *Store) rewindTx(ctx context.Context, tx *sql.Tx, tenant, id string, in 
 			return res, err
 		}
 	}
-	if err := s.recordEvent(ctx, tx, tenant, id, model.EventSessionRewound, "", 0, repo.RewindEventData(id, to, res)); err != nil {
+	if err := s.recordEvent(ctx, tx, tenant, id, model.EventSessionRewound, repo.RewindEventData(id, to, res)); err != nil {
 		return res, err
 	}
 	if len(rows) > 0 {

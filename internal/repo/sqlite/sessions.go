@@ -10,7 +10,7 @@ import (
 )
 
 const sessionColumns = `id, agent_id, title, status, metadata, message_count, last_seq,
-	total_tokens, total_cost, turn_count, parent_id, forked_at_seq, created_at, updated_at, closed_at, user_id, expires_at`
+	total_tokens, total_cost, turn_count, parent_id, forked_at_seq, created_at, updated_at, closed_at, user_id, expires_at, incarnation`
 
 // CreateSession stores a new session in status created, under the id
 // repo.PlaceSession picks. A client-chosen id that is taken is a KindConflict.
@@ -44,7 +44,7 @@ func (s *Store) CreateSession(ctx context.Context, tenant string, in model.Creat
 			}
 			ses.ID = id
 		}
-		return s.insertSession(ctx, tx, tenant, ses)
+		return s.insertSession(ctx, tx, tenant, &ses)
 	})
 	if err != nil {
 		return model.Session{}, err
@@ -69,20 +69,24 @@ func sessionHolder(ctx context.Context, tx *sql.Tx, tenant string) repo.SessionH
 func (s *Store) createSessionTx(ctx context.Context, tx *sql.Tx, tenant string, in model.CreateSession) (model.Session, error) {
 	now := model.Now()
 	ses := model.Session{ID: in.ID, Status: model.StatusCreated, Metadata: model.Object("{}"), CreatedAt: now, UpdatedAt: now}
-	return ses, s.insertSession(ctx, tx, tenant, ses)
+	err := s.insertSession(ctx, tx, tenant, &ses)
+	return ses, err
 }
 
-func (s *Store) insertSession(ctx context.Context, tx *sql.Tx, tenant string, ses model.Session) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO sessions (tenant_id, id, agent_id, user_id, title, status, metadata, created_at, updated_at, expires_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		tenant, ses.ID, ses.AgentID, ses.UserID, ses.Title, ses.Status, ses.Metadata.String(), int64(ses.CreatedAt), int64(ses.UpdatedAt), ses.ExpiresAt)
+func (s *Store) insertSession(ctx context.Context, tx *sql.Tx, tenant string, ses *model.Session) error {
+	// Its incarnation is its session.created event's gid: never given
+	// again, so no later session of this id has it.
+	ses.Incarnation = s.nextGID()
+	_, err := tx.ExecContext(ctx, `INSERT INTO sessions (tenant_id, id, agent_id, user_id, title, status, metadata, created_at, updated_at, expires_at, incarnation)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		tenant, ses.ID, ses.AgentID, ses.UserID, ses.Title, ses.Status, ses.Metadata.String(), int64(ses.CreatedAt), int64(ses.UpdatedAt), ses.ExpiresAt, ses.Incarnation)
 	if isConstraint(err) {
 		return repo.SessionTaken(ses.ID)
 	}
 	if err != nil {
 		return err
 	}
-	return s.recordEvent(ctx, tx, tenant, ses.ID, model.EventSessionCreated, "", 0, repo.SessionEventData(ses))
+	return s.recordEventAt(ctx, tx, ses.Incarnation, tenant, ses.ID, model.EventSessionCreated, repo.SessionEventData(*ses))
 }
 
 // GetSession returns one session, or KindNotFound.
@@ -120,7 +124,7 @@ func scanSession(sc scanner) (model.Session, error) {
 		closedAt sql.NullInt64
 	)
 	err := sc.Scan(&ses.ID, &ses.AgentID, &ses.Title, &ses.Status, &meta, &ses.MessageCount, &ses.LastSeq,
-		counterInt{&ses.TotalTokens}, counterFloat{&ses.TotalCost}, &ses.TurnCount, &ses.ParentID, &ses.ForkedAtSeq, &ses.CreatedAt, &ses.UpdatedAt, &closedAt, &ses.UserID, &ses.ExpiresAt)
+		counterInt{&ses.TotalTokens}, counterFloat{&ses.TotalCost}, &ses.TurnCount, &ses.ParentID, &ses.ForkedAtSeq, &ses.CreatedAt, &ses.UpdatedAt, &closedAt, &ses.UserID, &ses.ExpiresAt, &ses.Incarnation)
 	if err != nil {
 		return ses, err
 	}
@@ -292,5 +296,5 @@ func (s *Store) saveSession(ctx context.Context, tx *sql.Tx, tenant string, prev
 	if n, err := res.RowsAffected(); err != nil || n != 1 {
 		return model.Errorf(model.KindConflict, "conflict", "session %q changed concurrently; retry", ses.ID)
 	}
-	return s.recordEvent(ctx, tx, tenant, ses.ID, model.EventSessionUpdated, "", 0, repo.SessionEventData(*ses))
+	return s.recordEvent(ctx, tx, tenant, ses.ID, model.EventSessionUpdated, repo.SessionEventData(*ses))
 }

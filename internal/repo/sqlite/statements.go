@@ -35,9 +35,7 @@ func prepareWriterStatements(ctx context.Context, db *sql.DB) (writerStatements,
 		sql string
 	}{
 		{&st.savepoint, `SAVEPOINT w`},
-		// the highest gid ever handed out: the newest messages may have been purged
-		{&st.maxGID, `SELECT MAX(COALESCE((SELECT MAX(gid) FROM messages), 0),
-			COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'gid_high_water'), 0))`},
+		{&st.maxGID, maxGIDSQL},
 		{&st.release, `RELEASE w`},
 		{&st.dataVersion, `PRAGMA data_version`},
 		{&st.rollbackTo, `ROLLBACK TO w`},
@@ -47,10 +45,9 @@ func prepareWriterStatements(ctx context.Context, db *sql.DB) (writerStatements,
 		{&st.selectSessionState, `SELECT status, last_seq, message_count, total_tokens, total_cost, turn_count, expires_at FROM sessions WHERE tenant_id = ? AND id = ?`},
 		{&st.insertMessage, `INSERT INTO messages (tenant_id, session_id, seq, id, role, content, name, tool_calls,
 			tool_call_id, agent_id, model, tokens, cost, metadata, created_at, idempotency_key, request_hash,
-			gid, cum_tokens, cum_cost, parts, is_error, provider_item, cum_turns)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
-		{&st.insertEvent, `INSERT INTO events (tenant_id, session_id, type, message_id, seq, data, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`},
+			gid, cum_tokens, cum_cost, parts, is_error, provider_item, cum_turns, in_feed)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
+		{&st.insertEvent, `INSERT INTO events (pos, tenant_id, session_id, type, data, created_at) VALUES (?, ?, ?, ?, ?, ?)`},
 		// With the session's user, so that "does this user reference this file?"
 		// is one index probe (fileReadable).
 		{&st.insertMessageFile, `INSERT OR IGNORE INTO message_files (tenant_id, session_id, seq, file_id, user_id)
@@ -85,6 +82,8 @@ type readStatements struct {
 	session, latestCompaction, systems, cumTokens, blocks *sql.Stmt
 	// And the block reads: a label's block, an agent's attachments.
 	blockAt, shared *sql.Stmt
+	// The live feed's reads of a session behind what memory holds (events.go).
+	feedLastSeq, feedProbe, feedSessionMessages *sql.Stmt
 }
 
 // The page statements' variants: bit 0 descending, bit 1 filtered by role.
@@ -123,6 +122,10 @@ func prepareReadStatements(ctx context.Context, db *sql.DB) (readStatements, err
 		{&st.blocks, agentBlocksQuery},
 		{&st.blockAt, blockAtQuery},
 		{&st.shared, sharedQuery},
+		{&st.feedLastSeq, `SELECT MAX(seq) FROM messages WHERE tenant_id = ? AND session_id = ?`},
+		{&st.feedProbe, `SELECT gid, in_feed FROM messages WHERE tenant_id = ? AND session_id = ? AND seq = ?`},
+		{&st.feedSessionMessages, `SELECT ` + messageColumns + `, gid, tenant_id FROM messages
+			WHERE tenant_id = ? AND session_id = ? AND seq >= ? AND in_feed = 1 ORDER BY seq`},
 	} {
 		if *p.dst, err = db.PrepareContext(ctx, p.sql); err != nil {
 			return st, fmt.Errorf("repo: prepare: %w", err)

@@ -83,7 +83,8 @@ type Store struct {
 	faults        *repo.Faults
 	vectors       *repo.VectorCache
 
-	gid          int64        // the last message gid handed out; the writer's alone
+	gid          int64        // the last gid handed out (messages, events, incarnations); the writer's alone
+	feedSecret   []byte       // the live feed's ids are sealed with it (FeedSecret)
 	sessions     sessionCache // the writer's record of sessions it appends to
 	dataVersion  int64        // the writer's last PRAGMA data_version
 	lineages     lineageCache // sessions' lineages, for reads
@@ -97,8 +98,10 @@ type Store struct {
 	syncFull     bool                                  // synchronous=FULL: every commit fsyncs the WAL
 }
 
-// nextGID numbers a new message. Only the writer calls it, inside the transaction
-// that inserts the message; a rolled-back number is simply never used.
+// nextGID numbers a new message, event or session incarnation: one counter, so
+// that the live feed's positions are the gids (events.go). Only the writer
+// calls it, inside the transaction that uses the number; a rolled-back number
+// is simply never used.
 func (s *Store) nextGID() int64 {
 	s.gid++
 	return s.gid
@@ -183,6 +186,10 @@ func Open(ctx context.Context, cfg Config) (s *Store, err error) {
 	if err := st.maxGID.QueryRowContext(ctx).Scan(&lastGID); err != nil {
 		return nil, fmt.Errorf("repo: read the last message number: %w", err)
 	}
+	feedSecret, err := loadFeedSecret(ctx, wdb)
+	if err != nil {
+		return nil, fmt.Errorf("repo: read the live feed's secret: %w", err)
+	}
 	var index indexState
 	var idb *sql.DB
 	if !cfg.NoSearch {
@@ -245,6 +252,7 @@ func Open(ctx context.Context, cfg Config) (s *Store, err error) {
 		rst:             rst,
 		faults:          cfg.Faults,
 		gid:             lastGID,
+		feedSecret:      feedSecret,
 		sessions:        sessionCache{m: map[sessionKey]*sessionState{}},
 		syncFull:        sync == "FULL",
 		wal:             walBound{path: cfg.Path + "-wal", max: walMax},

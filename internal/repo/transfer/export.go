@@ -79,6 +79,7 @@ type sessionLine struct {
 	UpdatedAt    model.Time   `json:"updated_at"`
 	ClosedAt     *model.Time  `json:"closed_at"`
 	ExpiresAt    *model.Time  `json:"expires_at,omitempty"`
+	Incarnation  int64        `json:"-"` // this database's own: an import gets another
 }
 
 // Message writes one message line; m.SessionID must already be the exported

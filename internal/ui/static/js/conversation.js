@@ -99,7 +99,7 @@ export class Conversation {
     this.el.insertBefore(el, next || null);
   }
 
-  /** remove takes one message out (a rewind's, or a removed-message event's). */
+  /** remove takes one message out (a rewind's). */
   remove(seq) {
     const m = this.msgs.get(seq);
     if (!m) return;

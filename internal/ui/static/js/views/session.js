@@ -121,16 +121,14 @@ export async function render(root, { params: [id], query, signal }) {
   const apply = ({ event, data }) => {
     if (!data || typeof data !== "object") return;
     switch (event) {
-      case "message.appended":
-        if (data.removed) conv.remove(data.seq);
-        else {
-          const el = conv.add(data);
-          if (el) flash(el);
-        }
+      case "message.appended": {
+        const el = conv.add(data);
+        if (el) flash(el);
         count();
         refreshSession();
         refreshResume();
         break;
+      }
       case "session.created":
       case "session.updated":
         showHead(data);

@@ -182,7 +182,7 @@ export async function render(root, { query, signal }) {
       totals();
     } else if (event === "message.appended") {
       const have = rows.get(data.session_id);
-      if (!have || data.removed || data.seq <= have.ses.last_seq) return;
+      if (!have || data.seq <= have.ses.last_seq) return;
       const ses = { ...have.ses };
       ses.message_count += 1;
       ses.last_seq = data.seq;
