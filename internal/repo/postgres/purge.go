@@ -90,7 +90,6 @@ func (p purgerPG) PurgeExpiredItems(ctx context.Context, tenant string, cutoff m
 	return p.s.purgeExpiredItemsPG(ctx, tenant, cutoff)
 }
 
-
 // purgeMatchPG is the condition a purge picks sessions by, over the table
 // alias a, with $2 the status and $3 the cutoff, as SQLite's purgeMatch.
 func purgeMatchPG(in model.PurgeRequest) func(a string) string {
