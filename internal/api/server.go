@@ -159,13 +159,13 @@ func New(cfg Config) *Server {
 	if s.maxBody <= 0 {
 		s.maxBody = 1 << 20
 	}
-	s.limits = newBodyLimits(s.maxBody)
+	if s.maxFile <= 0 {
+		s.maxFile = model.DefaultMaxFileBytes
+	}
+	s.limits = newBodyLimits(s.maxBody, s.maxFile)
 	s.bodies = newBodyMemory(cfg.BodyMemoryBytes)
 	if s.importMax <= 0 {
 		s.importMax = defaultImportMaxBytes
-	}
-	if s.maxFile <= 0 {
-		s.maxFile = model.DefaultMaxFileBytes
 	}
 	s.router = s.routes()
 	return s

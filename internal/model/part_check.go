@@ -1,6 +1,7 @@
 package model
 
 import (
+	"encoding/json"
 	"mime"
 	"slices"
 	"strconv"
@@ -108,8 +109,8 @@ func (p *Part) fieldErrors(prefix string, role Role, out []FieldError) []FieldEr
 		}
 	case PartImage, PartFile:
 		switch {
-		case p.FileID == "" && p.URL == "":
-			bad("file_id", "is required unless url is given")
+		case p.FileID == "" && p.URL == "" && !providerFile(p.ProviderData):
+			bad("file_id", "is required unless url is given (or provider_data.file_id, a file in the provider's own store)")
 		case p.FileID != "" && p.URL != "" && !(p.lifted && IsCutDataURL(p.URL)):
 			bad("url", "cannot be given with file_id")
 		case p.FileID != "" && !ValidFileID(p.FileID):
@@ -201,4 +202,21 @@ func FileIDs(parts []Part) []string {
 		}
 	}
 	return ids
+}
+
+// providerFile reports provider data that names a file in the provider's own
+// store (OpenAI's file-…, Anthropic's file_011…): a part may point there
+// alone, for a runtime that has the provider's id and not the bytes.
+func providerFile(pd Object) bool {
+	if len(pd) == 0 {
+		return false
+	}
+	var v struct {
+		FileID any `json:"file_id"`
+	}
+	if json.Unmarshal(pd, &v) != nil {
+		return false
+	}
+	id, ok := v.FileID.(string)
+	return ok && id != ""
 }
