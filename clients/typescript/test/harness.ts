@@ -29,17 +29,25 @@ export function packageDir(): string {
 }
 
 const workDir = mkdtempSync(join(tmpdir(), "logbook-ts-"));
-let binary: Promise<string> | undefined;
+const binaries = new Map<string, Promise<string>>();
+
+/** Builds a command of this repository (`./cmd/server`, `./cmd/embedserver`) once, and answers its path. */
+export function goBinary(pkg: string): Promise<string> {
+  let b = binaries.get(pkg);
+  if (!b) {
+    b = (async () => {
+      const out = join(workDir, pkg.split("/").pop()!);
+      await run("go", ["build", "-o", out, pkg], { cwd: repoRoot(), maxBuffer: 16 << 20 });
+      return out;
+    })();
+    binaries.set(pkg, b);
+  }
+  return b;
+}
 
 function buildServer(): Promise<string> {
-  binary ??= (async () => {
-    const given = process.env.LOGBOOK_SERVER_BIN;
-    if (given) return given;
-    const out = join(workDir, "server");
-    await run("go", ["build", "-o", out, "./cmd/server"], { cwd: repoRoot(), maxBuffer: 16 << 20 });
-    return out;
-  })();
-  return binary;
+  const given = process.env.LOGBOOK_SERVER_BIN;
+  return given ? Promise.resolve(given) : goBinary("./cmd/server");
 }
 
 export function freePort(): Promise<number> {
@@ -60,12 +68,20 @@ export interface RunningServer {
 
 let started = 0;
 
+export interface ServerOptions {
+  /** `--db`: a `postgres://` URL (test/postgres.ts makes one), or, left out, a new SQLite file. */
+  db?: string;
+  /** More flags (`--embedding-url …`). */
+  args?: string[];
+}
+
 /** Starts a server over a new database; it is ready when this resolves. */
-export async function startServer(): Promise<RunningServer> {
+export async function startServer(opts: ServerOptions = {}): Promise<RunningServer> {
   const bin = await buildServer();
   const port = await freePort();
-  const db = join(workDir, `x${++started}.db`);
-  const proc: ChildProcess = spawn(bin, ["--db", db, "--addr", `127.0.0.1:${port}`, "--log-level", "warn"], {
+  const db = opts.db ?? join(workDir, `x${++started}.db`);
+  const args = ["--db", db, "--addr", `127.0.0.1:${port}`, "--log-level", "warn", ...(opts.args ?? [])];
+  const proc: ChildProcess = spawn(bin, args, {
     stdio: ["ignore", "ignore", "pipe"],
   });
   let stderr = "";
@@ -92,6 +108,47 @@ export async function startServer(): Promise<RunningServer> {
       if (proc.exitCode !== null) return;
       proc.kill("SIGTERM");
       const t = setTimeout(() => proc.kill("SIGKILL"), 10_000);
+      await exited;
+      clearTimeout(t);
+    },
+  };
+}
+
+export interface RunningPostgres {
+  /** One database URL for each one asked for. */
+  urls: string[];
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts a throwaway PostgreSQL cluster with n databases
+ * (internal/repo/postgres/pgtest/pgserve), or answers why not when
+ * PostgreSQL is not installed here: the caller skips with that message.
+ */
+export async function startPostgres(n: number): Promise<RunningPostgres | string> {
+  const bin = join(workDir, "pgserve");
+  if (!existsSync(bin)) {
+    await run("go", ["build", "-o", bin, "./internal/repo/postgres/pgtest/pgserve"], { cwd: repoRoot(), maxBuffer: 16 << 20 });
+  }
+  const proc = spawn(bin, ["-dbs", String(n)], { stdio: ["pipe", "pipe", "pipe"] });
+  let out = "";
+  let stderr = "";
+  proc.stderr!.on("data", (b: Buffer) => (stderr += b.toString()));
+  const exited = new Promise<number | null>((resolve) => proc.once("exit", (code) => resolve(code)));
+  const ready = new Promise<void>((resolve) =>
+    proc.stdout!.on("data", (b: Buffer) => {
+      out += b.toString();
+      if (/^ready$/m.test(out)) resolve();
+    }),
+  );
+  const code = await Promise.race([ready.then(() => undefined), exited]);
+  if (code === 3) return `PostgreSQL is not installed here: ${stderr.trim()}`;
+  if (code !== undefined) throw new Error(`pgserve exited with ${code}: ${stderr}`);
+  return {
+    urls: out.split("\n").filter((l) => l.startsWith("postgres://")),
+    async stop() {
+      proc.stdin!.end();
+      const t = setTimeout(() => proc.kill("SIGKILL"), 30_000);
       await exited;
       clearTimeout(t);
     },

@@ -2,12 +2,19 @@
 // once: `npm test` compiles this and runs it with node --test.
 
 import { after } from "node:test";
+import { stopBackends } from "./backends.js";
 import { cleanup } from "./harness.js";
+import { stopPostgres } from "./postgres.js";
 
 import "./schema.suite.js";
 import "./client.suite.js";
 import "./retry.suite.js";
 import "./events.suite.js";
 import "./agents.suite.js";
+import "./agents-session.suite.js";
 
-after(cleanup);
+after(async () => {
+  await stopBackends();
+  await stopPostgres();
+  await cleanup();
+});
