@@ -12,6 +12,7 @@ import "./retry.suite.js";
 import "./events.suite.js";
 import "./agents.suite.js";
 import "./agents-session.suite.js";
+import "./ai-sdk.suite.js";
 
 after(async () => {
   await stopBackends();
