@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 
 	"github.com/logbook/logbook/internal/model"
@@ -51,37 +52,54 @@ func (s *Store) GetMessageByClientID(ctx context.Context, tenant, sessionID, cli
 
 // checkClientIDs refuses fresh rows whose client id the session's history
 // holds, stored or staged in this group (client_id_taken). Only an append
-// that carries client ids reads anything: its lineage, and one probe per id
-// and segment.
+// that carries client ids reads anything: its lineage, and one look-up per
+// segment for all its ids together.
 func (s *Store) checkClientIDs(ctx context.Context, tx *sql.Tx, g *group, a *appendOp, fresh []int) error {
-	var segs []segment
+	var ids []string
+	at := map[string]int{} // id → its row
 	for _, i := range fresh {
 		cid := a.rows[i].msg.ClientID
 		if cid == nil {
 			continue
 		}
-		field := "client_id"
-		if a.req.Batch {
-			field = fmt.Sprintf("messages[%d].client_id", i)
-		}
 		if seq, ok := g.clientIDs[keyRef{a.tenant, a.session, *cid}]; ok {
-			return model.ClientIDTaken(field, *cid, seq)
+			return model.ClientIDTaken(clientIDField(a, i), *cid, seq)
 		}
-		if segs == nil {
-			var err error
-			if segs, err = lineage(ctx, tx, a.tenant, a.session); err != nil {
-				return err
-			}
-		}
-		m, ok, err := messageByClientID(ctx, tx, a.tenant, segs, *cid)
-		if err != nil {
+		ids = append(ids, *cid)
+		at[*cid] = i
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	segs, err := lineage(ctx, tx, a.tenant, a.session)
+	if err != nil {
+		return err
+	}
+	list, _ := json.Marshal(ids)
+	for _, sg := range segs {
+		var (
+			cid string
+			seq int64
+		)
+		err := tx.QueryRowContext(ctx, `SELECT client_id, seq FROM messages INDEXED BY messages_by_client_id
+			WHERE tenant_id = ? AND session_id = ? AND client_id IN (SELECT value FROM json_each(?)) AND seq > ? AND seq <= ?
+			LIMIT 1`, a.tenant, sg.owner, string(list), sg.lo, sg.hi).Scan(&cid, &seq)
+		switch {
+		case err == sql.ErrNoRows:
+			continue
+		case err != nil:
 			return err
 		}
-		if ok {
-			return model.ClientIDTaken(field, *cid, m.Seq)
-		}
+		return model.ClientIDTaken(clientIDField(a, at[cid]), cid, seq)
 	}
 	return nil
+}
+
+func clientIDField(a *appendOp, i int) string {
+	if a.req.Batch {
+		return fmt.Sprintf("messages[%d].client_id", i)
+	}
+	return "client_id"
 }
 
 // noteClientID records a staged row's client id for the appends after it in
