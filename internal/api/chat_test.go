@@ -277,25 +277,23 @@ func TestInlineDataURLsAreStoredAsFiles(t *testing.T) {
 // A page stops early, with a cursor, once its data: URLs would pass what a
 // page may hold: reading 200 messages of large images holds a bounded amount.
 func TestInlineDataPagesAreBounded(t *testing.T) {
-	if testing.Short() {
-		t.Skip("moves ~90 MB")
-	}
-	c := newClient(t, withMaxFile(20<<20))
+	c := newClient(t, withInflatedPage(4<<20)) // as 64 MiB is to 20 MiB images
 	mustCreateSession(t, c, map[string]any{"id": "many"})
 	for i := range 5 {
-		mustAppend(t, c, "many", json.RawMessage(`{"role":"user","content":[{"type":"image","url":"`+pngDataURL(15<<20, uint64(i))+`"}]}`))
+		mustAppend(t, c, "many", json.RawMessage(`{"role":"user","content":[{"type":"image","url":"`+pngDataURL(1<<20, uint64(i))+`"}]}`))
 	}
 	var seqs []int64
 	path := "/v1/sessions/many/messages?limit=10"
-	for pages := 0; path != ""; pages++ {
+	pages := 0
+	for ; path != ""; pages++ {
 		var p model.Page[model.Message]
 		c.do("GET", path, nil).want(t, http.StatusOK, &p)
-		if len(p.Data) > 3 {
-			t.Errorf("a page of %d messages of 20 MiB each (want at most 3 under 64 MiB)", len(p.Data))
+		if len(p.Data) > 2 {
+			t.Errorf("a page of %d messages of 1.4 M characters each (want at most 2 under 4 MiB)", len(p.Data))
 		}
 		for _, m := range p.Data {
 			seqs = append(seqs, m.Seq)
-			if len(m.Content.Parts[0].URL) < 15<<20 {
+			if len(m.Content.Parts[0].URL) < 1<<20 {
 				t.Errorf("seq %d came back without its bytes", m.Seq)
 			}
 		}
@@ -304,8 +302,8 @@ func TestInlineDataPagesAreBounded(t *testing.T) {
 			path = "/v1/sessions/many/messages?limit=10&cursor=" + url.QueryEscape(*p.NextCursor)
 		}
 	}
-	if fmt.Sprint(seqs) != "[1 2 3 4 5]" {
-		t.Errorf("pages read seqs %v, want 1..5 once each", seqs)
+	if fmt.Sprint(seqs) != "[1 2 3 4 5]" || pages != 3 {
+		t.Errorf("%d pages read seqs %v, want 1..5 once each, two a page", pages, seqs)
 	}
 }
 

@@ -202,9 +202,9 @@ var errPageFull = &model.Error{Kind: model.KindInternal, Code: "internal", Msg: 
 
 // inflatePage inflates a page of messages, ending it early (has_more, and a
 // cursor after its last message) when its lifted data would pass
-// maxInflatedPage.
+// s.inflatedPage (maxInflatedPage unless told otherwise).
 func (s *Server) inflatePage(ctx context.Context, tenant, session string, f model.MessageFilter, page *model.Page[model.Message]) error {
-	n, err := s.inflate(ctx, tenant, page.Data, maxInflatedPage)
+	n, err := s.inflate(ctx, tenant, page.Data, s.inflatedPage)
 	if err != nil || n == len(page.Data) {
 		return err
 	}
