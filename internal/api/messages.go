@@ -165,6 +165,13 @@ func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) {
 }
 
 // getMessageByClientID reads a message by the client's own id of it.
+//
+// Threat model: a client id is looked up only in the history of a session
+// the key may read (the route's session goes through userBound, as every
+// session route does), so it tells nothing about other sessions; an append's
+// client_id_taken names the seq of the caller's own message. What one client
+// can make the server do: a look-up per segment of the session's lineage (a
+// fork chain's depth), per request, and 256 characters an id.
 func (s *Server) getMessageByClientID(w http.ResponseWriter, r *http.Request) {
 	cid := chi.URLParam(r, "client_id")
 	if r.URL.RawPath != "" { // chi routed on the escaped path: its params are escaped too
