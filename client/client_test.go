@@ -118,7 +118,7 @@ func TestRewindReplacesTheTail(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r, err := c.Rewind(ctx, s.ID, api.Rewind{ToSeq: 1, ExpectedLastSeq: client.Ptr[int64](3),
+	r, err := c.Rewind(ctx, s.ID, api.Rewind{ToSeq: client.Ptr[int64](1), ExpectedLastSeq: client.Ptr[int64](3),
 		Messages: []api.MessageInput{{Role: api.MessageRoleAssistant, Content: client.Text("two, again")}}})
 	if err != nil {
 		t.Fatal(err)
@@ -126,7 +126,7 @@ func TestRewindReplacesTheTail(t *testing.T) {
 	if r.RemovedMessages != 2 || len(r.Messages) != 1 || r.Messages[0].Seq != 2 || r.Session.LastSeq != 2 {
 		t.Fatalf("rewind = removed %d, tail %+v, last_seq %d; want 2 removed, seq 2, last_seq 2", r.RemovedMessages, r.Messages, r.Session.LastSeq)
 	}
-	_, err = c.Rewind(ctx, s.ID, api.Rewind{ToSeq: 0, ExpectedLastSeq: client.Ptr[int64](3)})
+	_, err = c.Rewind(ctx, s.ID, api.Rewind{ToSeq: client.Ptr[int64](0), ExpectedLastSeq: client.Ptr[int64](3)})
 	if client.Code(err) != api.ErrorCodeStaleSeq {
 		t.Errorf("a stale rewind: %v, want stale_seq", err)
 	}

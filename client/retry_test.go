@@ -167,7 +167,7 @@ func TestRetriesAreSafe(t *testing.T) {
 			}
 		}
 		px.fail(fault{method: "POST", pathSuffix: "/" + s.ID + "/rewind", kind: dropAnswer})
-		res, err := c.Rewind(ctx, s.ID, api.Rewind{ToSeq: 1, ExpectedLastSeq: client.Ptr[int64](2),
+		res, err := c.Rewind(ctx, s.ID, api.Rewind{ToSeq: client.Ptr[int64](1), ExpectedLastSeq: client.Ptr[int64](2),
 			Messages: []api.MessageInput{{Role: api.MessageRoleUser, Content: client.Text("c")}, {Role: api.MessageRoleUser, Content: client.Text("d")}}})
 		if err != nil {
 			t.Fatalf("a retried fenced rewind: %v (its first try's answer must come back, not stale_seq)", err)

@@ -92,6 +92,7 @@ const (
 	ErrorCodeBlockAttached         ErrorCode = "block_attached"
 	ErrorCodeBlockExists           ErrorCode = "block_exists"
 	ErrorCodeCheckpointExists      ErrorCode = "checkpoint_exists"
+	ErrorCodeClientIDTaken         ErrorCode = "client_id_taken"
 	ErrorCodeConflict              ErrorCode = "conflict"
 	ErrorCodeCorrupted             ErrorCode = "corrupted"
 	ErrorCodeDuplicateToolResult   ErrorCode = "duplicate_tool_result"
@@ -140,6 +141,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeBlockExists:
 		return true
 	case ErrorCodeCheckpointExists:
+		return true
+	case ErrorCodeClientIDTaken:
 		return true
 	case ErrorCodeConflict:
 		return true
@@ -409,8 +412,10 @@ func (e MessageRole) Valid() bool {
 
 // Defines values for PartType.
 const (
+	PartTypeData      PartType = "data"
 	PartTypeFile      PartType = "file"
 	PartTypeImage     PartType = "image"
+	PartTypeJSON      PartType = "json"
 	PartTypeReasoning PartType = "reasoning"
 	PartTypeRefusal   PartType = "refusal"
 	PartTypeText      PartType = "text"
@@ -419,9 +424,13 @@ const (
 // Valid indicates whether the value is a known member of the PartType enum.
 func (e PartType) Valid() bool {
 	switch e {
+	case PartTypeData:
+		return true
 	case PartTypeFile:
 		return true
 	case PartTypeImage:
+		return true
+	case PartTypeJSON:
 		return true
 	case PartTypeReasoning:
 		return true
@@ -1390,6 +1399,16 @@ type Compaction struct {
 
 // CompactionCreate The body of `POST /v1/sessions/{id}/compactions`. Unknown fields are `422`.
 type CompactionCreate struct {
+	// ExpectedLastSeq The session's `last_seq` as the caller saw it; otherwise `409 stale_seq` and nothing is written.
+	ExpectedLastSeq *int64 `json:"expected_last_seq,omitempty"`
+
+	// Messages Messages appended after the compaction in the same transaction, as one
+	// batch: a runtime that replaces its history with a compaction and the
+	// items it keeps (the Agents SDK's `replaceHistoryWithCompaction`) does it
+	// in one request, so that a crash leaves either the old history or the
+	// new one. The answer then lists them in `messages`.
+	Messages []MessageInput `json:"messages,omitempty"`
+
 	// Model The model that wrote the summary.
 	Model *string `json:"model,omitempty"`
 
@@ -1404,6 +1423,40 @@ type CompactionCreate struct {
 
 	// Tokens What the summary counts in a context window, 0 to 10⁹; left out means `0`.
 	Tokens *int64 `json:"tokens,omitempty"`
+}
+
+// CompactionCreated A compaction just recorded, with the messages its request appended after it (`messages`, present only when the request gave some).
+type CompactionCreated struct {
+	// CreatedAt When the compaction was recorded.
+	//
+	// Examples: 2026-11-22T02:36:54.323Z
+	CreatedAt Timestamp `json:"created_at"`
+
+	// ID The compaction's id, `cmp_` + 32 hex digits.
+	ID string `json:"id"`
+
+	// Messages The messages appended after the compaction, in order.
+	Messages []Message `json:"messages,omitempty"`
+
+	// Model The model that wrote the summary, if given.
+	Model *string `json:"model"`
+
+	// ProviderItem An SDK's opaque compaction item, as it came; `null` when none was given.
+	ProviderItem *ProviderItem `json:"provider_item"`
+
+	// SessionID The session it belongs to.
+	//
+	// Examples: ses_0193a4b2c1d07e8f9a0b1c2d3e4f5a6b, run-2026-11-22.support:1234
+	SessionID SessionID `json:"session_id"`
+
+	// Summary The summary, a string or parts.
+	Summary Content `json:"summary"`
+
+	// ThroughSeq The last seq the summary stands for (it stands for 1..`through_seq`).
+	ThroughSeq int64 `json:"through_seq"`
+
+	// Tokens What the summary counts in a context window.
+	Tokens int64 `json:"tokens"`
 }
 
 // CompactionPage One page of a session's compactions, newest first.
@@ -1603,6 +1656,7 @@ type EmbeddingState string
 // | `stream_stopped` | 409 | an earlier line of the stream failed; this one was not appended |
 // | `unknown_tool_call` | 422 | a `tool` message answers no tool call of the session |
 // | `duplicate_tool_result` | 409 | a `tool` message answers a call that already has a result |
+// | `client_id_taken` | 409 | a message's `client_id` is another message's in the session's history; see `seq` |
 // | `corrupted` | 409 | a stored object fails its SHA-256; see `id` |
 // | `invalid_import` | 422 | an export cannot be restored; `errors` names the line |
 // | `payload_too_large` | 413 | body over the limit |
@@ -2140,6 +2194,9 @@ type Message struct {
 	// AgentID The agent that wrote the message, when the runtime said so.
 	AgentID *string `json:"agent_id"`
 
+	// ClientID The client's own id of the message (the AI SDK's `UIMessage` id), unique in the session's history; `null` when none was given.
+	ClientID *string `json:"client_id"`
+
 	// Content The text, or the typed parts, as appended.
 	Content Content `json:"content"`
 
@@ -2201,6 +2258,14 @@ type Message struct {
 type MessageAppend struct {
 	// AgentID The agent that wrote the message (a reference, not checked).
 	AgentID *string `json:"agent_id,omitempty"`
+
+	// ClientID The client's own id of the message (the AI SDK's `UIMessage` id): 1 to
+	// 256 characters, no control characters, unique in the session's history
+	// (its fork's inherited messages included): another message with it is
+	// `409 client_id_taken`, naming the field and the `seq` that has it.
+	// Read it back with `GET …/messages-by-client-id/{client_id}`; rewind to
+	// it or replace from it with `to_client_id` and `from_client_id`.
+	ClientID *string `json:"client_id,omitempty"`
 
 	// Content The text (at most 1,048,576 characters; may be empty or left out, meaning `""`), or an array of parts.
 	Content *Content `json:"content,omitempty"`
@@ -2376,6 +2441,14 @@ type MessageInput struct {
 	// AgentID The agent that wrote the message (a reference, not checked).
 	AgentID *string `json:"agent_id,omitempty"`
 
+	// ClientID The client's own id of the message (the AI SDK's `UIMessage` id): 1 to
+	// 256 characters, no control characters, unique in the session's history
+	// (its fork's inherited messages included): another message with it is
+	// `409 client_id_taken`, naming the field and the `seq` that has it.
+	// Read it back with `GET …/messages-by-client-id/{client_id}`; rewind to
+	// it or replace from it with `to_client_id` and `from_client_id`.
+	ClientID *string `json:"client_id,omitempty"`
+
 	// Content The text (at most 1,048,576 characters; may be empty or left out, meaning `""`), or an array of parts.
 	Content *Content `json:"content,omitempty"`
 
@@ -2520,10 +2593,24 @@ type NewAPIKey struct {
 // | type | fields | OpenAI Responses | Anthropic |
 // | --- | --- | --- | --- |
 // | `text` | `text` (required), `annotations` | `input_text`, `output_text` (annotations) | `text` (citations → annotations) |
-// | `image` | `file_id` or `url`, `media_type`, `detail` | `input_image` (`image_url`, `file_id`, `detail`) | `image` (url, base64 → a `data:` URL, file) |
-// | `file` | `file_id` or `url`, `media_type`, `filename` | `input_file` (`file_id`, `file_url`, `file_data`, `filename`) | `document` |
+// | `image` | `file_id` or `url` (or only `provider_data.file_id`, a file in the provider's store), `media_type`, `detail` | `input_image` (`image_url`, `file_id`, `detail`) | `image` (url, base64 → a `data:` URL, file) |
+// | `file` | `file_id` or `url` (or only `provider_data.file_id`), `media_type`, `filename` | `input_file` (`file_id`, `file_url`, `file_data`, `filename`) | `document` |
 // | `reasoning` | `text`, `summary`, `encrypted_content`, `signature` | `reasoning` item (summary, content, encrypted_content) | `thinking` (text, signature), `redacted_thinking` (encrypted_content) |
 // | `refusal` | `text` (required) | `refusal` | — |
+// | `data` | `name` (required), `value` (required, any JSON value) | — | — |
+// | `json` | `value` (required, any JSON value) | a tool result's structured output | — |
+//
+// A `data` part is an application's named JSON value (the AI SDK's
+// `data-*` parts); a `json` part is a tool's result as a JSON value rather
+// than JSON in a string, and only `tool` messages carry one.
+//
+// A `data:` URL of standard base64 (RFC 4648 section 4: padded, no line
+// breaks) longer than 65,536 characters is stored as a file behind the
+// scenes (deduplicated, under the same visibility rules as an upload) and
+// returned exactly as it was sent; one request's `data:` URLs may hold at
+// most `--max-file-bytes` (20 MiB) decoded together, and such a URL may be
+// longer than 1,048,576 characters. Any other URL is at most 1,048,576
+// characters.
 //
 // `provider_data` (any object) keeps whatever else a provider's block had
 // (Anthropic's `cache_control`, a document's `title`), so a runtime gets
@@ -2552,6 +2639,9 @@ type Part struct {
 	// Examples: image/png, application/pdf
 	MediaType *string `json:"media_type,omitempty"`
 
+	// Name A `data` part's name (the AI SDK's `data-NAME`).
+	Name *string `json:"name,omitempty"`
+
 	// ProviderData What else the provider's block carried, returned as it came.
 	ProviderData map[string]interface{} `json:"provider_data,omitempty"`
 
@@ -2567,8 +2657,11 @@ type Part struct {
 	// Type What kind of part this is; it decides which other fields it may carry (see the table).
 	Type PartType `json:"type"`
 
-	// URL An `http`, `https` or `data:` URL (base64 content travels as a `data:` URL).
+	// URL An `http`, `https` or `data:` URL (base64 content travels as a `data:` URL); see above for its length.
 	URL *string `json:"url,omitempty"`
+
+	// Value A `data` or `json` part's value, any JSON value (`null` included), returned as it came (compacted).
+	Value *any `json:"value,omitempty"`
 }
 
 // PartType What kind of part this is; it decides which other fields it may carry (see the table).
@@ -3053,16 +3146,23 @@ type ResumeValidation struct {
 
 // Rewind The body of `POST /v1/sessions/{id}/rewind`: messages after `to_seq` leave
 // the session; `messages`, when given, are appended in the same transaction.
+// Give exactly one of `to_seq`, `to_client_id` and `from_client_id`.
 // Unknown fields are `422`.
 type Rewind struct {
 	// ExpectedLastSeq The session's `last_seq` as the caller saw it; otherwise `409 stale_seq`.
 	ExpectedLastSeq *int64 `json:"expected_last_seq,omitempty"`
 
+	// FromClientID Remove the message with this client id and what follows it, as a chat that replaces an edited or regenerated message does; `messages` then holds its replacement.
+	FromClientID *string `json:"from_client_id,omitempty"`
+
 	// Messages A new tail, appended after the rewind as one batch (seqs from `to_seq + 1`). Its messages may reuse the `idempotency_key`s of the ones they replace.
 	Messages []MessageInput `json:"messages,omitempty"`
 
+	// ToClientID Keep the message with this client id and remove what follows it (`404 not_found` naming the field when no message has it).
+	ToClientID *string `json:"to_client_id,omitempty"`
+
 	// ToSeq The last seq to keep; `0` clears the session.
-	ToSeq int64 `json:"to_seq"`
+	ToSeq *int64 `json:"to_seq,omitempty"`
 }
 
 // RewindEvent The data of a `session.rewound` event.
@@ -3324,6 +3424,9 @@ type ToolCall struct {
 	// Examples: {"order_id": 1234}
 	Arguments string `json:"arguments"`
 
+	// ClientSide Present (`true`) on a call the client runs; absent otherwise.
+	ClientSide *bool `json:"client_side,omitempty"`
+
 	// ID The call's id; a later `tool` message answers it with `tool_call_id`.
 	ID string `json:"id"`
 
@@ -3340,6 +3443,11 @@ type ToolCallInput struct {
 	//
 	// Examples: {"order_id": 1234}
 	Arguments string `json:"arguments"`
+
+	// ClientSide A call the client runs (a tool with no server side, the AI SDK's tools
+	// without `execute`): its result may come much later, so resume does not
+	// report it as an unanswered call. Left out means `false`.
+	ClientSide *bool `json:"client_side,omitempty"`
 
 	// ID The call's id; the `tool` message with its result names it in `tool_call_id`.
 	ID string `json:"id"`
@@ -7644,7 +7752,9 @@ type ClientInterface interface {
 	// readable, searchable and exported; `GET …/context` reads the summary
 	// instead of them. A `provider_item` (an SDK's opaque compaction item) is
 	// returned as it came. A rewind below `through_seq` removes the compaction.
-	// Needs `write` scope.
+	// With `messages`, they are appended after it in the same transaction
+	// (with `expected_last_seq`, fenced): a history replaced by a compaction
+	// in one request. Needs `write` scope.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -7659,7 +7769,9 @@ type ClientInterface interface {
 	// readable, searchable and exported; `GET …/context` reads the summary
 	// instead of them. A `provider_item` (an SDK's opaque compaction item) is
 	// returned as it came. A rewind below `through_seq` removes the compaction.
-	// Needs `write` scope.
+	// With `messages`, they are appended after it in the same transaction
+	// (with `expected_last_seq`, fenced): a history replaced by a compaction
+	// in one request. Needs `write` scope.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -7932,6 +8044,14 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/sessions/{id}/messages (the `AppendMessage` operationId).
 	AppendMessage(ctx context.Context, id SessionID, params *AppendMessageParams, body AppendMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetMessageByClientID Get one message by its client id
+	//
+	// Returns the message of the session's history (a fork's inherited ones
+	// included) whose `client_id` is this, or `404 not_found`. Needs `read` scope.
+	//
+	// Corresponds with GET /v1/sessions/{id}/messages-by-client-id/{client_id} (the `GetMessageByClientID` operationId).
+	GetMessageByClientID(ctx context.Context, id SessionID, clientID string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// AppendMessageBatchWithBody Append a batch of messages (all or nothing)
 	//
@@ -11013,7 +11133,9 @@ func (c *Client) ListCompactions(ctx context.Context, id SessionID, params *List
 // readable, searchable and exported; `GET …/context` reads the summary
 // instead of them. A `provider_item` (an SDK's opaque compaction item) is
 // returned as it came. A rewind below `through_seq` removes the compaction.
-// Needs `write` scope.
+// With `messages`, they are appended after it in the same transaction
+// (with `expected_last_seq`, fenced): a history replaced by a compaction
+// in one request. Needs `write` scope.
 //
 // Takes any type of body and a specified content type.
 //
@@ -11038,7 +11160,9 @@ func (c *Client) CreateCompactionWithBody(ctx context.Context, id SessionID, par
 // readable, searchable and exported; `GET …/context` reads the summary
 // instead of them. A `provider_item` (an SDK's opaque compaction item) is
 // returned as it came. A rewind below `through_seq` removes the compaction.
-// Needs `write` scope.
+// With `messages`, they are appended after it in the same transaction
+// (with `expected_last_seq`, fenced): a history replaced by a compaction
+// in one request. Needs `write` scope.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -11392,6 +11516,24 @@ func (c *Client) AppendMessageWithBody(ctx context.Context, id SessionID, params
 // Corresponds with POST /v1/sessions/{id}/messages (the `AppendMessage` operationId).
 func (c *Client) AppendMessage(ctx context.Context, id SessionID, params *AppendMessageParams, body AppendMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewAppendMessageRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetMessageByClientID Get one message by its client id
+//
+// Returns the message of the session's history (a fork's inherited ones
+// included) whose `client_id` is this, or `404 not_found`. Needs `read` scope.
+//
+// Corresponds with GET /v1/sessions/{id}/messages-by-client-id/{client_id} (the `GetMessageByClientID` operationId).
+func (c *Client) GetMessageByClientID(ctx context.Context, id SessionID, clientID string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetMessageByClientIDRequest(c.Server, id, clientID)
 	if err != nil {
 		return nil, err
 	}
@@ -16724,6 +16866,47 @@ func NewAppendMessageRequestWithBody(server string, id SessionID, params *Append
 	return req, nil
 }
 
+// NewGetMessageByClientIDRequest constructs an http.Request for the GetMessageByClientID method
+func NewGetMessageByClientIDRequest(server string, id SessionID, clientID string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "client_id", clientID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/sessions/%s/messages-by-client-id/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewAppendMessageBatchRequest calls the generic AppendMessageBatch builder with application/json body
 func NewAppendMessageBatchRequest(server string, id SessionID, params *AppendMessageBatchParams, body AppendMessageBatchJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -19221,7 +19404,9 @@ type ClientWithResponsesInterface interface {
 	// readable, searchable and exported; `GET …/context` reads the summary
 	// instead of them. A `provider_item` (an SDK's opaque compaction item) is
 	// returned as it came. A rewind below `through_seq` removes the compaction.
-	// Needs `write` scope.
+	// With `messages`, they are appended after it in the same transaction
+	// (with `expected_last_seq`, fenced): a history replaced by a compaction
+	// in one request. Needs `write` scope.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -19236,7 +19421,9 @@ type ClientWithResponsesInterface interface {
 	// readable, searchable and exported; `GET …/context` reads the summary
 	// instead of them. A `provider_item` (an SDK's opaque compaction item) is
 	// returned as it came. A rewind below `through_seq` removes the compaction.
-	// Needs `write` scope.
+	// With `messages`, they are appended after it in the same transaction
+	// (with `expected_last_seq`, fenced): a history replaced by a compaction
+	// in one request. Needs `write` scope.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -19517,6 +19704,16 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/sessions/{id}/messages (the `AppendMessage` operationId).
 	AppendMessageWithResponse(ctx context.Context, id SessionID, params *AppendMessageParams, body AppendMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*AppendMessageResponse, error)
+
+	// GetMessageByClientIDWithResponse Get one message by its client id
+	//
+	// Returns the message of the session's history (a fork's inherited ones
+	// included) whose `client_id` is this, or `404 not_found`. Needs `read` scope.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/sessions/{id}/messages-by-client-id/{client_id} (the `GetMessageByClientID` operationId).
+	GetMessageByClientIDWithResponse(ctx context.Context, id SessionID, clientID string, reqEditors ...RequestEditorFn) (*GetMessageByClientIDResponse, error)
 
 	// AppendMessageBatchWithBodyWithResponse Append a batch of messages (all or nothing)
 	//
@@ -31315,7 +31512,7 @@ type CreateCompactionResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON201 the response for an HTTP 201 `application/json` response
-	JSON201 *Compaction
+	JSON201 *CompactionCreated
 	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationProblemJSON400 *BadRequest
 	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -31365,7 +31562,7 @@ type CreateCompactionResponse struct {
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
-func (r CreateCompactionResponse) GetJSON201() *Compaction {
+func (r CreateCompactionResponse) GetJSON201() *CompactionCreated {
 	return r.JSON201
 }
 
@@ -32463,6 +32660,169 @@ func (r AppendMessageResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r AppendMessageResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetMessageByClientIDResponse200Headers the declared response headers of an HTTP 200 response for GetMessageByClientID
+type GetMessageByClientIDResponse200Headers struct {
+	XRequestID string
+}
+
+// GetMessageByClientIDResponse401Headers the declared response headers of an HTTP 401 response for GetMessageByClientID
+type GetMessageByClientIDResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestID      string
+}
+
+// GetMessageByClientIDResponse403Headers the declared response headers of an HTTP 403 response for GetMessageByClientID
+type GetMessageByClientIDResponse403Headers struct {
+	XRequestID string
+}
+
+// GetMessageByClientIDResponse404Headers the declared response headers of an HTTP 404 response for GetMessageByClientID
+type GetMessageByClientIDResponse404Headers struct {
+	XRequestID string
+}
+
+// GetMessageByClientIDResponse422Headers the declared response headers of an HTTP 422 response for GetMessageByClientID
+type GetMessageByClientIDResponse422Headers struct {
+	XRequestID string
+}
+
+// GetMessageByClientIDResponse429Headers the declared response headers of an HTTP 429 response for GetMessageByClientID
+type GetMessageByClientIDResponse429Headers struct {
+	RetryAfter int
+	XRequestID string
+}
+
+// GetMessageByClientIDResponse500Headers the declared response headers of an HTTP 500 response for GetMessageByClientID
+type GetMessageByClientIDResponse500Headers struct {
+	XRequestID string
+}
+
+// GetMessageByClientIDResponse503Headers the declared response headers of an HTTP 503 response for GetMessageByClientID
+type GetMessageByClientIDResponse503Headers struct {
+	RetryAfter int
+	XRequestID string
+}
+
+// GetMessageByClientIDResponseDefaultHeaders the declared response headers of an HTTP default response for GetMessageByClientID
+type GetMessageByClientIDResponseDefaultHeaders struct {
+	XRequestID string
+}
+
+type GetMessageByClientIDResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Message
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *RateLimited
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *Default
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetMessageByClientIDResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetMessageByClientIDResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetMessageByClientIDResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetMessageByClientIDResponse404Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *GetMessageByClientIDResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetMessageByClientIDResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetMessageByClientIDResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetMessageByClientIDResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetMessageByClientIDResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetMessageByClientIDResponse) GetJSON200() *Message {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetMessageByClientIDResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetMessageByClientIDResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetMessageByClientIDResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r GetMessageByClientIDResponse) GetApplicationProblemJSON422() *ValidationFailed {
+	return r.ApplicationProblemJSON422
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetMessageByClientIDResponse) GetApplicationProblemJSON429() *RateLimited {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r GetMessageByClientIDResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetMessageByClientIDResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetMessageByClientIDResponse) GetApplicationProblemJSONDefault() *Default {
+	return r.ApplicationProblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetMessageByClientIDResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetMessageByClientIDResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetMessageByClientIDResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetMessageByClientIDResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -36544,7 +36904,9 @@ func (c *ClientWithResponses) ListCompactionsWithResponse(ctx context.Context, i
 // readable, searchable and exported; `GET …/context` reads the summary
 // instead of them. A `provider_item` (an SDK's opaque compaction item) is
 // returned as it came. A rewind below `through_seq` removes the compaction.
-// Needs `write` scope.
+// With `messages`, they are appended after it in the same transaction
+// (with `expected_last_seq`, fenced): a history replaced by a compaction
+// in one request. Needs `write` scope.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -36565,7 +36927,9 @@ func (c *ClientWithResponses) CreateCompactionWithBodyWithResponse(ctx context.C
 // readable, searchable and exported; `GET …/context` reads the summary
 // instead of them. A `provider_item` (an SDK's opaque compaction item) is
 // returned as it came. A rewind below `through_seq` removes the compaction.
-// Needs `write` scope.
+// With `messages`, they are appended after it in the same transaction
+// (with `expected_last_seq`, fenced): a history replaced by a compaction
+// in one request. Needs `write` scope.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -36899,6 +37263,22 @@ func (c *ClientWithResponses) AppendMessageWithResponse(ctx context.Context, id 
 		return nil, err
 	}
 	return ParseAppendMessageResponse(rsp)
+}
+
+// GetMessageByClientIDWithResponse Get one message by its client id
+//
+// Returns the message of the session's history (a fork's inherited ones
+// included) whose `client_id` is this, or `404 not_found`. Needs `read` scope.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/sessions/{id}/messages-by-client-id/{client_id} (the `GetMessageByClientID` operationId).
+func (c *ClientWithResponses) GetMessageByClientIDWithResponse(ctx context.Context, id SessionID, clientID string, reqEditors ...RequestEditorFn) (*GetMessageByClientIDResponse, error) {
+	rsp, err := c.GetMessageByClientID(ctx, id, clientID, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetMessageByClientIDResponse(rsp)
 }
 
 // AppendMessageBatchWithBodyWithResponse Append a batch of messages (all or nothing)
@@ -51390,7 +51770,7 @@ func ParseCreateCompactionResponse(rsp *http.Response) (*CreateCompactionRespons
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
-		var dest Compaction
+		var dest CompactionCreated
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -52866,6 +53246,202 @@ func ParseAppendMessageResponse(rsp *http.Response) (*AppendMessageResponse, err
 		response.Headers503 = &headers
 	case true:
 		var headers AppendMessageResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetMessageByClientIDResponse parses an HTTP response from a GetMessageByClientIDWithResponse call
+func ParseGetMessageByClientIDResponse(rsp *http.Response) (*GetMessageByClientIDResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetMessageByClientIDResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Message
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Default
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetMessageByClientIDResponse200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetMessageByClientIDResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetMessageByClientIDResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetMessageByClientIDResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 422:
+		var headers GetMessageByClientIDResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetMessageByClientIDResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetMessageByClientIDResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetMessageByClientIDResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	case true:
+		var headers GetMessageByClientIDResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {

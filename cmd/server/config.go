@@ -93,7 +93,7 @@ func globalFlags(getenv func(string) string) []cli.Flag {
 		&cli.Int64Flag{Name: "import-max-bytes", Value: 256 << 20, Sources: env("LOGBOOK_IMPORT_MAX_BYTES"),
 			Usage: "largest session import in bytes; larger answers 413"},
 		&cli.Int64Flag{Name: "max-file-bytes", Value: 20 << 20, Sources: env("LOGBOOK_MAX_FILE_BYTES"),
-			Usage: "largest file upload (POST /v1/files) in bytes; larger answers 413"},
+			Usage: "largest file upload (POST /v1/files) in bytes, larger answers 413; also what one request's inline data: URLs may hold decoded (422 past it)"},
 		// Help shows no default for a boolean flag unless told: these two are true.
 		&cli.BoolFlag{Name: "migrate", Value: true, DefaultText: "true", Sources: env("LOGBOOK_MIGRATE"),
 			Usage: "apply pending migrations at start; with --migrate=false, run migrate up yourself"},

@@ -245,6 +245,7 @@ func TestCrossTenantEveryRoute(t *testing.T) {
 		"putTenantEmbedding":    {refused, map[string]any{"url": "http://zebras.example/v1/embeddings", "model": "m"}, ""},
 		"deleteTenantEmbedding": {ownWrite, nil, ""},
 		"getMessageEmbedding":   {notFound, nil, ""},
+		"getMessageByClientId":  {notFound, nil, ""},
 		"putMessageEmbedding":   {notFound, map[string]any{"embedding": []float32{1, 0}, "embedding_model": "m"}, ""},
 		"createAPIKey":          {ownWrite, map[string]any{"scope": "read"}, ""},
 		"listAPIKeys":           {ownList, nil, ""},
@@ -335,7 +336,7 @@ func TestCrossTenantEveryRoute(t *testing.T) {
 				continue
 			}
 			covered++
-			filled := strings.NewReplacer("{message_id}", aMsg.ID, "{label}", "human", "{passage_id}", aPassage.ID,
+			filled := strings.NewReplacer("{message_id}", aMsg.ID, "{client_id}", "c1", "{label}", "human", "{passage_id}", aPassage.ID,
 				"{tool_name}", "core_memory_append", "{iteration}", "1", "{namespace}", "zoo.a", "{key}", "zebra").Replace(path)
 			switch {
 			case strings.HasPrefix(path, "/v1/admin/keys/"):

@@ -47,7 +47,9 @@ const (
 const (
 	// messageBody is one message (model.MaxRecordJSON as Logbook writes it,
 	// its own escapes included) with its embedding; a batch, a rewind's tail
-	// and an NDJSON stream's line hold at most as much.
+	// and an NDJSON stream's line hold at most as much. What a request's
+	// data: URLs hold comes on top (inlineBody): they leave the message for
+	// files before its record is measured.
 	messageBody = escapedByte*model.MaxRecordJSON + embeddingJSON + envelope
 	// stateBody is a checkpoint's state (model.MaxStateBytes of canonical
 	// JSON), whole (PUT) or as a merge patch (PATCH).
@@ -62,6 +64,23 @@ const (
 	// characters), tags (64 of 128), metadata and embedding endpoint.
 	agentBody = escapedChar*(model.MaxSystemChars+256*256+64*128) + metadataJSON + envelope
 )
+
+// inlineBody is what one request's data: URLs may add to a message route's
+// body: base64 of --max-file-bytes (model/inline.go, api/inline.go: one
+// request's inline data hold at most that, decoded), escaped as any text may
+// be. At the default 20 MiB that is 168 MiB, so a message route admits about
+// 216 MiB; DefaultBodyMemoryBytes gives one tenant room for one such body.
+func inlineBody(maxFile int64) int64 {
+	return escapedByte*(4*((maxFile+2)/3)) + envelope
+}
+
+// inlineRoutes are the routes whose messages may carry data: URLs.
+var inlineRoutes = []routeKey{
+	{"POST", "/v1/sessions/{id}/messages"},
+	{"POST", "/v1/sessions/{id}/messages/batch"},
+	{"POST", "/v1/sessions/{id}/rewind"},
+	{"POST", "/v1/sessions/{id}/compactions"},
+}
 
 // routeKey names a route as chi matched it.
 type routeKey struct{ method, pattern string }
@@ -90,11 +109,15 @@ var bodyLimits = map[routeKey]int64{
 
 // newBodyLimits is bodyLimits with --max-body-bytes as a floor: the flag
 // raises every route's limit, and is the limit of the routes not listed; it
-// cannot lower a route below what its legal objects need.
-func newBodyLimits(maxBody int64) map[routeKey]int64 {
+// cannot lower a route below what its legal objects need. The routes that
+// take data: URLs grow with --max-file-bytes.
+func newBodyLimits(maxBody, maxFile int64) map[routeKey]int64 {
 	out := make(map[routeKey]int64, len(bodyLimits))
 	for k, n := range bodyLimits {
 		out[k] = max(n, maxBody)
+	}
+	for _, k := range inlineRoutes {
+		out[k] = max(bodyLimits[k]+inlineBody(maxFile), maxBody)
 	}
 	return out
 }

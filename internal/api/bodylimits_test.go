@@ -95,6 +95,12 @@ func TestLegalObjectsFitAtDefaults(t *testing.T) {
 	}
 }
 
+// messageRouteLimit is a message route's body limit at the defaults: the
+// largest message escaped, its embedding and an envelope, and a request's
+// data: URLs (base64 of --max-file-bytes) escaped with their envelope.
+const messageRouteLimit = 6*model.MaxRecordJSON + model.MaxEmbeddingDims*32 + 64<<10 +
+	6*4*((model.DefaultMaxFileBytes+2)/3) + 64<<10
+
 // A body past its route's limit is 413 naming the limit: at once from its
 // Content-Length, before a byte of it is read, and when the body turns out
 // longer than announced (chunked). A route that carries no large object
@@ -110,7 +116,7 @@ func TestRouteLimits(t *testing.T) {
 		length int64
 	}{
 		{"/v1/sessions", 64<<10 + 1},
-		{"/v1/sessions/s/messages", 6*model.MaxRecordJSON + model.MaxEmbeddingDims*32 + 64<<10 + 1},
+		{"/v1/sessions/s/messages", messageRouteLimit + 1},
 	} {
 		status, body := announceOnly(t, c, "POST", tc.path, tc.length)
 		if status != http.StatusRequestEntityTooLarge || !strings.Contains(body, `"code":"payload_too_large"`) ||
@@ -164,7 +170,7 @@ func TestStreamLineLimit(t *testing.T) {
 	if testing.Short() || raceDetector {
 		return
 	}
-	long := `{"role":"user","content":"` + strings.Repeat("x", 6*model.MaxRecordJSON+model.MaxEmbeddingDims*32+64<<10) + `"}` + "\n"
+	long := `{"role":"user","content":"` + strings.Repeat("x", messageRouteLimit) + `"}` + "\n"
 	lines = streamLines(t, c, "s", strings.NewReader(long))
 	if last := string(lines[len(lines)-1]); !strings.Contains(last, `"code":"payload_too_large"`) {
 		t.Errorf("a line past the limit: %.300s, want payload_too_large", last)

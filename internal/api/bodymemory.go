@@ -10,8 +10,13 @@ import (
 )
 
 // DefaultBodyMemoryBytes is what the server may hold of large request bodies
-// at once, all tenants together, unless told otherwise.
-const DefaultBodyMemoryBytes = 256 << 20
+// at once, all tenants together, unless told otherwise. One tenant's half
+// must hold the largest legal body of any route, or that body could never
+// be admitted: a message route's, with a request's data: URLs at the default
+// --max-file-bytes escaped six times over, is about 216 MiB (bodylimits.go).
+// The data: URLs' decoded bytes are counted too, while they are held
+// (api/inline.go).
+const DefaultBodyMemoryBytes = 512 << 20
 
 // bodyMemory counts what request bodies hold beyond --max-body-bytes (the
 // first that many bytes of every body are free, as they always were): a

@@ -208,6 +208,9 @@ func (s *Server) retention(p *model.CheckpointRetention) model.SessionRetention 
 // resume hands a session to a new worker: it reads and reports, never repairs.
 func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
 	res, err := s.store.Resume(r.Context(), tenantOf(r), chi.URLParam(r, "id"))
+	if err == nil {
+		_, err = s.inflate(r.Context(), tenantOf(r), res.MessagesSinceCheckpoint, 0)
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return

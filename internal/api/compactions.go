@@ -9,16 +9,18 @@ import (
 )
 
 func (s *Server) createCompaction(w http.ResponseWriter, r *http.Request) {
-	in, err := decode[model.CreateCompaction](s, w, r)
+	in, lift, err := decodeWithMessages(s, w, r, func(in *model.CreateCompaction) []model.NewMessage { return in.Messages })
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
+	in.BoundUser = principalOf(r).UserID
 	c, err := s.store.CreateCompaction(r.Context(), tenantOf(r), chi.URLParam(r, "id"), in)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
+	lift.restore(c.Messages)
 	s.writeJSON(w, r, http.StatusCreated, c)
 }
 
@@ -54,6 +56,9 @@ func (s *Server) sessionContext(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c, err := s.store.Context(r.Context(), tenantOf(r), chi.URLParam(r, "id"), cq)
+	if err == nil {
+		_, err = s.inflate(r.Context(), tenantOf(r), c.Messages, 0)
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return

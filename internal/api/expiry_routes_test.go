@@ -43,21 +43,22 @@ func TestExpiredSessionEveryRoute(t *testing.T) {
 		body  any
 		query string
 	}{
-		"getSession":          {nil, ""},
-		"updateSession":       {map[string]any{"title": "revived"}, ""},
-		"closeSession":        {nil, ""},
-		"appendMessage":       {userMsg("lost"), ""},
-		"appendMessageBatch":  {map[string]any{"messages": []any{userMsg("lost")}}, ""},
-		"listMessages":        {nil, ""},
-		"getMessage":          {nil, ""},
-		"getMessageEmbedding": {nil, ""},
-		"putMessageEmbedding": {map[string]any{"embedding": []float32{1, 0}, "embedding_model": "m"}, ""},
-		"putCheckpoint":       {map[string]any{"iteration": 2, "state": map[string]any{}}, ""},
-		"patchCheckpoint":     {map[string]any{"iteration": 2, "state_patch": map[string]any{"x": 1}}, ""},
-		"getLatestCheckpoint": {nil, ""},
-		"listCheckpoints":     {nil, ""},
-		"getCheckpoint":       {nil, ""},
-		"createCheckpoint":    {map[string]any{"client_id": "x", "state": map[string]any{}}, ""},
+		"getSession":           {nil, ""},
+		"updateSession":        {map[string]any{"title": "revived"}, ""},
+		"closeSession":         {nil, ""},
+		"appendMessage":        {userMsg("lost"), ""},
+		"appendMessageBatch":   {map[string]any{"messages": []any{userMsg("lost")}}, ""},
+		"listMessages":         {nil, ""},
+		"getMessage":           {nil, ""},
+		"getMessageEmbedding":  {nil, ""},
+		"getMessageByClientId": {nil, ""},
+		"putMessageEmbedding":  {map[string]any{"embedding": []float32{1, 0}, "embedding_model": "m"}, ""},
+		"putCheckpoint":        {map[string]any{"iteration": 2, "state": map[string]any{}}, ""},
+		"patchCheckpoint":      {map[string]any{"iteration": 2, "state_patch": map[string]any{"x": 1}}, ""},
+		"getLatestCheckpoint":  {nil, ""},
+		"listCheckpoints":      {nil, ""},
+		"getCheckpoint":        {nil, ""},
+		"createCheckpoint":     {map[string]any{"client_id": "x", "state": map[string]any{}}, ""},
 		"putCheckpointWrites": {map[string]any{"checkpoint_id": "x", "task_id": "t",
 			"writes": []any{map[string]any{"channel": "c", "value": 1}}}, ""},
 		"getCheckpointRetention":    {nil, ""},
@@ -96,7 +97,7 @@ func TestExpiredSessionEveryRoute(t *testing.T) {
 			}
 			covered++
 			fill := func(id string) string {
-				return strings.NewReplacer("{id}", id, "{message_id}", msg.ID, "{iteration}", "1").Replace(path) + tc.query
+				return strings.NewReplacer("{id}", id, "{message_id}", msg.ID, "{client_id}", "c1", "{iteration}", "1").Replace(path) + tc.query
 			}
 			t.Run(op.OperationID, func(t *testing.T) {
 				want := what(t, w.do(method, fill("never-was"), tc.body), "never-was")

@@ -126,6 +126,10 @@ func withMaxBody(n int64) testServerOption { return func(c *testConfig) { c.api.
 
 func withMaxFile(n int64) testServerOption { return func(c *testConfig) { c.api.MaxFileBytes = n } }
 
+func withInflatedPage(n int64) testServerOption {
+	return func(c *testConfig) { c.api.MaxInflatedPage = n }
+}
+
 func withRateLimit(n int) testServerOption { return func(c *testConfig) { c.api.RateLimit = n } }
 
 // withoutOpenMode is a server on a public address: no key, no access.

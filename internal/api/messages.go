@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"net/url"
 	"reflect"
 	"strconv"
 
@@ -16,22 +17,24 @@ func (s *Server) appendMessages(w http.ResponseWriter, r *http.Request) {
 		s.appendStream(w, r)
 		return
 	}
-	req, err := s.decodeAppend(w, r, false)
+	req, lift, err := s.decodeAppend(w, r, false)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	s.storeAppend(w, r, req)
+	s.storeAppend(w, r, req, lift)
 }
 
 // storeAppend appends what decodeAppend read and answers in the request's shape:
-// a Message for one message, {"data": [...]} for a batch.
-func (s *Server) storeAppend(w http.ResponseWriter, r *http.Request, req model.AppendRequest) {
+// a Message for one message, {"data": [...]} for a batch, its data: URLs as
+// the request sent them (lift).
+func (s *Server) storeAppend(w http.ResponseWriter, r *http.Request, req model.AppendRequest, lift *inlineLift) {
 	res, err := s.store.AppendMessages(r.Context(), tenantOf(r), chi.URLParam(r, "id"), req)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
+	lift.restore(res.Messages)
 	status := http.StatusCreated
 	if res.Replayed {
 		status = http.StatusOK
@@ -54,8 +57,40 @@ type appendBody struct {
 	ExpectedLastSeq *int64               `json:"expected_last_seq"`
 }
 
-// decodeAppend reads either shape, or with batchOnly only {"messages": [...]}.
-func (s *Server) decodeAppend(w http.ResponseWriter, r *http.Request, batchOnly bool) (model.AppendRequest, error) {
+// decodeAppend reads either shape, or with batchOnly only {"messages": [...]};
+// the large data: URLs of what it read are stored as files (inline.go) once
+// the messages passed their checks, and lift says how to answer them.
+func (s *Server) decodeAppend(w http.ResponseWriter, r *http.Request, batchOnly bool) (model.AppendRequest, *inlineLift, error) {
+	req, err := s.readAppend(w, r, batchOnly)
+	if err != nil {
+		return req, nil, err
+	}
+	field := func(int) string { return "" }
+	if req.Batch {
+		field = batchField
+	}
+	lift, err := s.liftInline(r, req.Messages, field)
+	if err != nil {
+		return req, nil, err
+	}
+	if req.Batch {
+		b := model.AppendBatch{Messages: req.Messages}
+		err = s.check(&b)
+	} else {
+		err = s.check(&req.Messages[0])
+	}
+	if err != nil {
+		lift.release()
+		return req, nil, err
+	}
+	return req, lift, lift.storeFiles(r, s)
+}
+
+// batchField names a batch's message i as a client does.
+func batchField(i int) string { return "messages[" + strconv.Itoa(i) + "]." }
+
+// readAppend reads either shape, unchecked.
+func (s *Server) readAppend(w http.ResponseWriter, r *http.Request, batchOnly bool) (model.AppendRequest, error) {
 	req := model.AppendRequest{RequestKey: r.Header.Get("Idempotency-Key"), BoundUser: principalOf(r).UserID}
 	if err := model.CheckIdempotencyKey(req.RequestKey); err != nil {
 		return req, err
@@ -82,7 +117,7 @@ func (s *Server) decodeAppend(w http.ResponseWriter, r *http.Request, batchOnly 
 	}
 	if in.Messages == nil {
 		req.Messages = []model.NewMessage{in.NewMessage}
-		return req, s.check(&in.NewMessage)
+		return req, nil
 	}
 	if !reflect.ValueOf(in.NewMessage).IsZero() {
 		return req, model.Invalid(model.FieldError{Field: "messages",
@@ -97,7 +132,7 @@ func (s *Server) decodeAppend(w http.ResponseWriter, r *http.Request, batchOnly 
 		batch.Messages[i] = *m
 	}
 	req.Messages = batch.Messages
-	return req, s.check(&batch)
+	return req, nil
 }
 
 func (s *Server) listMessages(w http.ResponseWriter, r *http.Request) {
@@ -114,6 +149,9 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	page, err := s.store.ListMessages(r.Context(), tenantOf(r), chi.URLParam(r, "id"), f, p)
+	if err == nil {
+		err = s.inflatePage(r.Context(), tenantOf(r), chi.URLParam(r, "id"), f, &page)
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -123,6 +161,39 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) {
 	m, err := s.store.GetMessage(r.Context(), tenantOf(r), chi.URLParam(r, "id"), chi.URLParam(r, "message_id"))
+	s.writeMessage(w, r, m, err)
+}
+
+// getMessageByClientID reads a message by the client's own id of it.
+//
+// Threat model: a client id is looked up only in the history of a session
+// the key may read (the route's session goes through userBound, as every
+// session route does), so it tells nothing about other sessions; an append's
+// client_id_taken names the seq of the caller's own message. What one client
+// can make the server do: a look-up per segment of the session's lineage (a
+// fork chain's depth), per request, and 256 characters an id.
+func (s *Server) getMessageByClientID(w http.ResponseWriter, r *http.Request) {
+	cid := chi.URLParam(r, "client_id")
+	if r.URL.RawPath != "" { // chi routed on the escaped path: its params are escaped too
+		if u, err := url.PathUnescape(cid); err == nil {
+			cid = u
+		}
+	}
+	if err := model.CheckMessageClientID("client_id", cid); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	m, err := s.store.GetMessageByClientID(r.Context(), tenantOf(r), chi.URLParam(r, "id"), cid)
+	s.writeMessage(w, r, m, err)
+}
+
+// writeMessage answers one message read, its data: URLs whole.
+func (s *Server) writeMessage(w http.ResponseWriter, r *http.Request, m model.Message, err error) {
+	if err == nil {
+		ms := []model.Message{m}
+		_, err = s.inflate(r.Context(), tenantOf(r), ms, 0)
+		m = ms[0]
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return

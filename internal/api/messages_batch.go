@@ -7,10 +7,10 @@ import "net/http"
 // so that a generated client needs no union to read it. Idempotency, fences and
 // replays are appendMessages' own; a key used on either route replays on both.
 func (s *Server) appendMessageBatch(w http.ResponseWriter, r *http.Request) {
-	req, err := s.decodeAppend(w, r, true)
+	req, lift, err := s.decodeAppend(w, r, true)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	s.storeAppend(w, r, req)
+	s.storeAppend(w, r, req, lift)
 }

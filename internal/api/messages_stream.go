@@ -72,6 +72,7 @@ func (s *Server) appendStream(w http.ResponseWriter, r *http.Request) {
 		wait func() (model.AppendResult, error)
 		err  error // a line refused before it was queued
 		size int64 // of a line queued: what it holds of queued
+		lift *inlineLift
 	}
 	answers := make(chan answer, streamInFlight)
 	stream := &repo.AppendStream{}
@@ -108,18 +109,28 @@ func (s *Server) appendStream(w http.ResponseWriter, r *http.Request) {
 			if m.IdempotencyKey == "" {
 				m.IdempotencyKey = keyOf(line)
 			}
-			if verr := m.Validate(); verr != nil {
+			msgs := []model.NewMessage{m}
+			lift, verr := s.liftInline(r, msgs, func(int) string { return "" })
+			if verr == nil {
+				if verr = msgs[0].Validate(); verr != nil {
+					lift.release()
+				}
+			}
+			if verr == nil {
+				verr = lift.storeFiles(r, s)
+			}
+			if verr != nil {
 				answers <- answer{line: line, err: verr}
 				return
 			}
 			queued.acquire(size)
 			wait, qerr := s.store.QueueAppend(r.Context(), tenant, session,
-				model.AppendRequest{Messages: []model.NewMessage{m}, BoundUser: principalOf(r).UserID}, stream)
+				model.AppendRequest{Messages: msgs, BoundUser: principalOf(r).UserID}, stream)
 			if qerr != nil {
 				answers <- answer{line: line, err: qerr, size: size}
 				return
 			}
-			answers <- answer{line: line, wait: wait, size: size}
+			answers <- answer{line: line, wait: wait, size: size, lift: lift}
 			if err == io.EOF {
 				return
 			}
@@ -144,6 +155,7 @@ func (s *Server) appendStream(w http.ResponseWriter, r *http.Request) {
 			failed = true
 			buf = s.problemLine(buf, r, a.line, err)
 		default:
+			a.lift.restore(res.Messages)
 			buf = model.AppendMessageJSON(buf, &res.Messages[0])
 		}
 		buf = append(buf, '\n')

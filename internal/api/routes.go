@@ -37,6 +37,7 @@ func (s *Server) routes() *chi.Mux {
 			r.Get("/sessions/{id}", s.getSession)
 			r.Get("/sessions/{id}/messages", s.listMessages)
 			r.Get("/sessions/{id}/messages/{message_id}", s.getMessage)
+			r.Get("/sessions/{id}/messages-by-client-id/{client_id}", s.getMessageByClientID)
 			r.Get("/sessions/{id}/messages/{message_id}/embedding", s.getMessageEmbedding)
 			r.Get("/messages/search", s.searchMessages)
 			r.Get("/sessions/{id}/checkpoint", s.getLatestCheckpoint)

@@ -42,8 +42,12 @@ type Config struct {
 	BackupDir string
 	// ImportMaxBytes bounds the body of POST /v1/sessions/import; 0 means 256 MiB.
 	ImportMaxBytes int64
-	// MaxFileBytes bounds an upload to POST /v1/files; 0 means 20 MiB.
+	// MaxFileBytes bounds an upload to POST /v1/files, and what one
+	// request's inline data: URLs hold decoded; 0 means 20 MiB.
 	MaxFileBytes int64
+	// MaxInflatedPage bounds what a page of messages holds of inline data
+	// (api/inline.go); 0 means 64 MiB.
+	MaxInflatedPage int64
 	// Version is the build's version, reported by GET /healthz.
 	Version string
 	// StreamGrace is how long an export or import may take before its bytes
@@ -119,6 +123,7 @@ type Server struct {
 	backupDir      string
 	importMax      int64
 	maxFile        int64
+	inflatedPage   int64
 	version        string
 	streamGrace    time.Duration
 	ids            *requestIDs
@@ -154,6 +159,7 @@ func New(cfg Config) *Server {
 		backupDir:      cfg.BackupDir,
 		importMax:      cfg.ImportMaxBytes,
 		maxFile:        cfg.MaxFileBytes,
+		inflatedPage:   cfg.MaxInflatedPage,
 		version:        cfg.Version,
 		streamGrace:    cfg.StreamGrace,
 		ids:            newRequestIDs(),
@@ -197,13 +203,16 @@ func New(cfg Config) *Server {
 	if s.maxBody <= 0 {
 		s.maxBody = 1 << 20
 	}
-	s.limits = newBodyLimits(s.maxBody)
+	if s.maxFile <= 0 {
+		s.maxFile = model.DefaultMaxFileBytes
+	}
+	if s.inflatedPage <= 0 {
+		s.inflatedPage = maxInflatedPage
+	}
+	s.limits = newBodyLimits(s.maxBody, s.maxFile)
 	s.bodies = newBodyMemory(cfg.BodyMemoryBytes)
 	if s.importMax <= 0 {
 		s.importMax = defaultImportMaxBytes
-	}
-	if s.maxFile <= 0 {
-		s.maxFile = model.DefaultMaxFileBytes
 	}
 	s.router = s.routes()
 	return s

@@ -29,6 +29,17 @@ type CreateCompaction struct {
 	Tokens       int64        `json:"tokens"`
 	Model        *string      `json:"model,omitempty"`
 	ProviderItem ProviderItem `json:"provider_item,omitempty"`
+	// ExpectedLastSeq fences the write as an append's does (409 stale_seq).
+	ExpectedLastSeq *int64 `json:"expected_last_seq,omitempty"`
+	// Messages, when given, are appended after the compaction in the same
+	// write: a runtime that replaces its history with a compaction item and
+	// the items it keeps (the Agents SDK's replaceHistoryWithCompaction)
+	// does it in one request, and a crash leaves the history whole either
+	// way. They must follow through_seq at once: through_seq is then the
+	// session's last_seq.
+	Messages []NewMessage `json:"messages,omitempty"`
+	// BoundUser is AppendRequest.BoundUser for Messages.
+	BoundUser string `json:"-"`
 }
 
 func (*CreateCompaction) checksItsTags() {}
@@ -63,6 +74,16 @@ func (c *CreateCompaction) Validate() error {
 	if c.Model != nil && utf8.RuneCountInString(*c.Model) > 256 {
 		bad("model", "must be at most 256 characters long")
 	}
+	if c.ExpectedLastSeq != nil && *c.ExpectedLastSeq < 0 {
+		bad("expected_last_seq", "must be greater than or equal to 0")
+	}
+	if len(c.Messages) > MaxBatch {
+		bad("messages", "must have at most 1000 items")
+	} else {
+		for i := range c.Messages {
+			out = c.Messages[i].fieldErrors("messages["+strconv.Itoa(i)+"].", out)
+		}
+	}
 	raw := len(c.Summary.Text) + len(c.ProviderItem)
 	for i := range c.Summary.Parts {
 		raw += c.Summary.Parts[i].size() + 64
@@ -80,7 +101,18 @@ func (c *CreateCompaction) Validate() error {
 	if out != nil {
 		return Invalid(out...)
 	}
+	if len(c.Messages) > 0 {
+		b := AppendBatch{Messages: c.Messages}
+		return b.checkKeys()
+	}
 	return nil
+}
+
+// CompactionResult is what POST /v1/sessions/{id}/compactions answers when it
+// also appended messages.
+type CompactionResult struct {
+	Compaction
+	Messages []Message `json:"messages,omitempty"`
 }
 
 // ContextQuery is what GET /v1/sessions/{id}/context asks for.

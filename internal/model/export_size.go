@@ -30,7 +30,7 @@ func mightNotFit(raw int) bool { return raw*6+64<<10 > MaxRecordJSON }
 // kind: what MaxRecordJSON bounds.
 func (m *NewMessage) RecordSize() int {
 	long := strings.Repeat("x", 128)
-	msg := Message{ID: long, SessionID: long, Seq: 1 << 62, Role: m.Role, Content: m.Content, Name: m.Name,
+	msg := Message{ID: long, ClientID: m.ClientID, SessionID: long, Seq: 1 << 62, Role: m.Role, Content: m.Content, Name: m.Name,
 		ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID, IsError: m.IsError, AgentID: m.AgentID, Model: m.Model,
 		Tokens: m.Tokens, Cost: m.Cost, Metadata: m.Metadata, ProviderItem: m.ProviderItem, CreatedAt: 1 << 50}
 	return len(AppendMessageJSON(nil, &msg))

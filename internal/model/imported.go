@@ -58,8 +58,12 @@ func CheckStoredSession(s Session) error {
 // CheckStoredMessage checks a message as an export states it: everything an
 // append checks, then its id and time.
 func CheckStoredMessage(m Message) error {
-	in := NewMessage{Role: m.Role, Content: m.Content, Name: m.Name, ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID,
-		AgentID: m.AgentID, Model: m.Model, Tokens: m.Tokens, Cost: m.Cost, Metadata: m.Metadata}
+	in := NewMessage{Role: m.Role, ClientID: m.ClientID, Content: m.Content, Name: m.Name, ToolCalls: m.ToolCalls,
+		ToolCallID: m.ToolCallID, AgentID: m.AgentID, Model: m.Model, Tokens: m.Tokens, Cost: m.Cost, Metadata: m.Metadata}
+	if in.Content.Parts != nil { // an export writes lifted parts as stored (inline.go)
+		in.Content.Parts = append([]Part(nil), in.Content.Parts...)
+		markLifted(in.Content.Parts)
+	}
 	if err := Check(&in); err != nil {
 		return err
 	}

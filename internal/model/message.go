@@ -21,6 +21,10 @@ type ToolCall struct {
 	ID        string `json:"id" validate:"required,max=256"`
 	Name      string `json:"name" validate:"required,max=256"`
 	Arguments string `json:"arguments" validate:"json"`
+	// ClientSide marks a call that the client runs (a tool with no server
+	// side, the AI SDK's tools without execute): its result may come long
+	// after, so resume does not report it unanswered.
+	ClientSide bool `json:"client_side,omitempty"`
 	// ProviderData keeps what a provider's call carried beyond these (OpenAI's
 	// fc_… item id and status, Anthropic's cache_control), so that parallel
 	// calls in one message each come back whole.
@@ -29,7 +33,10 @@ type ToolCall struct {
 
 // Message is one entry of a session's history. Seq is the session's one order.
 type Message struct {
-	ID           string       `json:"id"`
+	ID string `json:"id"`
+	// ClientID is the client's own id of the message (the AI SDK's
+	// UIMessage id), unique in the session's history.
+	ClientID     *string      `json:"client_id"`
 	SessionID    string       `json:"session_id"`
 	Seq          int64        `json:"seq"`
 	Role         Role         `json:"role"`
@@ -51,6 +58,9 @@ type Message struct {
 // carrying the same key returns the stored message instead of writing another.
 type NewMessage struct {
 	Role Role `json:"role" validate:"required,oneof=user assistant system tool developer"`
+	// ClientID: 1–256 characters, no control characters; unique in the
+	// session's history (409 client_id_taken).
+	ClientID *string `json:"client_id,omitempty"`
 	// Content is a string of at most 1048576 characters, or parts (part_check.go).
 	Content        Content      `json:"content"`
 	Name           *string      `json:"name,omitempty" validate:"omitempty,max=256"`
@@ -98,11 +108,26 @@ type AppendBatch struct {
 	Messages []NewMessage `json:"messages" validate:"required,min=1,max=1000,dive"`
 }
 
-// checkKeys catches what tags cannot: two messages of one batch sharing a key.
+// checkKeys catches what tags cannot: two messages of one batch sharing a key,
+// or a client id.
 func (b *AppendBatch) checkKeys() error {
 	seen := make(map[string]int, len(b.Messages))
 	var fields []FieldError
+	var ids map[string]int // made only for a batch that carries client ids
 	for i, m := range b.Messages {
+		if m.ClientID != nil {
+			if ids == nil {
+				ids = map[string]int{}
+			}
+			if j, dup := ids[*m.ClientID]; dup {
+				fields = append(fields, FieldError{
+					Field:   "messages[" + strconv.Itoa(i) + "].client_id",
+					Message: "repeats the client_id of messages[" + strconv.Itoa(j) + "]",
+				})
+			} else {
+				ids[*m.ClientID] = i
+			}
+		}
 		if m.IdempotencyKey == "" {
 			continue
 		}

@@ -61,6 +61,11 @@ func (m *NewMessage) fieldErrors(prefix string, out []FieldError) []FieldError {
 	default:
 		bad("role", "must be one of: user, assistant, system, tool, developer")
 	}
+	if m.ClientID != nil {
+		if msg := clientIDProblem(*m.ClientID); msg != "" {
+			bad("client_id", msg)
+		}
+	}
 	if m.Content.Parts != nil {
 		out = partErrors(prefix+"content", m.Role, m.Content.Parts, out)
 	} else if utf8.RuneCountInString(m.Content.Text) > 1048576 {
@@ -156,6 +161,34 @@ func (m *NewMessage) embeddingErrors(prefix string, out []FieldError) []FieldErr
 		}
 	}
 	return out
+}
+
+// MaxMessageClientID is the longest client id a message may carry, in characters.
+const MaxMessageClientID = 256
+
+// clientIDProblem says what is wrong with a message's client id, or "".
+func clientIDProblem(id string) string {
+	switch n := utf8.RuneCountInString(id); {
+	case n == 0:
+		return "must be at least 1 characters long"
+	case n > MaxMessageClientID:
+		return "must be at most 256 characters long"
+	}
+	for _, r := range id {
+		if r < 0x20 || r == 0x7f || r == utf8.RuneError {
+			return "must hold no control characters and be valid UTF-8"
+		}
+	}
+	return ""
+}
+
+// CheckMessageClientID checks a client id given elsewhere than in a message
+// (a path, a rewind's to_client_id) by the same rule, naming field.
+func CheckMessageClientID(field, id string) error {
+	if msg := clientIDProblem(id); msg != "" {
+		return Invalid(FieldError{Field: field, Message: msg})
+	}
+	return nil
 }
 
 // MaxToolCallBytes bounds one message's tool calls together, for the same

@@ -18,6 +18,8 @@ import (
 func AppendMessageJSON(b []byte, m *Message) []byte {
 	b = append(b, `{"id":`...)
 	b = appendJSONString(b, m.ID)
+	b = append(b, `,"client_id":`...)
+	b = appendOptString(b, m.ClientID)
 	b = append(b, `,"session_id":`...)
 	b = appendJSONString(b, m.SessionID)
 	b = append(b, `,"seq":`...)
@@ -50,6 +52,9 @@ func AppendMessageJSON(b []byte, m *Message) []byte {
 			b = appendJSONString(b, c.Name)
 			b = append(b, `,"arguments":`...)
 			b = appendJSONString(b, c.Arguments)
+			if c.ClientSide {
+				b = append(b, `,"client_side":true`...)
+			}
 			if len(c.ProviderData) > 0 {
 				b = append(b, `,"provider_data":`...)
 				b = appendRawJSON(b, c.ProviderData)

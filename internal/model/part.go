@@ -20,13 +20,18 @@ import (
 //   - file: OpenAI input_file, Anthropic document;
 //   - reasoning: OpenAI reasoning items (summary, encrypted_content), Anthropic
 //     thinking (text, signature) and redacted_thinking (encrypted_content);
-//   - refusal: OpenAI refusal.
+//   - refusal: OpenAI refusal;
+//   - data: an application's named JSON value (the AI SDK's data-* parts);
+//   - json: a tool's result as a JSON value, not JSON text in a string (the
+//     AI SDK's tool outputs, MCP's structured content).
 const (
 	PartText      = "text"
 	PartImage     = "image"
 	PartFile      = "file"
 	PartReasoning = "reasoning"
 	PartRefusal   = "refusal"
+	PartData      = "data"
+	PartJSON      = "json"
 )
 
 // Bounds on parts. A part's text, URL or encrypted payload may each be as long as
@@ -52,7 +57,16 @@ type Part struct {
 	Summary          []string `json:"summary,omitzero"` // [] (a reasoning item with no summary) stays []
 	EncryptedContent string   `json:"encrypted_content,omitempty"`
 	Signature        string   `json:"signature,omitempty"`
-	ProviderData     Object   `json:"provider_data,omitempty"`
+	// Name and Value are a data part's; Value alone a json part's. Value is
+	// any JSON value, null included, kept as written (compact).
+	Name         string `json:"name,omitempty"`
+	Value        JSON   `json:"value,omitempty"`
+	ProviderData Object `json:"provider_data,omitempty"`
+
+	// lifted marks a part whose data: URL the server stored as a file
+	// (inline.go): it holds both FileID and the URL cut after its comma,
+	// which no client may send.
+	lifted bool
 }
 
 // Content is a message's content: a string (Parts nil), or an array of parts.

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"encoding/json"
 	"mime"
 	"slices"
 	"strconv"
@@ -18,9 +19,11 @@ var partFields = map[string]map[string]bool{
 	PartFile:      {"file_id": true, "url": true, "media_type": true, "filename": true},
 	PartReasoning: {"text": true, "summary": true, "encrypted_content": true, "signature": true},
 	PartRefusal:   {"text": true},
+	PartData:      {"name": true, "value": true},
+	PartJSON:      {"value": true},
 }
 
-const partTypes = "text, image, file, reasoning, refusal"
+const partTypes = "text, image, file, reasoning, refusal, data, json"
 
 // partErrors appends what is wrong with parts given as field (a message's
 // "content"), each named by its index ("content[2].file_id").
@@ -47,7 +50,7 @@ const MaxContentBytes = 4 << 20
 
 func (p *Part) size() int {
 	n := len(p.FileID) + len(p.URL) + len(p.MediaType) + len(p.Filename) + len(p.Detail) +
-		len(p.EncryptedContent) + len(p.Signature) + len(p.Annotations) + len(p.ProviderData)
+		len(p.EncryptedContent) + len(p.Signature) + len(p.Annotations) + len(p.ProviderData) + len(p.Name) + len(p.Value)
 	if p.Text != nil {
 		n += len(*p.Text)
 	}
@@ -70,6 +73,9 @@ func (p *Part) fieldErrors(prefix string, role Role, out []FieldError) []FieldEr
 	case (p.Type == PartReasoning || p.Type == PartRefusal) && role != RoleAssistant:
 		bad("type", p.Type+" parts are only allowed when role is assistant")
 		return out
+	case p.Type == PartJSON && role != RoleTool:
+		bad("type", "json parts are only allowed when role is tool (a tool's result as a JSON value)")
+		return out
 	}
 	for _, f := range p.present() {
 		if !allowed[f] {
@@ -85,7 +91,14 @@ func (p *Part) fieldErrors(prefix string, role Role, out []FieldError) []FieldEr
 		long("text", *p.Text)
 	}
 	long("encrypted_content", p.EncryptedContent)
-	long("url", p.URL)
+	if len(p.URL) > MaxPartChars && utf8.RuneCountInString(p.URL) > MaxPartChars {
+		msg := "must be at most " + strconv.Itoa(MaxPartChars) + " characters long"
+		if strings.HasPrefix(p.URL, "data:") {
+			msg += ", or, for a data: URL to be stored as a file, hold standard base64 (RFC 4648 section 4, " +
+				"no line breaks) of at most --max-file-bytes"
+		}
+		bad("url", msg)
+	}
 	switch p.Type {
 	case PartText, PartRefusal:
 		if p.Text == nil {
@@ -96,15 +109,16 @@ func (p *Part) fieldErrors(prefix string, role Role, out []FieldError) []FieldEr
 		}
 	case PartImage, PartFile:
 		switch {
-		case p.FileID == "" && p.URL == "":
-			bad("file_id", "is required unless url is given")
-		case p.FileID != "" && p.URL != "":
+		case p.FileID == "" && p.URL == "" && !providerFile(p.ProviderData):
+			bad("file_id", "is required unless url is given (or provider_data.file_id, a file in the provider's own store)")
+		case p.FileID != "" && p.URL != "" && !(p.lifted && IsCutDataURL(p.URL)):
 			bad("url", "cannot be given with file_id")
 		case p.FileID != "" && !ValidFileID(p.FileID):
 			bad("file_id", "must be a file id (file_…) from POST /v1/files")
 		case p.URL != "" && !validPartURL(p.URL):
 			bad("url", "must be an http, https or data: URL")
 		}
+
 		if p.MediaType != "" && !validMediaType(p.MediaType) {
 			bad("media_type", "must be a media type such as image/png")
 		}
@@ -113,6 +127,20 @@ func (p *Part) fieldErrors(prefix string, role Role, out []FieldError) []FieldEr
 		}
 		if utf8.RuneCountInString(p.Detail) > 32 {
 			bad("detail", "must be at most 32 characters long")
+		}
+	case PartData:
+		switch n := utf8.RuneCountInString(p.Name); {
+		case n == 0:
+			bad("name", "is required")
+		case n > 256:
+			bad("name", "must be at most 256 characters long")
+		}
+		if len(p.Value) == 0 {
+			bad("value", "is required (any JSON value, null included)")
+		}
+	case PartJSON:
+		if len(p.Value) == 0 {
+			bad("value", "is required (any JSON value, null included)")
 		}
 	case PartReasoning:
 		if p.Text == nil && p.Summary == nil && p.EncryptedContent == "" {
@@ -148,6 +176,8 @@ func (p *Part) present() []string {
 	add("summary", p.Summary != nil)
 	add("encrypted_content", p.EncryptedContent != "")
 	add("signature", p.Signature != "")
+	add("name", p.Name != "")
+	add("value", len(p.Value) > 0)
 	return f
 }
 
@@ -172,4 +202,21 @@ func FileIDs(parts []Part) []string {
 		}
 	}
 	return ids
+}
+
+// providerFile reports provider data that names a file in the provider's own
+// store (OpenAI's file-…, Anthropic's file_011…): a part may point there
+// alone, for a runtime that has the provider's id and not the bytes.
+func providerFile(pd Object) bool {
+	if len(pd) == 0 {
+		return false
+	}
+	var v struct {
+		FileID any `json:"file_id"`
+	}
+	if json.Unmarshal(pd, &v) != nil {
+		return false
+	}
+	id, ok := v.FileID.(string)
+	return ok && id != ""
 }

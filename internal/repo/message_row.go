@@ -10,7 +10,7 @@ import (
 // its seq is known: what both backends insert and answer.
 func NewStoredMessage(id, sessionID string, now model.Time, in model.NewMessage) model.Message {
 	m := model.Message{
-		ID: id, SessionID: sessionID, Role: in.Role, Content: in.Content,
+		ID: id, ClientID: in.ClientID, SessionID: sessionID, Role: in.Role, Content: in.Content,
 		Name: in.Name, ToolCalls: in.ToolCalls, ToolCallID: in.ToolCallID, IsError: in.IsError, AgentID: in.AgentID,
 		Model: in.Model, Tokens: in.Tokens, Cost: in.Cost, Metadata: in.Metadata, ProviderItem: in.ProviderItem,
 		CreatedAt: now,

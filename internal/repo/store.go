@@ -63,7 +63,12 @@ type Messages interface {
 	GetMessage(ctx context.Context, tenant, sessionID, id string) (model.Message, error)
 	ListMessages(ctx context.Context, tenant, sessionID string, f model.MessageFilter, p PageRequest) (model.Page[model.Message], error)
 	SearchMessages(ctx context.Context, tenant string, in model.MessageSearch) (model.SearchResult[model.MessageHit], error)
-	CreateCompaction(ctx context.Context, tenant, sessionID string, in model.CreateCompaction) (model.Compaction, error)
+	// CreateCompaction records a compaction and, with in.Messages, appends
+	// them after it in the same write.
+	CreateCompaction(ctx context.Context, tenant, sessionID string, in model.CreateCompaction) (model.CompactionResult, error)
+	// GetMessageByClientID reads a message of a session's history by its
+	// client id. Errors: KindNotFound.
+	GetMessageByClientID(ctx context.Context, tenant, sessionID, clientID string) (model.Message, error)
 	ListCompactions(ctx context.Context, tenant, sessionID string, p PageRequest) (model.Page[model.Compaction], error)
 	Context(ctx context.Context, tenant, id string, q model.ContextQuery) (model.Context, error)
 }

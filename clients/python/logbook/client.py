@@ -594,19 +594,23 @@ class Client:
 
     def fork_session(
         self,
-        id: str,
+        session_id: str,
         *,
+        id: Optional[str] = None,
         at_seq: Optional[int] = None,
         at_checkpoint: Optional[Mapping[str, Any]] = None,
-        new_id: Optional[str] = None,
         title: Optional[str] = None,
         metadata: Optional[Mapping[str, JSON]] = None,
     ) -> Session:
-        """A new session sharing the first ``at_seq`` messages (default: all),
-        or, with ``at_checkpoint={"client_id": …}`` (or ``"iteration"``, and a
-        ``"namespace"``), those up to that checkpoint, starting from a copy of
-        it."""
-        fid = new_id or "ses_" + _uuid7_hex()
+        """A new session sharing the first ``at_seq`` messages (default: all) of
+        ``session_id``, or, with ``at_checkpoint={"client_id": …}`` (or
+        ``"iteration"``, and a ``"namespace"``), those up to that checkpoint,
+        starting from a copy of it. ``id`` names the fork (as the TypeScript
+        client's ``forkSession(id, {id})`` and the API's ``id`` do); left out,
+        the client picks one (``ses_`` + a UUIDv7), so a resend cannot make
+        two."""
+        parent = session_id
+        fid = id or "ses_" + _uuid7_hex()
         body: Dict[str, Any] = {"id": fid}
         if at_seq is not None:
             body["at_seq"] = at_seq
@@ -621,9 +625,9 @@ class Client:
             if p.code != "conflict":
                 return None
             s = self.get_session(fid)
-            return s if s["parent_id"] == id else None
+            return s if s["parent_id"] == parent else None
 
-        return cast(Session, self._call("POST", "/v1/sessions/%s/fork" % _seg(id), json_body=body, recover=recover))
+        return cast(Session, self._call("POST", "/v1/sessions/%s/fork" % _seg(parent), json_body=body, recover=recover))
 
     # --- messages ------------------------------------------------------------
 
@@ -698,6 +702,12 @@ class Client:
     def get_message(self, session_id: str, message_id: str) -> Message:
         return cast(Message, self._call("GET", "/v1/sessions/%s/messages/%s" % (_seg(session_id), _seg(message_id))))
 
+    def get_message_by_client_id(self, session_id: str, client_id: str) -> Message:
+        """The message of the session's history whose ``client_id`` is this
+        (``Problem`` ``not_found`` when none)."""
+        path = "/v1/sessions/%s/messages-by-client-id/%s" % (_seg(session_id), _seg(client_id))
+        return cast(Message, self._call("GET", path))
+
     def list_messages(
         self,
         session_id: str,
@@ -717,30 +727,44 @@ class Client:
     def rewind(
         self,
         session_id: str,
-        to_seq: int,
+        to_seq: Optional[int] = None,
         *,
+        to_client_id: Optional[str] = None,
+        from_client_id: Optional[str] = None,
         expected_last_seq: Optional[int] = None,
         messages: Optional[Sequence[Union[MessageInput, Mapping[str, Any]]]] = None,
+        idempotency_key: Optional[str] = None,
     ) -> RewindResult:
-        """Drop the messages after ``to_seq`` (``0`` clears the session), and
+        """Drop the messages after ``to_seq`` (``0`` clears the session), or
+        after the message whose client id is ``to_client_id``, or from the one
+        whose client id is ``from_client_id`` (give one of the three), and
         append ``messages`` as the new tail in the same transaction.
         ``expected_last_seq`` fences it (``409 stale_seq`` if another write came
         first). A closed session is ``409 session_closed``.
 
         Fenced or not, it is resent after a connection failure under its
-        ``Idempotency-Key``: a resend whose first attempt was applied gets
-        that attempt's answer, never ``stale_seq``."""
-        body: Dict[str, Any] = {"to_seq": to_seq}
+        ``Idempotency-Key`` (``idempotency_key``, or one made for this call): a
+        resend whose first attempt was applied gets that attempt's answer,
+        never ``stale_seq``."""
+        body: Dict[str, Any] = {}
+        if to_seq is not None:
+            body["to_seq"] = to_seq
+        if to_client_id is not None:
+            body["to_client_id"] = to_client_id
+        if from_client_id is not None:
+            body["from_client_id"] = from_client_id
         if expected_last_seq is not None:
             body["expected_last_seq"] = expected_last_seq
         if messages:
             body["messages"] = [dict(m) for m in messages]
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
         return cast(
             RewindResult,
             self._call(
                 "POST",
                 "/v1/sessions/%s/rewind" % _seg(session_id),
                 json_body=body,
+                headers=headers,
             ),
         )
 
@@ -780,8 +804,13 @@ class Client:
         tokens: Optional[int] = None,
         model: Optional[str] = None,
         provider_item: Optional[Mapping[str, JSON]] = None,
+        expected_last_seq: Optional[int] = None,
+        messages: Optional[Sequence[Union[MessageInput, Mapping[str, Any]]]] = None,
+        idempotency_key: Optional[str] = None,
     ) -> Compaction:
-        """Record that ``summary`` stands for messages 1..``through_seq``."""
+        """Record that ``summary`` stands for messages 1..``through_seq``; with
+        ``messages``, append them after it in the same write (the answer lists
+        them in ``messages``), fenced by ``expected_last_seq``."""
         body: Dict[str, Any] = {"through_seq": through_seq, "summary": summary}
         if tokens is not None:
             body["tokens"] = tokens
@@ -789,6 +818,11 @@ class Client:
             body["model"] = model
         if provider_item is not None:
             body["provider_item"] = dict(provider_item)
+        if expected_last_seq is not None:
+            body["expected_last_seq"] = expected_last_seq
+        if messages:
+            body["messages"] = [dict(m) for m in messages]
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
 
         def recover(p: Problem) -> Optional[Compaction]:
             if p.status != 422:
@@ -800,7 +834,9 @@ class Client:
 
         return cast(
             Compaction,
-            self._call("POST", "/v1/sessions/%s/compactions" % _seg(session_id), json_body=body, recover=recover),
+            self._call(
+                "POST", "/v1/sessions/%s/compactions" % _seg(session_id), json_body=body, headers=headers, recover=recover
+            ),
         )
 
     def list_compactions(

@@ -28,16 +28,17 @@ read back by the table's rules.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
 import re
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Set
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Set, cast
 
 from .client import Client, _canon
 from .errors import Problem, TransportError
 from .types import Message, MessageInput, Part
 
-__all__ = ["LogbookSession", "item_to_message", "message_to_items"]
+__all__ = ["LogbookSession", "SessionHistoryError", "item_to_message", "message_to_items"]
 
 log = logging.getLogger("logbook")
 
@@ -96,8 +97,10 @@ def _parts_in(content: Sequence[Any], role: str) -> List[Part]:
                 part["url"] = url
             elif isinstance(file_id, str) and _LOGBOOK_FILE.match(file_id):
                 part["file_id"] = file_id
+            elif isinstance(file_id, str) and file_id:
+                part["provider_data"] = {"file_id": file_id}  # a file in OpenAI's own store
             else:
-                continue  # the provider's own file id: only in the item
+                continue
             if t == "input_image" and isinstance(p.get("detail"), str) and 0 < len(p["detail"]) <= 32:
                 part["detail"] = p["detail"]
             if t == "input_file" and isinstance(p.get("filename"), str) and p["filename"]:
@@ -154,16 +157,75 @@ def _opaque(item: Item) -> MessageInput:
     return {"role": "assistant", "content": "", "provider_item": _canon(item)}
 
 
-def item_to_message(item: Any) -> MessageInput:
+# An item keeps its large data: URLs once, in the typed part (which the server
+# stores as a file): in provider_item each is a reference to its part.
+_REF = re.compile(r"^logbook:content\[(\d+)\]\.url$")
+_INLINE_MIN = 1024
+
+
+def _strings(v: Any) -> Iterator[str]:
+    if isinstance(v, str):
+        yield v
+    elif isinstance(v, list):
+        for x in v:
+            yield from _strings(x)
+    elif isinstance(v, dict):
+        for x in v.values():
+            yield from _strings(x)
+
+
+def _map_strings(v: Any, f: Callable[[str], str]) -> Any:
+    if isinstance(v, str):
+        return f(v)
+    if isinstance(v, list):
+        return [_map_strings(x, f) for x in v]
+    if isinstance(v, dict):
+        return {k: _map_strings(x, f) for k, x in v.items()}
+    return v
+
+
+def _without_inline(item: Item, msg: MessageInput) -> Item:
+    content = msg.get("content")
+    if not isinstance(content, list):
+        return item
+    at: Dict[str, int] = {}
+    for i, p in enumerate(content):
+        u = p.get("url")
+        if isinstance(u, str) and u.startswith("data:") and len(u) >= _INLINE_MIN and u not in at:
+            at[u] = i
+    if not at or any(_REF.match(x) for x in _strings(item)):
+        return item  # a reference would be ambiguous: keep it whole
+    return cast(Item, _map_strings(item, lambda x: "logbook:content[%d].url" % at[x] if x in at else x))
+
+
+def _with_inline(pi: Item, content: Any) -> Item:
+    if not isinstance(content, list) or not any(_REF.match(x) for x in _strings(pi)):
+        return pi
+
+    def back(x: str) -> str:
+        m = _REF.match(x)
+        if m and int(m.group(1)) < len(content):
+            u = content[int(m.group(1))].get("url")
+            if isinstance(u, str):
+                return u
+        return x
+
+    return cast(Item, _map_strings(pi, back))
+
+
+def item_to_message(item: Any, client_id: Optional[str] = None) -> MessageInput:
     """The message that stores one Responses input item: typed fields where
-    README's mapping table has a place for them, and the whole item (as JSON
-    gives it back) in ``provider_item``."""
+    README's mapping table has a place for them, and the item (as JSON gives
+    it back) in ``provider_item``, its large ``data:`` URLs held only by the
+    typed parts (the server stores them as files)."""
     d = _as_dict(item)
     try:
         msg = _typed(d)
+        msg["provider_item"] = _without_inline(_canon(d), msg)
     except _Unmappable:
-        return _opaque(d)
-    msg["provider_item"] = _canon(d)
+        msg = _opaque(d)
+    if client_id is not None:
+        msg["client_id"] = client_id
     return msg
 
 
@@ -214,7 +276,7 @@ def message_to_items(message: Mapping[str, Any]) -> List[Item]:
     anything else a ``message``) with ``provider_item``'s keys added."""
     pi = message.get("provider_item")
     if isinstance(pi, dict) and ("type" in pi or "role" in pi):
-        return [pi]
+        return [_with_inline(pi, message.get("content"))]
     extra: Dict[str, Any] = pi if isinstance(pi, dict) else {}
     role = message["role"]
     content = message.get("content")
@@ -251,25 +313,78 @@ def message_to_items(message: Mapping[str, Any]) -> List[Item]:
 # --- the session --------------------------------------------------------------
 
 
+class SessionHistoryError(Exception):
+    """A history transaction refused: a changed transaction under an operation
+    id already applied, or a suffix that no longer matches."""
+
+
+def _canonical(v: Any) -> str:
+    """JSON with every object's keys sorted: items compare by structure."""
+    return json.dumps(v, sort_keys=True, separators=(",", ":"))
+
+
+def _operation_key(operation_id: str) -> str:
+    return "agents-op:" + hashlib.sha256(operation_id.encode("utf-8")).hexdigest()
+
+
+def _apply_mutations(items: List[Item], mutations: Sequence[Mapping[str, Any]]) -> List[Item]:
+    """The SDK's history mutations: a function call replaced (its first
+    occurrence; the others dropped)."""
+    out = list(items)
+    for m in mutations:
+        if m.get("type") != "replace_function_call":
+            continue
+        call_id = m.get("call_id", m.get("callId"))
+        nxt: List[Item] = []
+        kept = False
+        for item in out:
+            if item.get("type") == "function_call" and item.get("call_id", item.get("callId")) == call_id:
+                if not kept:
+                    nxt.append(_canon(_as_dict(m["replacement"])))
+                kept = True
+                continue
+            nxt.append(item)
+        out = nxt
+    return out
+
+
 class LogbookSession:
-    """An OpenAI Agents SDK session stored in a Logbook session.
+    """An OpenAI Agents SDK session stored in a Logbook session, with the same
+    capabilities, under the same names (snake_case), as the TypeScript
+    client's ``LogbookSession``.
 
     ``session_id`` names the Logbook session; it is created on the first
-    ``add_items`` if it does not exist (with ``agent_id``, ``title`` and
+    write if it does not exist (with ``agent_id``, ``title`` and
     ``metadata``). ``client`` defaults to ``Client()`` (``$LOGBOOK_URL``,
-    ``$LOGBOOK_API_KEY``). The methods run the blocking client in a thread
-    (``asyncio.to_thread``).
+    ``$LOGBOOK_API_KEY``). The async methods run their blocking twins
+    (``…_sync``) in a thread.
 
-    - ``add_items`` appends the items as one all-or-nothing batch (chunks of
-      1000, split further if the server finds a batch too large), under one
-      ``Idempotency-Key`` per batch, so the client's retries never store an
-      item twice.
-    - ``pop_item`` removes the newest item with a rewind fenced by
-      ``expected_last_seq``: of two concurrent pops, one wins and the other
-      pops the item before it, never the same one.
-    - ``clear_session`` rewinds the session to 0 (its checkpoints and
-      compactions go too; the session itself stays). A closed session refuses
-      both (``Problem`` ``session_closed``).
+    Every change is one request, atomic and safe to resend:
+
+    - ``add_items`` appends the items as one batch (chunks of 1000) under one
+      ``Idempotency-Key`` per batch.
+    - ``replace_history_with_compaction`` records a compaction through the
+      session's last message and appends the replacement in the same write:
+      the replaced messages stay in Logbook; the session's items are what
+      follows the latest compaction.
+    - ``apply_history_transaction(operation_id, transaction)`` appends
+      (``{"type": "append_items", "items": …}``) or replaces a suffix
+      (``{"type": "replace_suffix", "expected_suffix": …, "replacement": …}``)
+      with a rewind fenced by ``expected_last_seq``; the operation id keys the
+      write, so a repeat does nothing and a different transaction under the
+      same id raises :class:`SessionHistoryError`.
+    - ``apply_history_mutations(mutations)`` replaces function calls with one
+      fenced rewind.
+    - ``pop_item`` is a fenced rewind by one; ``clear_session`` a rewind to 0,
+      sent at once. (The TypeScript session holds a clear back until the end
+      of its tick, to send it with the ``addItems`` that follows; here an
+      event loop may end with the call (``asyncio.run``), so a runtime that
+      replaces a history calls ``replace_history_with_compaction`` or
+      ``apply_history_transaction``, one request each.)
+
+    Items come back exactly as added; a large ``data:`` URL travels once, in
+    the typed part, which the server stores as a file. Reasoning items keep
+    their ids.
     """
 
     session_settings: Any = None
@@ -283,7 +398,6 @@ class LogbookSession:
         title: Optional[str] = None,
         metadata: Optional[Mapping[str, Any]] = None,
         session_settings: Any = None,
-        page_size: int = 200,
     ) -> None:
         self.session_id = session_id
         self.client = client if client is not None else Client()
@@ -291,17 +405,30 @@ class LogbookSession:
         self._agent_id = agent_id
         self._title = title
         self._metadata = dict(metadata) if metadata else None
-        self._page_size = max(1, min(200, page_size))
 
     def __repr__(self) -> str:
         return "LogbookSession(%r, %r)" % (self.session_id, self.client)
 
-    # The SDK's methods: each runs its blocking twin in a thread.
+    # The SDK's hooks.
+
+    def preserve_reasoning_item_ids_for_persistence(self) -> bool:
+        """Logbook keeps reasoning items' ids."""
+        return True
+
+    def prepare_history_item_for_model_input(self, item: Item) -> Item:
+        """Items come back as they were added: nothing to take off."""
+        return item
+
+    def prepare_history_items_for_persistence_comparison(self, items: List[Item]) -> List[Item]:
+        """Items come back as they were added: nothing to normalize."""
+        return items
+
+    # The async methods.
 
     async def get_items(self, limit: Optional[int] = None, *, turn_limit: Optional[int] = None) -> List[Item]:
-        """The history, oldest first; with ``limit``, only the newest ``limit``
-        items; with ``turn_limit``, only the newest ``turn_limit`` turns (a turn
-        starts at a user message)."""
+        """The history (what follows the latest compaction), oldest first; with
+        ``limit``, only the newest ``limit`` items; with ``turn_limit``, only
+        the newest ``turn_limit`` turns (a turn starts at a user message)."""
         return await asyncio.to_thread(self.get_items_sync, limit, turn_limit=turn_limit)
 
     async def add_items(self, items: List[Item]) -> None:
@@ -313,34 +440,35 @@ class LogbookSession:
     async def clear_session(self) -> None:
         await asyncio.to_thread(self.clear_session_sync)
 
-    # Their blocking twins.
+    async def replace_history_with_compaction(self, items: List[Item]) -> None:
+        await asyncio.to_thread(self.replace_history_with_compaction_sync, items)
+
+    async def apply_history_transaction(self, operation_id: str, transaction: Mapping[str, Any]) -> None:
+        await asyncio.to_thread(self.apply_history_transaction_sync, operation_id, transaction)
+
+    async def apply_history_mutations(self, mutations: Sequence[Mapping[str, Any]]) -> None:
+        await asyncio.to_thread(self.apply_history_mutations_sync, mutations)
+
+    # Their blocking twins (each sends at once).
 
     def get_items_sync(self, limit: Optional[int] = None, *, turn_limit: Optional[int] = None) -> List[Item]:
         if limit is None:
             limit = getattr(self.session_settings, "limit", None)
         if (limit is not None and limit <= 0) or (turn_limit is not None and turn_limit <= 0):
             return []
-        try:
-            if limit is None and turn_limit is None:
-                items: List[Item] = []
-                for m in self.client.list_messages(self.session_id, limit=self._page_size):
-                    items.extend(message_to_items(m))
-                return items
-            newest: List[Item] = []  # newest first
-            turns = 0
-            size = min(self._page_size, limit) if limit is not None and turn_limit is None else self._page_size
-            for m in self.client.list_messages(self.session_id, order="desc", limit=size):
-                for item in reversed(message_to_items(m)):
-                    newest.append(item)
-                    if item.get("role") == "user":
-                        turns += 1
-                    if (limit is not None and len(newest) >= limit) or (turn_limit is not None and turns >= turn_limit):
-                        return newest[::-1]
-            return newest[::-1]
-        except Problem as p:
-            if p.code == "not_found":
-                return []
-            raise
+        items = [item for item, _ in self._history()["entries"]]
+        if turn_limit is not None:
+            turns, start = 0, 0
+            for i in range(len(items) - 1, -1, -1):
+                if items[i].get("role") == "user":
+                    turns += 1
+                    if turns >= turn_limit:
+                        start = i
+                        break
+            items = items[start:]
+        if limit is not None:
+            items = items[-limit:]
+        return items
 
     def add_items_sync(self, items: Sequence[Item]) -> None:
         if not items:
@@ -351,22 +479,17 @@ class LogbookSession:
 
     def pop_item_sync(self) -> Optional[Item]:
         for _ in range(100):
-            try:
-                page = self.client.list_messages(self.session_id, order="desc", limit=1).first_page()
-            except Problem as p:
-                if p.code == "not_found":
-                    return None
-                raise
-            if not page["data"]:
+            h = self._history()
+            if not h["entries"]:
                 return None
-            last: Message = page["data"][0]
+            last: Message = h["entries"][-1][1]
             items = message_to_items(last)
             # A message that stands for several items (parallel calls another
             # runtime stored together) gives back all but its last, in the same
             # transaction.
             tail = [item_to_message(i) for i in items[:-1]]
             try:
-                self.client.rewind(self.session_id, last["seq"] - 1, expected_last_seq=last["seq"], messages=tail)
+                self.client.rewind(self.session_id, last["seq"] - 1, expected_last_seq=h["last_seq"], messages=tail)
             except Problem as p:
                 if p.code == "stale_seq":
                     continue  # another writer came first: look again
@@ -381,13 +504,80 @@ class LogbookSession:
         raise RuntimeError("pop_item: the session kept changing under 100 attempts")
 
     def clear_session_sync(self) -> None:
+        self._clear_now()
+
+    def replace_history_with_compaction_sync(self, items: Sequence[Item]) -> None:
+        """Replaces the history with a compaction item and the items kept, in
+        one write (a compaction record through the last message, and the items
+        appended after it)."""
+        self._replace([_as_dict(i) for i in items])
+
+    def apply_history_transaction_sync(self, operation_id: str, transaction: Mapping[str, Any]) -> None:
+        if not isinstance(operation_id, str) or not operation_id.strip():
+            raise SessionHistoryError("Session history transaction operationId must be a non-empty string.")
+        if not isinstance(transaction, Mapping):
+            raise SessionHistoryError("Session history transaction must be an object.")
+        key = _operation_key(operation_id)
+        t = transaction.get("type")
+        if t == "append_items" and isinstance(transaction.get("items"), list):
+            items = [_as_dict(i) for i in transaction["items"]]
+            if len(items) > _BATCH:
+                raise SessionHistoryError("a history transaction appends at most %d items" % _BATCH)
+            try:
+                self._append(items, key)
+            except Problem as p:
+                if p.code == "idempotency_conflict":
+                    raise SessionHistoryError(
+                        "Session history operation was already applied with a different transaction."
+                    ) from p
+                raise
+            return
+        expected = transaction.get("expected_suffix", transaction.get("expectedSuffix"))
+        replacement = transaction.get("replacement")
+        if t != "replace_suffix" or not isinstance(expected, list) or not isinstance(replacement, list):
+            raise SessionHistoryError("Unsupported session history transaction type.")
+        self._replace_suffix(key, [_canon(_as_dict(i)) for i in expected], [_canon(_as_dict(i)) for i in replacement])
+
+    def apply_history_mutations_sync(self, mutations: Sequence[Mapping[str, Any]]) -> None:
+        if not mutations:
+            return
+        for _ in range(100):
+            h = self._history()
+            old = [item for item, _ in h["entries"]]
+            new = _apply_mutations(old, mutations)
+            first = 0
+            while first < len(old) and first < len(new) and _canonical(old[first]) == _canonical(new[first]):
+                first += 1
+            if first == len(old) and first == len(new):
+                return  # applied already
+            try:
+                self._rewind_from(h, first, new[first:])
+                return
+            except Problem as p:
+                if p.code != "stale_seq":
+                    raise
+        raise SessionHistoryError("the session kept changing under 100 attempts to rewrite its history")
+
+    # Helpers.
+
+    def _clear_now(self) -> None:
         try:
             self.client.rewind(self.session_id, 0)
         except Problem as p:
             if p.code != "not_found":
                 raise
 
-    # Helpers.
+    def _history(self) -> Dict[str, Any]:
+        """The visible history (what follows the latest compaction), from one
+        snapshot: its (item, message) entries and the session's last seq."""
+        try:
+            ctx = self.client.get_context(self.session_id)
+        except Problem as p:
+            if p.code == "not_found":
+                return {"entries": [], "last_seq": 0, "exists": False}
+            raise
+        entries = [(item, m) for m in ctx["messages"] for item in message_to_items(m)]
+        return {"entries": entries, "last_seq": ctx["last_seq"], "exists": True}
 
     def _still_there(self, m: Message) -> bool:
         try:
@@ -405,25 +595,31 @@ class LogbookSession:
             if p.code != "conflict":  # made meanwhile by another writer
                 raise
 
-    def _append(self, items: List[Item]) -> None:
-        msgs = [item_to_message(i) for i in items]
+    def _send(self, items: List[Item], send: Any, client_ids: Any = None) -> None:
+        """Sends items as messages through send: typed where the server takes
+        their typed fields, each refused one stored untyped instead; creates
+        the session once if it is missing."""
+        msgs = [item_to_message(it, client_ids(i) if client_ids else None) for i, it in enumerate(items)]
         opaque: Set[int] = set()
         created = False
         while True:
-            body = [_opaque(items[i]) if i in opaque else msgs[i] for i in range(len(items))]
+            body: List[MessageInput] = []
+            for i in range(len(items)):
+                if i in opaque:
+                    m = _opaque(items[i])
+                    if client_ids:
+                        m["client_id"] = client_ids(i)
+                    body.append(m)
+                else:
+                    body.append(msgs[i])
             try:
-                self.client.append_messages(self.session_id, body)
+                send(body)
                 return
             except Problem as p:
-                if p.code == "not_found" and not created:
+                if p.code == "not_found" and not created and p.body.get("resource") != "message":
                     self._ensure_session()
                     created = True
                     continue
-                if p.code == "payload_too_large" and len(items) > 1:
-                    half = len(items) // 2
-                    self._append(items[:half])
-                    self._append(items[half:])
-                    return
                 if p.code not in _DEGRADABLE:
                     raise
                 named = {int(mt.group(1)) for mt in (_FIELD_MESSAGE.match(e.get("field", "")) for e in p.errors) if mt}
@@ -440,3 +636,126 @@ class LogbookSession:
                         p.fields,
                     )
                 opaque |= fresh
+
+    def _append(self, items: List[Item], key: Optional[str] = None) -> None:
+        def send(body: List[MessageInput]) -> None:
+            if key is None:
+                self.client.append_messages(self.session_id, body)
+            else:
+                self.client.append_messages(self.session_id, body, idempotency_key=key)
+
+        try:
+            self._send(items, send, (lambda i: "%s:%d" % (key, i)) if key else None)
+        except Problem as p:
+            if key is None and p.code == "payload_too_large" and len(items) > 1:
+                half = len(items) // 2
+                self._append(items[:half])
+                self._append(items[half:])
+                return
+            raise
+
+    def _replace(self, items: List[Item]) -> None:
+        """The whole history replaced by items in one write: a compaction
+        record and the items after it when they hold a compaction item and
+        there is a history to compact; a rewind to 0 with them otherwise."""
+        if len(items) > _BATCH:
+            raise SessionHistoryError("a history is replaced by at most %d items at once" % _BATCH)
+        items = [_canon(i) for i in items]
+        compaction = next((i for i in items if i.get("type") == "compaction"), None)
+        for _ in range(100):
+            try:
+                last_seq = self.client.get_session(self.session_id)["last_seq"]
+            except Problem as p:
+                if p.code != "not_found":
+                    raise
+                last_seq = 0
+
+            def send(body: List[MessageInput]) -> None:
+                if last_seq > 0 and compaction is not None:
+                    enc = compaction.get("encrypted_content")
+                    summary: Any = [{"type": "reasoning", "encrypted_content": enc}] if isinstance(enc, str) and enc else "(compacted history)"
+                    try:
+                        self.client.create_compaction(
+                            self.session_id,
+                            last_seq,
+                            summary,
+                            provider_item=compaction,
+                            expected_last_seq=last_seq,
+                            messages=body,
+                        )
+                        return
+                    except Problem as p:
+                        # Nothing follows the latest compaction: only items to add.
+                        if not (p.errors and p.errors[0].get("field") == "through_seq"):
+                            raise
+                    self.client.rewind(self.session_id, last_seq, expected_last_seq=last_seq, messages=body)
+                elif last_seq > 0:
+                    self.client.rewind(self.session_id, 0, expected_last_seq=last_seq, messages=body)
+                elif body:
+                    self.client.append_messages(self.session_id, body, expected_last_seq=0)
+
+            try:
+                self._send(items, send)
+                return
+            except Problem as p:
+                if p.code != "stale_seq":
+                    raise
+        raise SessionHistoryError("the session kept changing under 100 attempts to replace its history")
+
+    def _replace_suffix(self, key: str, expected: List[Item], replacement: List[Item]) -> None:
+        want = [_canonical(i) for i in replacement]
+        for _ in range(100):
+            h = self._history()
+            entries = h["entries"]
+            if replacement:
+                # Applied already (a resend after a crash): its first message is there under the operation's id.
+                at = next((i for i, (_, m) in enumerate(entries) if m.get("client_id") == "%s:0" % key), -1)
+                if at >= 0:
+                    got = [_canonical(item) for item, _ in entries[at : at + len(replacement)]]
+                    if got == want:
+                        return
+                    raise SessionHistoryError("Session history operation was already applied with a different transaction.")
+            cut = len(entries) - len(expected)
+            if cut < 0 or any(_canonical(expected[i]) != _canonical(entries[cut + i][0]) for i in range(len(expected))):
+                raise SessionHistoryError("Session history suffix no longer matches the transaction precondition.")
+            try:
+                self._rewind_from(h, cut, replacement, key)
+                return
+            except Problem as p:
+                if p.code != "stale_seq":
+                    raise
+        raise SessionHistoryError("the session kept changing under 100 attempts to apply a history transaction")
+
+    def _rewind_from(self, h: Dict[str, Any], start: int, tail: List[Item], key: Optional[str] = None) -> None:
+        """One fenced rewind that keeps the visible items before ``start`` and
+        appends ``tail`` after them; a message that stands for several items,
+        cut inside, is removed whole and its items before the cut re-added."""
+        entries = h["entries"]
+        to_seq = h["last_seq"]
+        keep: List[Item] = []
+        if start < len(entries):
+            seq = entries[start][1]["seq"]
+            to_seq = seq - 1
+            first = next(i for i, (_, m) in enumerate(entries) if m["seq"] == seq)
+            keep = [item for item, _ in entries[first:start]]
+        items = keep + list(tail)
+        if len(items) > _BATCH:
+            raise SessionHistoryError("a history rewrite appends at most %d items at once" % _BATCH)
+        if not h["exists"] and not items:
+            return
+
+        def send(body: List[MessageInput]) -> None:
+            if not h["exists"]:
+                self.client.append_messages(self.session_id, body, expected_last_seq=0, idempotency_key=key)
+                return
+            self.client.rewind(
+                self.session_id,
+                to_seq,
+                expected_last_seq=h["last_seq"],
+                messages=body,
+                idempotency_key="%s:%d:%d" % (key, to_seq, h["last_seq"]) if key else None,
+            )
+
+        n = len(keep)
+        ids = (lambda i: "%s:%d" % (key, i - n) if i >= n else "%s:kept:%d" % (key, i)) if key else None
+        self._send(items, send, ids)

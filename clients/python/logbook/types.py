@@ -20,7 +20,7 @@ JSON = Any
 Role = Literal["user", "assistant", "system", "tool", "developer"]
 SessionStatus = Literal["created", "active", "completed", "archived"]
 Scope = Literal["read", "write", "admin"]
-PartType = Literal["text", "image", "file", "reasoning", "refusal"]
+PartType = Literal["text", "image", "file", "reasoning", "refusal", "data", "json"]
 
 
 # --- content -----------------------------------------------------------------
@@ -42,6 +42,8 @@ class Part(TypedDict, total=False):
     summary: List[str]
     encrypted_content: str
     signature: str
+    name: str  # a data part's
+    value: JSON  # a data or json part's, any JSON value
     provider_data: Dict[str, JSON]
 
 
@@ -58,6 +60,7 @@ class _ToolCallBase(TypedDict):
 class ToolCall(_ToolCallBase, total=False):
     """One function call of an assistant message."""
 
+    client_side: bool  # the client runs it; absent when false
     provider_data: Dict[str, JSON]  # absent when none was sent
 
 
@@ -87,6 +90,7 @@ class Session(TypedDict):
 
 class Message(TypedDict):
     id: str
+    client_id: Optional[str]
     session_id: str
     seq: int
     role: Role
@@ -118,6 +122,7 @@ class MessageInput(_MessageInputBase, total=False):
     ``Idempotency-Key`` header instead); set it yourself to make a message
     idempotent across separate requests (a batch, a rewind's tail)."""
 
+    client_id: Optional[str]
     content: Content
     name: Optional[str]
     tool_calls: Optional[List[ToolCall]]
@@ -156,7 +161,7 @@ class MessageSearchResult(TypedDict):
     index_lag: int
 
 
-class Compaction(TypedDict):
+class _CompactionBase(TypedDict):
     id: str
     session_id: str
     through_seq: int
@@ -165,6 +170,10 @@ class Compaction(TypedDict):
     model: Optional[str]
     provider_item: Optional[Dict[str, JSON]]
     created_at: str
+
+
+class Compaction(_CompactionBase, total=False):
+    messages: List[Message]  # only in a create's answer, when it appended some
 
 
 class ContextOmitted(TypedDict):

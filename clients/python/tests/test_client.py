@@ -124,7 +124,7 @@ class AgentTurnTest(ServerTestCase):
         lb = self.client
         sid = lb.create_session()["id"]
         lb.append_messages(sid, [{"role": "user", "content": str(i)} for i in range(5)])
-        fork = lb.fork_session(sid, at_seq=3)
+        fork = lb.fork_session(sid, at_seq=3, id=sid + "-fork")
         self.assertEqual((fork["parent_id"], fork["last_seq"]), (sid, 3))
         r = lb.rewind(sid, 2, expected_last_seq=5, messages=[{"role": "assistant", "content": "new tail"}])
         self.assertEqual((r["removed_messages"], r["session"]["last_seq"]), (3, 3))
@@ -150,7 +150,7 @@ class GraphCheckpointTest(ServerTestCase):
         self.assertNotIn("state", next(iter(lb.list_checkpoints(tid, values=False))))
         self.assertEqual(lb.set_checkpoint_retention(tid, {"keep": "all"})["keep"], "all")
         self.assertTrue(lb.set_checkpoint_retention(tid, None)["default"])
-        fork = lb.fork_session(tid, at_checkpoint={"client_id": "a"}, new_id=tid + "-fork")
+        fork = lb.fork_session(tid, at_checkpoint={"client_id": "a"}, id=tid + "-fork")
         self.assertEqual(lb.find_checkpoint(fork["id"])["client_id"], "a")
         lb.purge_session(tid)
         with self.assertRaises(Problem) as e:

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import copy
 import inspect
+import json
 import unittest
 from typing import Any, Dict, List, cast
 
 from logbook import Client, LogbookSession, Problem
-from logbook.openai_agents import item_to_message, message_to_items
+from logbook.openai_agents import SessionHistoryError, item_to_message, message_to_items
 
 from .harness import Server
 
@@ -106,8 +108,9 @@ class SessionTest(unittest.TestCase):
             [
                 {"type": "text", "text": "Is this receipt for order 1042?"},
                 {"type": "image", "url": "data:image/png;base64,iVBORw0KGgoAAAANSUhEUg==", "detail": "high"},
+                {"type": "image", "detail": "auto", "provider_data": {"file_id": "file-8GbVp4xUz1"}},
             ],
-            "an OpenAI file id has no Logbook file: the part stays in the item only",
+            "an OpenAI file id has no Logbook file: the typed part names it in provider_data",
         )
         self.assertEqual(
             msgs[2]["content"],
@@ -188,22 +191,18 @@ class SessionTest(unittest.TestCase):
         run(self.session("race-2").add_items(copy.deepcopy(TURN)))
         slow = LogbookSession("race-2", Client(self.server.url))
         fast = self.session("race-2")
-        stale = slow.client.list_messages("race-2", order="desc", limit=1).first_page()
-        real = slow.client.list_messages
+        stale = slow.client.get_context("race-2")
+        real = slow.client.get_context
         calls: List[int] = []
 
-        class Stale:
-            def first_page(self) -> Any:
-                return stale
-
-        def list_messages(*a: Any, **kw: Any) -> Any:
+        def get_context(*a: Any, **kw: Any) -> Any:
             calls.append(1)
-            if len(calls) == 1:  # slow read the newest item, then fast popped it
+            if len(calls) == 1:  # slow read the history, then fast popped its newest item
                 self.assertEqual(fast.pop_item_sync(), TURN[-1])
-                return Stale()
+                return stale
             return real(*a, **kw)
 
-        slow.client.list_messages = list_messages  # type: ignore[assignment]
+        slow.client.get_context = get_context  # type: ignore[assignment]
         self.assertEqual(run(slow.pop_item()), TURN[-2])
         self.assertEqual(len(calls), 2, "the fenced rewind failed with stale_seq and slow looked again")
         self.assertEqual(run(fast.get_items()), TURN[:-2])
@@ -332,3 +331,96 @@ class MappingTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+def user(text: str) -> Dict[str, Any]:
+    return {"role": "user", "content": text}
+
+
+class CapabilitiesTest(unittest.TestCase):
+    """The capabilities the TypeScript LogbookSession has, under the same names."""
+
+    server: Server
+    client: Client
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        cls.server = Server().start()
+        cls.client = Client(cls.server.url)
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        cls.server.stop()
+
+    def test_replace_history_with_compaction_is_one_write_that_keeps_the_originals(self) -> None:
+        s = LogbookSession("cmp-1", self.client)
+        run(s.add_items([user("one"), {"role": "assistant", "content": "two"}]))
+        compacted = [
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "restated"}]},
+            {"type": "compaction", "id": "cmp_x", "encrypted_content": "ENC"},
+        ]
+        run(s.replace_history_with_compaction(copy.deepcopy(compacted)))
+        self.assertEqual(run(s.get_items()), compacted)
+        msgs = list(self.client.list_messages("cmp-1"))
+        self.assertEqual([m["content"] for m in msgs[:2]], ["one", "two"], "the originals stay in Logbook")
+        (c,) = list(self.client.list_compactions("cmp-1"))
+        self.assertEqual((c["through_seq"], c["provider_item"]), (2, compacted[1]))
+        run(s.add_items([user("three")]))
+        self.assertEqual(run(s.get_items()), compacted + [user("three")])
+        self.assertEqual(run(s.pop_item()), user("three"))
+        self.assertTrue(s.preserve_reasoning_item_ids_for_persistence())
+        self.assertEqual(s.prepare_history_items_for_persistence_comparison(compacted), compacted)
+
+    def test_history_transactions_apply_once_and_refuse_a_changed_one(self) -> None:
+        s = LogbookSession("tx-1", self.client)
+        append = {"type": "append_items", "items": [user("a"), user("b")]}
+        run(s.apply_history_transaction("op-1", append))
+        run(s.apply_history_transaction("op-1", append))
+        self.assertEqual(run(s.get_items()), [user("a"), user("b")], "a repeat appends nothing")
+        with self.assertRaises(SessionHistoryError):
+            run(s.apply_history_transaction("op-1", {"type": "append_items", "items": [user("c")]}))
+        replace = {"type": "replace_suffix", "expected_suffix": [user("b")], "replacement": [user("b2"), user("c")]}
+        run(s.apply_history_transaction("op-2", replace))
+        # Repeated by another process after the answer was lost: applied already.
+        run(LogbookSession("tx-1", self.client).apply_history_transaction("op-2", replace))
+        self.assertEqual(run(s.get_items()), [user("a"), user("b2"), user("c")])
+        with self.assertRaisesRegex(SessionHistoryError, "no longer matches"):
+            run(s.apply_history_transaction("op-3", {"type": "replace_suffix", "expected_suffix": [user("b")], "replacement": []}))
+        with self.assertRaises(SessionHistoryError):
+            run(s.apply_history_transaction(" ", append))
+
+    def test_history_mutations_replace_a_function_call(self) -> None:
+        s = LogbookSession("mut-1", self.client)
+        call = {"type": "function_call", "call_id": "c1", "name": "f", "arguments": '{"x":1}'}
+        result = {"type": "function_call_output", "call_id": "c1", "output": "ok"}
+        run(s.add_items([user("go"), call, result]))
+        fixed = dict(call, arguments='{"x":2}')
+        for _ in range(2):
+            run(s.apply_history_mutations([{"type": "replace_function_call", "call_id": "c1", "replacement": fixed}]))
+        self.assertEqual(run(s.get_items()), [user("go"), fixed, result])
+        self.assertTrue(self.client.resume("mut-1")["validation"]["ok"])
+
+    def test_a_2mb_image_is_kept_once_and_comes_back_whole(self) -> None:
+        s = LogbookSession("img-1", self.client)
+        image = "data:image/png;base64," + base64.b64encode(b"\x5a" * 2_000_000).decode()
+        item = {"type": "message", "role": "user", "content": [{"type": "input_image", "image_url": image, "detail": "high"}]}
+        run(s.add_items([copy.deepcopy(item)]))
+        self.assertEqual(run(s.get_items()), [item])
+        (m,) = list(self.client.list_messages("img-1"))
+        self.assertNotIn(image[30:80], json.dumps(m["provider_item"]), "provider_item holds no base64")
+        self.assertEqual(m["content"][0]["url"], image)
+
+    def test_client_ids_forks_and_compactions_with_messages(self) -> None:
+        lb = self.client
+        sid = lb.create_session()["id"]
+        lb.append_messages(sid, [{"role": "user", "content": "hi", "client_id": "u1"}, {"role": "assistant", "content": "yo", "client_id": "a1"}])
+        self.assertEqual(lb.get_message_by_client_id(sid, "a1")["seq"], 2)
+        fork = lb.fork_session(sid, id=sid + "-b", at_seq=1)
+        self.assertEqual((fork["id"], fork["parent_id"]), (sid + "-b", sid))
+        r = lb.rewind(sid, from_client_id="a1", expected_last_seq=2, messages=[{"role": "assistant", "content": "hello", "client_id": "a1"}])
+        self.assertEqual([m["content"] for m in r["messages"]], ["hello"])
+        c = lb.create_compaction(sid, 2, "a summary", expected_last_seq=2, messages=[{"role": "user", "content": "next"}])
+        self.assertEqual([m["seq"] for m in c["messages"]], [3])
+        with self.assertRaises(Problem) as cm:
+            lb.get_message_by_client_id(sid, "nope")
+        self.assertEqual(cm.exception.code, "not_found")

@@ -18,6 +18,7 @@ import type {
   SessionRetention,
   Compaction,
   CompactionCreate,
+  CompactionCreated,
   ContextQuery,
   ForkCreate,
   Health,
@@ -452,6 +453,11 @@ export class Client {
     return this.#call({ method: "GET", path: path`/v1/sessions/${sessionId}/messages/${messageId}`, ...opts });
   }
 
+  /** The message of the session's history whose `client_id` is this (`404 not_found` when none). */
+  getMessageByClientId(sessionId: string, clientId: string, opts: CallOptions = {}): Promise<Message> {
+    return this.#call({ method: "GET", path: path`/v1/sessions/${sessionId}/messages-by-client-id/${clientId}`, ...opts });
+  }
+
   /** Oldest first (`order: "desc"` for newest first); `after_seq` to tail. */
   listMessages(sessionId: string, query: ListMessagesQuery = {}, opts: CallOptions = {}): Pager<Message> {
     return this.#pager(path`/v1/sessions/${sessionId}/messages`, query, opts.signal);
@@ -463,7 +469,7 @@ export class Client {
    * it is fenced (`409 stale_seq`); resent after a broken connection, it is
    * answered with its first attempt's answer (its `Idempotency-Key`).
    */
-  rewind(sessionId: string, body: Rewind, opts: CallOptions = {}): Promise<RewindResult> {
+  rewind(sessionId: string, body: Rewind, opts: CallOptions & { idempotencyKey?: string } = {}): Promise<RewindResult> {
     return this.#call({
       method: "POST",
       path: path`/v1/sessions/${sessionId}/rewind`,
@@ -477,8 +483,11 @@ export class Client {
     return this.#call({ method: "GET", path: path`/v1/sessions/${sessionId}/context`, query, ...opts });
   }
 
-  /** Resent after a broken connection under its `Idempotency-Key`: stored once. */
-  createCompaction(sessionId: string, body: CompactionCreate, opts: CallOptions = {}): Promise<Compaction> {
+  /**
+   * Resent after a broken connection under its `Idempotency-Key`: stored once.
+   * With `messages`, they are appended after the compaction in the same write.
+   */
+  createCompaction(sessionId: string, body: CompactionCreate, opts: CallOptions & { idempotencyKey?: string } = {}): Promise<CompactionCreated> {
     return this.#call({ method: "POST", path: path`/v1/sessions/${sessionId}/compactions`, body, ...opts });
   }
 

@@ -1,208 +1,42 @@
-// A Session for the OpenAI Agents SDK (@openai/agents) stored in Logbook.
-// The SDK is only a type here: this module imports nothing from it at run time.
+// A Session for the OpenAI Agents SDK (@openai/agents) stored in Logbook, with
+// every optional capability of the SDK's Session. The SDK is only a type here:
+// this module imports nothing from it at run time.
 
-import type { AgentInputItem, Session } from "@openai/agents";
+import type {
+  AgentInputItem,
+  Session,
+  SessionHistoryMutation,
+  SessionHistoryRewriteArgs,
+  SessionHistoryTransactionArgs,
+} from "@openai/agents";
 import { Client } from "./client.js";
 import { ConnectionError, Problem } from "./errors.js";
 import { uuid7Hex } from "./internal.js";
+import { asJson, canonical, isObject, itemToMessage, messageToItems, untyped, type Json } from "./openai-agents-items.js";
 import type { Message, MessageInput, Part } from "./types.js";
 
-type Json = Record<string, unknown>;
+export { itemToMessage, messageToItems } from "./openai-agents-items.js";
 
-const MESSAGE_ROLES = new Set(["user", "assistant", "system", "developer"]);
 const BATCH = 1000; // the most messages one append takes
 // Refusals that mean "this item's typed fields do not fit here": store it untyped instead.
 const DEGRADABLE = new Set(["validation_failed", "unknown_tool_call", "duplicate_tool_result"]);
 const FIELD_MESSAGE = /^messages\[(\d+)\]/;
+const TRIES = 100; // attempts of a fenced write that other writers keep beating
 
-function isObject(v: unknown): v is Json {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
+/** One visible item and the stored message it comes from. */
+interface Entry {
+  item: AgentInputItem;
+  msg: Message;
 }
 
-function str(v: unknown): string | undefined {
-  return typeof v === "string" ? v : undefined;
+/** The visible history: what follows the latest compaction, read from one snapshot. */
+interface History {
+  entries: Entry[];
+  lastSeq: number;
+  /** The seq the visible history starts after (the latest compaction's through_seq, or 0). */
+  base: number;
+  exists: boolean;
 }
-
-/** An http(s) or data: URL, the only kind a part's `url` takes. */
-function url(v: unknown): string | undefined {
-  return typeof v === "string" && /^(https?:|data:)/i.test(v) ? v : undefined;
-}
-
-function validCallId(v: unknown): v is string {
-  return typeof v === "string" && v.length > 0 && v.length <= 256;
-}
-
-// --- items to messages ----------------------------------------------------------
-
-/** The SDK's content parts as Logbook parts; those Logbook has no typed place for (audio, a provider's file id) are left to the whole item. */
-function partsIn(content: unknown[], role: string): Part[] {
-  const parts: Part[] = [];
-  for (const p of content) {
-    if (!isObject(p)) continue;
-    switch (p.type) {
-      case "input_text":
-      case "output_text":
-      case "text":
-        if (typeof p.text === "string") parts.push({ type: "text", text: p.text });
-        break;
-      case "refusal":
-        if (role === "assistant" && typeof p.refusal === "string") parts.push({ type: "refusal", text: p.refusal });
-        break;
-      case "input_image":
-      case "image": {
-        const image = p.image;
-        const u = url(image) ?? (isObject(image) ? url(image.url) : undefined);
-        if (u && role !== "assistant") {
-          const part: Part = { type: "image", url: u };
-          const detail = str(p.detail);
-          if (detail && detail.length <= 32) part.detail = detail;
-          parts.push(part);
-        }
-        break;
-      }
-      case "input_file":
-      case "file": {
-        const file = p.file;
-        const u = url(file) ?? (isObject(file) ? url(file.url) : undefined);
-        if (u && role !== "assistant") {
-          const part: Part = { type: "file", url: u };
-          const name = str(p.filename) ?? (isObject(file) ? str(file.filename) : undefined);
-          if (name) part.filename = name;
-          parts.push(part);
-        }
-        break;
-      }
-    }
-  }
-  return parts;
-}
-
-/** The typed fields README's "OpenAI Responses" table gives an item, or undefined when it has no place for it. */
-function typed(item: Json): MessageInput | undefined {
-  const type = item.type;
-  const role = item.role;
-  if ((type === undefined || type === "message") && typeof role === "string" && MESSAGE_ROLES.has(role)) {
-    const r = role as MessageInput["role"];
-    if (typeof item.content === "string") return { role: r, content: item.content };
-    if (Array.isArray(item.content)) {
-      const parts = partsIn(item.content, r);
-      return { role: r, content: parts.length > 0 ? parts : "" };
-    }
-    return undefined;
-  }
-  if (type === "function_call") {
-    const { callId, name, arguments: args } = item;
-    if (!validCallId(callId) || typeof name !== "string" || name.length === 0 || name.length > 256) return undefined;
-    if (typeof args !== "string") return undefined;
-    try {
-      JSON.parse(args); // the server stores only arguments that are JSON
-    } catch {
-      return undefined;
-    }
-    return { role: "assistant", content: "", tool_calls: [{ id: callId, name, arguments: args }] };
-  }
-  if (type === "function_call_result") {
-    if (!validCallId(item.callId)) return undefined;
-    const msg: MessageInput = { role: "tool", tool_call_id: item.callId, content: "" };
-    if (typeof item.name === "string" && item.name) msg.name = item.name;
-    const out = item.output;
-    if (typeof out === "string") msg.content = out;
-    else if (isObject(out) && out.type === "text" && typeof out.text === "string") msg.content = out.text;
-    else if (isObject(out)) msg.content = partsIn([out], "tool");
-    else if (Array.isArray(out)) msg.content = partsIn(out, "tool");
-    return msg;
-  }
-  if (type === "reasoning") {
-    const part: Part = { type: "reasoning", summary: [] };
-    for (const c of Array.isArray(item.content) ? item.content : []) {
-      if (isObject(c) && typeof c.text === "string") part.summary!.push(c.text);
-    }
-    const raw = Array.isArray(item.rawContent) ? item.rawContent : [];
-    if (raw.length === 1 && isObject(raw[0]) && typeof raw[0].text === "string") part.text = raw[0].text;
-    const enc = isObject(item.providerData) ? str(item.providerData.encryptedContent ?? item.providerData.encrypted_content) : undefined;
-    if (enc) part.encrypted_content = enc;
-    return { role: "assistant", content: [part] };
-  }
-  return undefined; // hosted tool calls, computer and shell calls, compaction, unknown items
-}
-
-/** An item as JSON gives it back (so that what is stored is what is read). */
-function asJson(item: AgentInputItem): Json {
-  return JSON.parse(JSON.stringify(item)) as Json;
-}
-
-function untyped(item: Json): MessageInput {
-  return { role: "assistant", content: "", provider_item: item };
-}
-
-/**
- * The message that stores one SDK item: the typed fields README's mapping
- * table has a place for (role, content as text or parts, tool calls, tool
- * results, reasoning), and the whole item in `provider_item`. An item the
- * table has no place for is an assistant message with empty content and the
- * item.
- */
-export function itemToMessage(item: AgentInputItem): MessageInput {
-  const whole = asJson(item);
-  const msg = typed(whole);
-  return msg ? { ...msg, provider_item: whole } : untyped(whole);
-}
-
-// --- messages to items ---------------------------------------------------------
-
-function partsOut(content: Message["content"], role: string): unknown[] {
-  if (typeof content === "string") return content === "" ? [] : [{ type: role === "assistant" ? "output_text" : "input_text", text: content }];
-  const out: unknown[] = [];
-  for (const p of content) {
-    if (p.type === "text") out.push({ type: role === "assistant" ? "output_text" : "input_text", text: p.text ?? "" });
-    else if (p.type === "refusal") out.push({ type: "refusal", refusal: p.text ?? "" });
-    else if (p.type === "image" && p.url) out.push({ type: "input_image", image: p.url, ...(p.detail ? { detail: p.detail } : {}) });
-    else if (p.type === "file" && p.url) out.push({ type: "input_file", file: p.url, ...(p.filename ? { filename: p.filename } : {}) });
-  }
-  return out;
-}
-
-function textOf(content: Message["content"]): string {
-  return typeof content === "string" ? content : content.map((p) => (p.type === "text" ? (p.text ?? "") : "")).join("");
-}
-
-/**
- * The SDK items a stored message stands for: its `provider_item` when that
- * is a whole item (it has `type` or `role`), else an item made by README's
- * rules from the typed fields (a message another runtime wrote): a `tool`
- * message is a `function_call_result`, each tool call a `function_call`, a
- * lone reasoning part a `reasoning` item, anything else a message.
- */
-export function messageToItems(m: Message): AgentInputItem[] {
-  const pi = m.provider_item;
-  if (isObject(pi) && ("type" in pi || "role" in pi)) return [pi as unknown as AgentInputItem];
-  const items: Json[] = [];
-  if (m.role === "tool") {
-    const output = typeof m.content === "string" ? m.content : partsOut(m.content, "tool");
-    items.push({ type: "function_call_result", callId: m.tool_call_id ?? "", name: m.name ?? "", status: "completed", output });
-  } else if (m.tool_calls && m.tool_calls.length > 0) {
-    if (textOf(m.content) !== "") items.push({ type: "message", role: "assistant", status: "completed", content: partsOut(m.content, "assistant") });
-    for (const c of m.tool_calls) {
-      items.push({ type: "function_call", callId: c.id, name: c.name, arguments: c.arguments, status: "completed" });
-    }
-  } else if (Array.isArray(m.content) && m.content.length === 1 && m.content[0]!.type === "reasoning") {
-    const p = m.content[0]!;
-    const item: Json = { type: "reasoning", content: (p.summary ?? []).map((text) => ({ type: "input_text", text })) };
-    if (p.text !== undefined) item.rawContent = [{ type: "reasoning_text", text: p.text }];
-    if (p.encrypted_content) item.providerData = { encryptedContent: p.encrypted_content };
-    items.push(item);
-  } else if (m.role === "assistant") {
-    items.push({ type: "message", role: "assistant", status: "completed", content: partsOut(m.content, "assistant") });
-  } else if (m.role === "user") {
-    items.push({ type: "message", role: "user", content: typeof m.content === "string" ? m.content : partsOut(m.content, "user") });
-  } else {
-    items.push({ type: "message", role: "system", content: textOf(m.content) }); // the SDK has no developer role
-  }
-  if (isObject(pi) && typeof pi.id === "string" && items.length === 1) items[0]!.id = pi.id;
-  return items as unknown as AgentInputItem[];
-}
-
-// --- the session -------------------------------------------------------------------
 
 export interface LogbookSessionOptions {
   /** The Logbook session's id; left out, a new one (`ses_` + a UUIDv7). */
@@ -213,101 +47,206 @@ export interface LogbookSessionOptions {
   agentId?: string;
   title?: string;
   metadata?: Record<string, unknown>;
-  /** Messages per page when reading the history (1–200, default 200). */
-  pageSize?: number;
+}
+
+/** The error a history transaction fails with; the SDK's own UserError is not imported at run time. */
+export class SessionHistoryError extends Error {
+  override name = "SessionHistoryError";
 }
 
 /**
  * An OpenAI Agents SDK `Session` whose history is a Logbook session: pass
- * it to `run(agent, input, { session })`.
+ * it to `run(agent, input, { session })`, alone or under the SDK's
+ * `OpenAIResponsesCompactionSession`.
  *
- * - `addItems` appends the items as one all-or-nothing batch (chunks of
- *   1000) under one `Idempotency-Key`, so the client's retries never store an
- *   item twice. The Logbook session is created on the first `addItems` if it
- *   does not exist.
- * - `getItems` answers the items exactly as they were added (each message
- *   keeps its whole item in `provider_item`).
- * - `popItem` removes the newest item with a rewind fenced by
- *   `expected_last_seq`: of two concurrent pops, each pops a different item.
- * - `clearSession` rewinds the session to 0; the session stays.
+ * Every change is one request, atomic and safe to resend:
+ * - `addItems` appends the items as one batch (chunks of 1000) under one
+ *   `Idempotency-Key`; the session is created on the first one.
+ * - `replaceHistoryWithCompaction` records a compaction through the
+ *   session's last message and appends the replacement in the same write:
+ *   the replaced messages stay in Logbook (readable, searchable, exported);
+ *   the session's items are what follows the latest compaction.
+ * - `applyHistoryTransaction` appends, or replaces a suffix with a rewind
+ *   fenced by `expected_last_seq`; its `operationId` keys the write, so
+ *   repeating it does nothing, and a different transaction under the same
+ *   id fails.
+ * - `applyHistoryMutations` rewrites the calls it names with one fenced rewind.
+ * - `popItem` is a fenced rewind by one; `clearSession` a rewind to 0.
+ *
+ * `clearSession` followed at once (in the same tick) by `addItems`, which
+ * is how `OpenAIResponsesCompactionSession` and the runner replace a history,
+ * is sent as ONE request: a crash between the two calls leaves the old
+ * history whole, never an empty session. A `clearSession` with no write
+ * after it is sent by the next read, or at the end of the tick, whichever
+ * comes first; every later call waits for it (and reports its failure).
+ *
+ * Items come back exactly as added: each message keeps its item in
+ * `provider_item`, except that a large `data:` URL is kept once, in the typed
+ * part, which the server stores as a file. Reasoning items keep their ids.
  */
 export class LogbookSession implements Session {
   readonly client: Client;
   readonly sessionId: string;
   readonly #create: { agent_id?: string; title?: string; metadata?: Record<string, unknown> };
-  readonly #pageSize: number;
+  /** A clear not yet sent: taken by the next write, or sent on its own at the end of the tick. */
+  #pendingClear: { taken: boolean } | undefined;
+  /** A clear sent on its own, until it is answered. */
+  #clearing: Promise<void> | undefined;
+  #clearError: unknown;
 
   constructor(opts: LogbookSessionOptions = {}) {
     this.client = opts.client ?? new Client();
     this.sessionId = opts.sessionId ?? `ses_${uuid7Hex()}`;
     this.#create = { agent_id: opts.agentId, title: opts.title, metadata: opts.metadata };
-    this.#pageSize = Math.max(1, Math.min(200, opts.pageSize ?? 200));
   }
 
   async getSessionId(): Promise<string> {
     return this.sessionId;
   }
 
-  /** The history, oldest first; with `limit`, only the newest `limit` items. */
+  /** Logbook keeps reasoning items' ids: the runner persists them as the model gave them. */
+  preserveReasoningItemIdsForPersistence(): boolean {
+    return true;
+  }
+
+  /** Items come back as they were added: nothing to take off before the model sees them. */
+  prepareHistoryItemForModelInput(item: AgentInputItem): AgentInputItem {
+    return item;
+  }
+
+  /** Items come back as they were added: nothing to normalize before a comparison. */
+  prepareHistoryItemsForPersistenceComparison(items: AgentInputItem[]): AgentInputItem[] {
+    return items;
+  }
+
+  /** The history (what follows the latest compaction), oldest first; with `limit`, only the newest `limit` items. */
   async getItems(limit?: number): Promise<AgentInputItem[]> {
+    await this.#settle();
+    if (this.#takeClear()) await this.#clearNow(); // a read sees what is stored
     if (limit !== undefined && limit <= 0) return [];
-    try {
-      if (limit === undefined) {
-        const items: AgentInputItem[] = [];
-        for await (const m of this.client.listMessages(this.sessionId, { limit: this.#pageSize })) items.push(...messageToItems(m));
-        return items;
-      }
-      const newest: AgentInputItem[] = []; // newest first
-      const size = Math.min(this.#pageSize, limit);
-      for await (const m of this.client.listMessages(this.sessionId, { order: "desc", limit: size })) {
-        newest.push(...messageToItems(m).reverse());
-        if (newest.length >= limit) break;
-      }
-      return newest.slice(0, limit).reverse();
-    } catch (err) {
-      if (err instanceof Problem && err.code === "not_found") return [];
-      throw err;
-    }
+    const items = (await this.#history()).entries.map((e) => e.item);
+    return limit === undefined ? items : items.slice(-limit);
   }
 
   async addItems(items: AgentInputItem[]): Promise<void> {
+    if (items.length === 0) return;
+    await this.#settle();
+    if (this.#takeClear()) {
+      await this.#replace(items.map(asJson));
+      return;
+    }
     for (let i = 0; i < items.length; i += BATCH) await this.#append(items.slice(i, i + BATCH).map(asJson));
+  }
+
+  /**
+   * Replaces the history with a compaction item and the items kept after it,
+   * in one write: a compaction record through the last message, and the
+   * items appended after it.
+   */
+  async replaceHistoryWithCompaction(items: AgentInputItem[]): Promise<void> {
+    await this.#settle();
+    this.#takeClear(); // replaced anyway
+    await this.#replace(items.map(asJson));
   }
 
   /** Removes and answers the newest item (undefined when the history is empty). */
   async popItem(): Promise<AgentInputItem | undefined> {
-    for (let tries = 0; tries < 100; tries++) {
-      let last: Message | undefined;
-      try {
-        last = (await this.client.listMessages(this.sessionId, { order: "desc", limit: 1 }).firstPage()).data[0];
-      } catch (err) {
-        if (err instanceof Problem && err.code === "not_found") return undefined;
-        throw err;
-      }
+    await this.#settle();
+    if (this.#takeClear()) await this.#clearNow();
+    for (let tries = 0; tries < TRIES; tries++) {
+      const h = await this.#history();
+      const last = h.entries.at(-1);
       if (!last) return undefined;
-      const items = messageToItems(last);
+      const items = messageToItems(last.msg);
       // A message that stands for several items (parallel calls another
       // runtime stored in one message) gives back all but its last, in the
       // same transaction.
-      const tail = items.slice(0, -1).map(itemToMessage);
+      const tail = items.slice(0, -1).map((i) => itemToMessage(i));
       try {
         await this.client.rewind(this.sessionId, {
-          to_seq: last.seq - 1,
-          expected_last_seq: last.seq,
+          to_seq: last.msg.seq - 1,
+          expected_last_seq: h.lastSeq,
           ...(tail.length > 0 ? { messages: tail } : {}),
         });
       } catch (err) {
         if (err instanceof Problem && err.code === "stale_seq") continue; // another writer came first: look again
         if (!(err instanceof ConnectionError && err.maybeApplied)) throw err;
-        if (await this.#stillThere(last)) continue; // it did not land: try again
+        if (await this.#stillThere(last.msg)) continue; // it did not land: try again
         // Gone: our rewind landed before the connection broke.
       }
       return items.at(-1);
     }
-    throw new Error("popItem: the session kept changing under 100 attempts");
+    throw new SessionHistoryError("popItem: the session kept changing under 100 attempts");
   }
 
+  /** Rewinds the session to 0 (the session stays); sent with the next write, or at the end of the tick. */
   async clearSession(): Promise<void> {
+    await this.#settle();
+    if (this.#pendingClear) return;
+    const pending = { taken: false };
+    this.#pendingClear = pending;
+    setImmediate(() => {
+      if (pending.taken) return;
+      this.#pendingClear = undefined;
+      this.#clearing = this.#clearNow()
+        .catch((err: unknown) => {
+          this.#clearError = err;
+        })
+        .finally(() => {
+          this.#clearing = undefined;
+        });
+    });
+  }
+
+  /**
+   * An atomic, idempotent history change: its operation id keys the write
+   * (a repeat changes nothing; another transaction under the same id fails),
+   * and a suffix replacement is fenced by the history it expects.
+   */
+  async applyHistoryTransaction(args: SessionHistoryTransactionArgs): Promise<void> {
+    const { operationId, transaction } = checkTransaction(args);
+    await this.#settle();
+    if (this.#takeClear()) await this.#clearNow();
+    const key = await operationKey(operationId);
+    if (transaction.type === "append_items") {
+      if (transaction.items.length > BATCH) throw new SessionHistoryError(`a history transaction appends at most ${BATCH} items`);
+      await this.#append(transaction.items.map(asJson), key);
+      return;
+    }
+    await this.#replaceSuffix(key, transaction.expectedSuffix, transaction.replacement);
+  }
+
+  /** Rewrites the history as the SDK's mutations say (a function call replaced), in one fenced rewind. */
+  async applyHistoryMutations(args: SessionHistoryRewriteArgs): Promise<void> {
+    const mutations = args.mutations ?? [];
+    if (mutations.length === 0) return;
+    await this.#settle();
+    if (this.#takeClear()) await this.#clearNow();
+    await this.#rewrite((items) => applyMutations(items, mutations));
+  }
+
+  // --- the writes ------------------------------------------------------------------
+
+  /** Waits for a clear sent on its own, and reports how it failed. */
+  async #settle(): Promise<void> {
+    if (this.#clearing) await this.#clearing;
+    if (this.#clearError !== undefined) {
+      const err = this.#clearError;
+      this.#clearError = undefined;
+      throw err;
+    }
+  }
+
+  /** Takes the pending clear for the write about to be sent; whether there was one. */
+  #takeClear(): boolean {
+    const p = this.#pendingClear;
+    if (!p) return false;
+    p.taken = true;
+    this.#pendingClear = undefined;
+    return true;
+  }
+
+  async #clearNow(): Promise<void> {
     try {
       await this.client.rewind(this.sessionId, { to_seq: 0 });
     } catch (err) {
@@ -315,38 +254,50 @@ export class LogbookSession implements Session {
     }
   }
 
-  async #stillThere(m: Message): Promise<boolean> {
+  /** The visible history, from one snapshot (GET …/context). */
+  async #history(): Promise<History> {
     try {
-      return (await this.client.getMessage(this.sessionId, m.id)).seq === m.seq;
+      const ctx = await this.client.getContext(this.sessionId);
+      const entries: Entry[] = [];
+      for (const msg of ctx.messages) for (const item of messageToItems(msg)) entries.push({ item, msg });
+      return { entries, lastSeq: ctx.last_seq, base: ctx.compaction?.through_seq ?? 0, exists: true };
     } catch (err) {
-      if (err instanceof Problem && err.code === "not_found") return false;
+      if (err instanceof Problem && err.code === "not_found") return { entries: [], lastSeq: 0, base: 0, exists: false };
       throw err;
     }
   }
 
-  async #append(items: Json[]): Promise<void> {
-    const typedMsgs = items.map((i) => itemToMessage(i as unknown as AgentInputItem));
+  async #ensureSession(): Promise<void> {
+    await this.client.createSession({ id: this.sessionId, ...this.#create }).catch((e: unknown) => {
+      if (!(e instanceof Problem && e.code === "conflict")) throw e; // made meanwhile by another writer
+    });
+  }
+
+  /**
+   * Sends items as messages through send, typed where the server takes their
+   * typed fields, each refused one stored untyped instead; creates the
+   * session once if it is missing.
+   */
+  async #send(items: Json[], send: (msgs: MessageInput[]) => Promise<void>, clientIds?: (i: number) => string): Promise<void> {
+    const typedMsgs = items.map((item, i) => itemToMessage(item as unknown as AgentInputItem, clientIds?.(i)));
     const opaque = new Set<number>();
     let created = false;
     for (;;) {
-      const body = items.map((item, i) => (opaque.has(i) ? untyped(item) : typedMsgs[i]!));
+      const body = items.map((item, i) => {
+        if (!opaque.has(i)) return typedMsgs[i]!;
+        const m = untyped(item);
+        if (clientIds) m.client_id = clientIds(i);
+        return m;
+      });
       try {
-        await this.client.appendMessages(this.sessionId, body);
+        await send(body);
         return;
       } catch (err) {
         if (!(err instanceof Problem)) throw err;
-        if (err.code === "not_found" && !created) {
+        if (err.code === "not_found" && !created && err.body.resource !== "message") {
           created = true;
-          await this.client.createSession({ id: this.sessionId, ...this.#create }).catch((e: unknown) => {
-            if (!(e instanceof Problem && e.code === "conflict")) throw e; // made meanwhile by another writer
-          });
+          await this.#ensureSession();
           continue;
-        }
-        if (err.code === "payload_too_large" && items.length > 1) {
-          const half = Math.ceil(items.length / 2);
-          await this.#append(items.slice(0, half));
-          await this.#append(items.slice(half));
-          return;
         }
         if (!DEGRADABLE.has(err.code)) throw err;
         // Items whose typed fields the server refuses (a tool result whose
@@ -361,4 +312,215 @@ export class LogbookSession implements Session {
       }
     }
   }
+
+  async #append(items: Json[], key?: string): Promise<void> {
+    try {
+      await this.#send(
+        items,
+        async (msgs) => {
+          await this.client.appendMessages(this.sessionId, msgs, key ? { idempotencyKey: key } : {});
+        },
+        key ? (i) => `${key}:${i}` : undefined,
+      );
+    } catch (err) {
+      if (!key && err instanceof Problem && err.code === "payload_too_large" && items.length > 1) {
+        const half = Math.ceil(items.length / 2);
+        await this.#append(items.slice(0, half));
+        await this.#append(items.slice(half));
+        return;
+      }
+      if (key && err instanceof Problem && err.code === "idempotency_conflict") {
+        throw new SessionHistoryError("Session history operation was already applied with a different transaction.");
+      }
+      throw err;
+    }
+  }
+
+  /**
+   * Replaces the whole history with items in one write: when they hold a
+   * compaction item and there is a history to compact, a compaction record
+   * through the last message and the items after it (the replaced messages
+   * stay in Logbook); a rewind to 0 with the items otherwise.
+   */
+  async #replace(items: Json[]): Promise<void> {
+    if (items.length > BATCH) throw new SessionHistoryError(`a history is replaced by at most ${BATCH} items at once`);
+    const compaction = items.find((i) => i.type === "compaction");
+    for (let tries = 0; tries < TRIES; tries++) {
+      let lastSeq = 0;
+      try {
+        lastSeq = (await this.client.getSession(this.sessionId)).last_seq;
+      } catch (err) {
+        if (!(err instanceof Problem && err.code === "not_found")) throw err;
+      }
+      try {
+        await this.#send(items, async (messages) => {
+          if (lastSeq > 0 && compaction) {
+            try {
+              await this.client.createCompaction(this.sessionId, {
+                through_seq: lastSeq,
+                expected_last_seq: lastSeq,
+                summary: compactionSummary(compaction),
+                provider_item: compaction,
+                messages,
+              });
+              return;
+            } catch (err) {
+              // Nothing follows the latest compaction: nothing to compact, only items to add.
+              if (!(err instanceof Problem && err.errors[0]?.field === "through_seq")) throw err;
+            }
+            await this.client.rewind(this.sessionId, { to_seq: lastSeq, expected_last_seq: lastSeq, messages });
+          } else if (lastSeq > 0) {
+            await this.client.rewind(this.sessionId, { to_seq: 0, expected_last_seq: lastSeq, messages });
+          } else if (messages.length > 0) {
+            await this.client.appendMessages(this.sessionId, messages, { expectedLastSeq: 0 });
+          }
+        });
+        return;
+      } catch (err) {
+        if (err instanceof Problem && err.code === "stale_seq") continue;
+        throw err;
+      }
+    }
+    throw new SessionHistoryError("the session kept changing under 100 attempts to replace its history");
+  }
+
+  /** replace_suffix: the history must end with expected; it then ends with replacement instead. */
+  async #replaceSuffix(key: string, expected: AgentInputItem[], replacement: AgentInputItem[]): Promise<void> {
+    const want = replacement.map((i) => canonical(asJson(i)));
+    for (let tries = 0; tries < TRIES; tries++) {
+      const h = await this.#history();
+      // Applied already (a resend after a crash): its first message is there under the operation's id.
+      if (replacement.length > 0) {
+        const at = h.entries.findIndex((e) => e.msg.client_id === `${key}:0`);
+        if (at >= 0) {
+          const got = h.entries.slice(at, at + replacement.length).map((e) => canonical(e.item));
+          if (got.length === want.length && got.every((g, i) => g === want[i])) return;
+          throw new SessionHistoryError("Session history operation was already applied with a different transaction.");
+        }
+      }
+      const n = h.entries.length;
+      const cut = n - expected.length;
+      const matches =
+        cut >= 0 && expected.every((item, i) => canonical(asJson(item)) === canonical(h.entries[cut + i]!.item));
+      if (!matches) throw new SessionHistoryError("Session history suffix no longer matches the transaction precondition.");
+      try {
+        await this.#rewindFrom(h, cut, replacement.map(asJson), key);
+        return;
+      } catch (err) {
+        if (err instanceof Problem && err.code === "stale_seq") continue;
+        throw err;
+      }
+    }
+    throw new SessionHistoryError("the session kept changing under 100 attempts to apply a history transaction");
+  }
+
+  /** Rewrites the visible history as transform says, from its first changed item on. */
+  async #rewrite(transform: (items: AgentInputItem[]) => AgentInputItem[]): Promise<void> {
+    for (let tries = 0; tries < TRIES; tries++) {
+      const h = await this.#history();
+      const old = h.entries.map((e) => canonical(e.item));
+      const next = transform(h.entries.map((e) => e.item));
+      let first = 0;
+      while (first < old.length && first < next.length && old[first] === canonical(asJson(next[first]))) first++;
+      if (first === old.length && first === next.length) return; // nothing changes: applied already
+      try {
+        await this.#rewindFrom(h, first, next.slice(first).map(asJson));
+        return;
+      } catch (err) {
+        if (err instanceof Problem && err.code === "stale_seq") continue;
+        throw err;
+      }
+    }
+    throw new SessionHistoryError("the session kept changing under 100 attempts to rewrite its history");
+  }
+
+  /**
+   * One fenced rewind that keeps the visible items before index `from` and
+   * appends tail after them. A message that stands for several items, cut
+   * inside, is removed whole and its items before the cut re-added.
+   */
+  async #rewindFrom(h: History, from: number, tail: Json[], key?: string): Promise<void> {
+    let toSeq = h.lastSeq;
+    let keep: Json[] = [];
+    if (from < h.entries.length) {
+      const msg = h.entries[from]!.msg;
+      toSeq = msg.seq - 1;
+      const start = h.entries.findIndex((e) => e.msg.seq === msg.seq);
+      keep = h.entries.slice(start, from).map((e) => asJson(e.item));
+    }
+    const items = [...keep, ...tail];
+    if (items.length > BATCH) throw new SessionHistoryError(`a history rewrite appends at most ${BATCH} items at once`);
+    if (!h.exists && items.length === 0) return;
+    await this.#send(
+      items,
+      async (messages) => {
+        if (!h.exists) {
+          await this.client.appendMessages(this.sessionId, messages, { expectedLastSeq: 0, ...(key ? { idempotencyKey: key } : {}) });
+          return;
+        }
+        await this.client.rewind(
+          this.sessionId,
+          { to_seq: toSeq, expected_last_seq: h.lastSeq, ...(messages.length > 0 ? { messages } : {}) },
+          key ? { idempotencyKey: `${key}:${toSeq}:${h.lastSeq}` } : {},
+        );
+      },
+      key ? (i) => (i >= keep.length ? `${key}:${i - keep.length}` : `${key}:kept:${i}`) : undefined,
+    );
+  }
+
+  async #stillThere(m: Message): Promise<boolean> {
+    try {
+      return (await this.client.getMessage(this.sessionId, m.id)).seq === m.seq;
+    } catch (err) {
+      if (err instanceof Problem && err.code === "not_found") return false;
+      throw err;
+    }
+  }
+}
+
+/** A compaction item as a compaction record's summary: its opaque payload, as a reasoning part. */
+function compactionSummary(item: Json): Part[] | string {
+  const enc = typeof item.encrypted_content === "string" ? item.encrypted_content : "";
+  return enc !== "" ? [{ type: "reasoning", encrypted_content: enc }] : "(compacted history)";
+}
+
+/** Checks a transaction's arguments as the SDK's MemorySession does, before anything is sent. */
+function checkTransaction(args: SessionHistoryTransactionArgs): SessionHistoryTransactionArgs {
+  if (!isObject(args)) throw new SessionHistoryError("Session history transaction arguments are invalid.");
+  const { operationId, transaction } = args;
+  if (typeof operationId !== "string" || !operationId.trim()) {
+    throw new SessionHistoryError("Session history transaction operationId must be a non-empty string.");
+  }
+  if (!isObject(transaction)) throw new SessionHistoryError("Session history transaction must be an object.");
+  if (transaction.type === "append_items" && Array.isArray(transaction.items)) return args;
+  if (transaction.type === "replace_suffix" && Array.isArray(transaction.expectedSuffix) && Array.isArray(transaction.replacement)) {
+    return args;
+  }
+  throw new SessionHistoryError("Unsupported session history transaction type.");
+}
+
+/** An operation id as an Idempotency-Key (at most 255 characters): its SHA-256. */
+async function operationKey(operationId: string): Promise<string> {
+  const sum = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(operationId));
+  return "agents-op:" + Array.from(new Uint8Array(sum), (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** The SDK's history mutations, as its applySessionHistoryMutations applies them. */
+function applyMutations(items: AgentInputItem[], mutations: SessionHistoryMutation[]): AgentInputItem[] {
+  let next = items;
+  for (const m of mutations) {
+    if (m.type !== "replace_function_call") continue;
+    const out: AgentInputItem[] = [];
+    let kept = false;
+    for (const item of next) {
+      if (item.type === "function_call" && item.callId === m.callId) {
+        if (!kept) out.push(asJson(m.replacement) as unknown as AgentInputItem);
+        kept = true;
+        continue;
+      }
+      out.push(item);
+    }
+    next = out;
+  }
+  return next;
 }

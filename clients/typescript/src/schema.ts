@@ -425,6 +425,32 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sessions/{id}/messages-by-client-id/{client_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The session's id (server-made `ses_…`, or the id the client chose). */
+                id: components["parameters"]["SessionId"];
+                /** @description The message's client id, percent-encoded as a path segment. */
+                client_id: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * Get one message by its client id
+         * @description Returns the message of the session's history (a fork's inherited ones
+         *     included) whose `client_id` is this, or `404 not_found`. Needs `read` scope.
+         */
+        get: operations["getMessageByClientId"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sessions/{id}/messages/{message_id}/embedding": {
         parameters: {
             query?: never;
@@ -1917,7 +1943,9 @@ export interface paths {
          *     readable, searchable and exported; `GET …/context` reads the summary
          *     instead of them. A `provider_item` (an SDK's opaque compaction item) is
          *     returned as it came. A rewind below `through_seq` removes the compaction.
-         *     Needs `write` scope.
+         *     With `messages`, they are appended after it in the same transaction
+         *     (with `expected_last_seq`, fenced): a history replaced by a compaction
+         *     in one request. Needs `write` scope.
          */
         post: operations["createCompaction"];
         delete?: never;
@@ -3266,10 +3294,24 @@ export interface components {
          *     | type | fields | OpenAI Responses | Anthropic |
          *     | --- | --- | --- | --- |
          *     | `text` | `text` (required), `annotations` | `input_text`, `output_text` (annotations) | `text` (citations → annotations) |
-         *     | `image` | `file_id` or `url`, `media_type`, `detail` | `input_image` (`image_url`, `file_id`, `detail`) | `image` (url, base64 → a `data:` URL, file) |
-         *     | `file` | `file_id` or `url`, `media_type`, `filename` | `input_file` (`file_id`, `file_url`, `file_data`, `filename`) | `document` |
+         *     | `image` | `file_id` or `url` (or only `provider_data.file_id`, a file in the provider's store), `media_type`, `detail` | `input_image` (`image_url`, `file_id`, `detail`) | `image` (url, base64 → a `data:` URL, file) |
+         *     | `file` | `file_id` or `url` (or only `provider_data.file_id`), `media_type`, `filename` | `input_file` (`file_id`, `file_url`, `file_data`, `filename`) | `document` |
          *     | `reasoning` | `text`, `summary`, `encrypted_content`, `signature` | `reasoning` item (summary, content, encrypted_content) | `thinking` (text, signature), `redacted_thinking` (encrypted_content) |
          *     | `refusal` | `text` (required) | `refusal` | — |
+         *     | `data` | `name` (required), `value` (required, any JSON value) | — | — |
+         *     | `json` | `value` (required, any JSON value) | a tool result's structured output | — |
+         *
+         *     A `data` part is an application's named JSON value (the AI SDK's
+         *     `data-*` parts); a `json` part is a tool's result as a JSON value rather
+         *     than JSON in a string, and only `tool` messages carry one.
+         *
+         *     A `data:` URL of standard base64 (RFC 4648 section 4: padded, no line
+         *     breaks) longer than 65,536 characters is stored as a file behind the
+         *     scenes (deduplicated, under the same visibility rules as an upload) and
+         *     returned exactly as it was sent; one request's `data:` URLs may hold at
+         *     most `--max-file-bytes` (20 MiB) decoded together, and such a URL may be
+         *     longer than 1,048,576 characters. Any other URL is at most 1,048,576
+         *     characters.
          *
          *     `provider_data` (any object) keeps whatever else a provider's block had
          *     (Anthropic's `cache_control`, a document's `title`), so a runtime gets
@@ -3283,14 +3325,14 @@ export interface components {
              * @description What kind of part this is; it decides which other fields it may carry (see the table).
              * @enum {string}
              */
-            type: "text" | "image" | "file" | "reasoning" | "refusal";
+            type: "text" | "image" | "file" | "reasoning" | "refusal" | "data" | "json";
             /** @description The text of a `text` or `refusal` part, or a `reasoning` part's thinking text. */
             text?: string;
             /** @description Citations or annotations of a `text` part, as the provider sent them (any JSON values). */
             annotations?: unknown[];
             /** @description An `image` or `file` part's bytes, uploaded with `POST /v1/files` by the same tenant (or give `url`). */
             file_id?: string;
-            /** @description An `http`, `https` or `data:` URL (base64 content travels as a `data:` URL). */
+            /** @description An `http`, `https` or `data:` URL (base64 content travels as a `data:` URL); see above for its length. */
             url?: string;
             /**
              * @description The media type of an `image` or `file` part.
@@ -3308,6 +3350,10 @@ export interface components {
             encrypted_content?: string;
             /** @description Anthropic's thinking signature. */
             signature?: string;
+            /** @description A `data` part's name (the AI SDK's `data-NAME`). */
+            name?: string;
+            /** @description A `data` or `json` part's value, any JSON value (`null` included), returned as it came (compacted). */
+            value?: Record<string, never> | unknown[] | string | number | boolean | null;
             /** @description What else the provider's block carried, returned as it came. */
             provider_data?: {
                 [key: string]: unknown;
@@ -3367,6 +3413,8 @@ export interface components {
              * @example {"order_id": 1234}
              */
             arguments: string;
+            /** @description Present (`true`) on a call the client runs; absent otherwise. */
+            client_side?: boolean;
             /** @description What else the provider's call carried (an item id, `status`, `cache_control`), returned as it came; absent when none was sent. */
             provider_data?: {
                 [key: string]: unknown;
@@ -3383,6 +3431,12 @@ export interface components {
              * @example {"order_id": 1234}
              */
             arguments: string;
+            /**
+             * @description A call the client runs (a tool with no server side, the AI SDK's tools
+             *     without `execute`): its result may come much later, so resume does not
+             *     report it as an unanswered call. Left out means `false`.
+             */
+            client_side?: boolean;
             /** @description What else the provider's call carried (OpenAI's `fc_…` item id and `status`, Anthropic's `cache_control`), stored and returned as it came. */
             provider_data?: {
                 [key: string]: unknown;
@@ -3392,6 +3446,8 @@ export interface components {
         Message: {
             /** @description The message's id. */
             id: components["schemas"]["MessageId"];
+            /** @description The client's own id of the message (the AI SDK's `UIMessage` id), unique in the session's history; `null` when none was given. */
+            client_id: string | null;
             /** @description The session the message belongs to (for a fork's inherited messages, the fork). */
             session_id: components["schemas"]["SessionId"];
             /**
@@ -3440,6 +3496,15 @@ export interface components {
         MessageInput: {
             /** @description Who wrote the message. */
             role: components["schemas"]["MessageRole"];
+            /**
+             * @description The client's own id of the message (the AI SDK's `UIMessage` id): 1 to
+             *     256 characters, no control characters, unique in the session's history
+             *     (its fork's inherited messages included): another message with it is
+             *     `409 client_id_taken`, naming the field and the `seq` that has it.
+             *     Read it back with `GET …/messages-by-client-id/{client_id}`; rewind to
+             *     it or replace from it with `to_client_id` and `from_client_id`.
+             */
+            client_id?: string | null;
             /** @description The text (at most 1,048,576 characters; may be empty or left out, meaning `""`), or an array of parts. */
             content?: components["schemas"]["Content"];
             /** @description An optional name of the author. */
@@ -3508,6 +3573,15 @@ export interface components {
         MessageAppend: {
             /** @description Who wrote the message. */
             role: components["schemas"]["MessageRole"];
+            /**
+             * @description The client's own id of the message (the AI SDK's `UIMessage` id): 1 to
+             *     256 characters, no control characters, unique in the session's history
+             *     (its fork's inherited messages included): another message with it is
+             *     `409 client_id_taken`, naming the field and the `seq` that has it.
+             *     Read it back with `GET …/messages-by-client-id/{client_id}`; rewind to
+             *     it or replace from it with `to_client_id` and `from_client_id`.
+             */
+            client_id?: string | null;
             /** @description The text (at most 1,048,576 characters; may be empty or left out, meaning `""`), or an array of parts. */
             content?: components["schemas"]["Content"];
             /** @description An optional name of the author. */
@@ -3643,6 +3717,24 @@ export interface components {
             model?: string | null;
             /** @description An SDK's opaque compaction item (any JSON object), returned as it came. */
             provider_item?: components["schemas"]["ProviderItem"];
+            /**
+             * Format: int64
+             * @description The session's `last_seq` as the caller saw it; otherwise `409 stale_seq` and nothing is written.
+             */
+            expected_last_seq?: number;
+            /**
+             * @description Messages appended after the compaction in the same transaction, as one
+             *     batch: a runtime that replaces its history with a compaction and the
+             *     items it keeps (the Agents SDK's `replaceHistoryWithCompaction`) does it
+             *     in one request, so that a crash leaves either the old history or the
+             *     new one. The answer then lists them in `messages`.
+             */
+            messages?: components["schemas"]["MessageInput"][];
+        };
+        /** @description A compaction just recorded, with the messages its request appended after it (`messages`, present only when the request gave some). */
+        CompactionCreated: components["schemas"]["Compaction"] & {
+            /** @description The messages appended after the compaction, in order. */
+            messages?: components["schemas"]["Message"][];
         };
         /** @description One page of a session's compactions, newest first. */
         CompactionPage: {
@@ -3715,6 +3807,7 @@ export interface components {
         /**
          * @description The body of `POST /v1/sessions/{id}/rewind`: messages after `to_seq` leave
          *     the session; `messages`, when given, are appended in the same transaction.
+         *     Give exactly one of `to_seq`, `to_client_id` and `from_client_id`.
          *     Unknown fields are `422`.
          */
         Rewind: {
@@ -3722,7 +3815,11 @@ export interface components {
              * Format: int64
              * @description The last seq to keep; `0` clears the session.
              */
-            to_seq: number;
+            to_seq?: number;
+            /** @description Keep the message with this client id and remove what follows it (`404 not_found` naming the field when no message has it). */
+            to_client_id?: string;
+            /** @description Remove the message with this client id and what follows it, as a chat that replaces an edited or regenerated message does; `messages` then holds its replacement. */
+            from_client_id?: string;
             /**
              * Format: int64
              * @description The session's `last_seq` as the caller saw it; otherwise `409 stale_seq`.
@@ -4687,6 +4784,7 @@ export interface components {
          *     | `stream_stopped` | 409 | an earlier line of the stream failed; this one was not appended |
          *     | `unknown_tool_call` | 422 | a `tool` message answers no tool call of the session |
          *     | `duplicate_tool_result` | 409 | a `tool` message answers a call that already has a result |
+         *     | `client_id_taken` | 409 | a message's `client_id` is another message's in the session's history; see `seq` |
          *     | `corrupted` | 409 | a stored object fails its SHA-256; see `id` |
          *     | `invalid_import` | 422 | an export cannot be restored; `errors` names the line |
          *     | `payload_too_large` | 413 | body over the limit |
@@ -4704,7 +4802,7 @@ export interface components {
          *     | `internal` | 500 | unexpected failure |
          * @enum {string}
          */
-        ErrorCode: "not_found" | "validation_failed" | "invalid_transition" | "session_closed" | "conflict" | "idempotency_conflict" | "idempotency_in_progress" | "idempotency_applied" | "precondition_failed" | "limit_exceeded" | "old_not_found" | "read_only" | "block_exists" | "block_attached" | "already_attached" | "not_attached" | "stale_iteration" | "no_checkpoint" | "no_parent" | "checkpoint_exists" | "stale_seq" | "rewound" | "stream_stopped" | "unknown_tool_call" | "duplicate_tool_result" | "corrupted" | "invalid_import" | "payload_too_large" | "malformed_json" | "invalid_query" | "invalid_cursor" | "invalid_event_id" | "method_not_allowed" | "unsupported_media_type" | "unauthorized" | "forbidden" | "rate_limited" | "storage_unavailable" | "embedding_unavailable" | "internal";
+        ErrorCode: "not_found" | "validation_failed" | "invalid_transition" | "session_closed" | "conflict" | "idempotency_conflict" | "idempotency_in_progress" | "idempotency_applied" | "precondition_failed" | "limit_exceeded" | "old_not_found" | "read_only" | "block_exists" | "block_attached" | "already_attached" | "not_attached" | "stale_iteration" | "no_checkpoint" | "no_parent" | "checkpoint_exists" | "stale_seq" | "rewound" | "stream_stopped" | "unknown_tool_call" | "duplicate_tool_result" | "client_id_taken" | "corrupted" | "invalid_import" | "payload_too_large" | "malformed_json" | "invalid_query" | "invalid_cursor" | "invalid_event_id" | "method_not_allowed" | "unsupported_media_type" | "unauthorized" | "forbidden" | "rate_limited" | "storage_unavailable" | "embedding_unavailable" | "internal";
         /** @description One bad input field or query parameter. */
         FieldError: {
             /** @description The field's JSON path as the client wrote it (e.g. `messages[2].role`), a query parameter's name, or a header's name (`Idempotency-Key`). */
@@ -6031,6 +6129,7 @@ export interface operations {
                      *       "data": [
                      *         {
                      *           "id": "msg_0193a4b2c8e47f019c2d3e4f5a6b7c8d",
+                     *           "client_id": null,
                      *           "session_id": "ses_0193a4b2c1d07e8f9a0b1c2d3e4f5a6b",
                      *           "seq": 1,
                      *           "role": "user",
@@ -6224,6 +6323,7 @@ export interface operations {
                      *       "data": [
                      *         {
                      *           "id": "msg_0193a4b2d1f27a3b8c4d5e6f7a8b9c0d",
+                     *           "client_id": null,
                      *           "session_id": "ses_0193a4b2c1d07e8f9a0b1c2d3e4f5a6b",
                      *           "seq": 3,
                      *           "role": "tool",
@@ -6242,6 +6342,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "msg_0193a4b2d1f27a3b8c4d5e6f7a8b9c0e",
+                     *           "client_id": null,
                      *           "session_id": "ses_0193a4b2c1d07e8f9a0b1c2d3e4f5a6b",
                      *           "seq": 4,
                      *           "role": "assistant",
@@ -6304,6 +6405,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "id": "msg_0193a4b2c9a07b2c9d3e4f5a6b7c8d9e",
+                     *       "client_id": null,
                      *       "session_id": "ses_0193a4b2c1d07e8f9a0b1c2d3e4f5a6b",
                      *       "seq": 2,
                      *       "role": "assistant",
@@ -6333,6 +6435,40 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["Default"];
+        };
+    };
+    getMessageByClientId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The session's id (server-made `ses_…`, or the id the client chose). */
+                id: components["parameters"]["SessionId"];
+                /** @description The message's client id, percent-encoded as a path segment. */
+                client_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The message. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -9619,7 +9755,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Compaction"];
+                    "application/json": components["schemas"]["CompactionCreated"];
                 };
             };
             400: components["responses"]["BadRequest"];

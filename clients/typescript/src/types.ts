@@ -44,6 +44,7 @@ export type Rewind = S["Rewind"];
 export type RewindResult = S["RewindResult"];
 export type Compaction = S["Compaction"];
 export type CompactionCreate = S["CompactionCreate"];
+export type CompactionCreated = S["CompactionCreated"];
 export type SessionContext = S["SessionContext"];
 
 export type Agent = S["Agent"];

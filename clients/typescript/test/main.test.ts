@@ -3,6 +3,7 @@
 
 import { after } from "node:test";
 import { stopStandin } from "./embedding.js";
+import { stopBackends } from "./backends.js";
 import { cleanup } from "./harness.js";
 import { stopPostgres } from "./postgres.js";
 
@@ -13,9 +14,12 @@ import "./events.suite.js";
 import "./agents.suite.js";
 import "./langgraph-store.suite.js";
 import "./adk.suite.js";
+import "./agents-session.suite.js";
+import "./ai-sdk.suite.js";
 
 after(async () => {
   await stopStandin();
+  await stopBackends();
   await stopPostgres();
   await cleanup();
 });

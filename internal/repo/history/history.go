@@ -46,14 +46,16 @@ type Checker struct {
 	expect, count, tokens int64
 	cost                  float64
 	calls                 map[string]Call // until answered
+	clientSide            map[string]bool // calls the client runs, until answered
 }
 
 // NewChecker starts a walk at seq 1.
 func NewChecker() *Checker {
 	return &Checker{
-		res:    Result{Problems: []model.ResumeProblem{}, Warnings: []model.ResumeProblem{}},
-		expect: 1,
-		calls:  map[string]Call{},
+		res:        Result{Problems: []model.ResumeProblem{}, Warnings: []model.ResumeProblem{}},
+		expect:     1,
+		calls:      map[string]Call{},
+		clientSide: map[string]bool{},
 	}
 }
 
@@ -81,12 +83,22 @@ func (c *Checker) Add(r Row) {
 		// one is then reported as an orphan, which is what a runtime sees.
 		if json.Unmarshal(r.ToolCalls, &tcs) == nil {
 			for _, tc := range tcs {
+				if tc.ClientSide {
+					// The client runs it: its result comes when the client
+					// has it, and no checkpoint can know when.
+					c.clientSide[tc.ID] = true
+					continue
+				}
 				c.calls[tc.ID] = Call{ID: tc.ID, Name: tc.Name, Seq: r.Seq}
 			}
 		}
 	}
 	if r.Role == model.RoleTool && r.ToolCallID != nil {
 		id := *r.ToolCallID
+		if c.clientSide[id] {
+			delete(c.clientSide, id)
+			return
+		}
 		if _, ok := c.calls[id]; !ok {
 			c.report(model.ProblemOrphanToolResult, r.Seq, "tool result for call %q matches no earlier assistant tool call "+
 				"(or a second result for it): rewind to seq %d to drop it and what followed, or fork at seq %d to keep this session as it is",

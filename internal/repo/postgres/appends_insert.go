@@ -24,7 +24,7 @@ type appendInsertsPG struct {
 	isError                                     []int32
 	id, role, content, metadata                 []string
 	name, toolCalls, toolCallID, agentID, model []*string
-	key, parts, providerItem                    []*string
+	key, parts, providerItem, clientID          []*string
 	hash                                        [][]byte
 
 	fileSeq, callSeq, resultSeq []int64
@@ -63,7 +63,7 @@ func (w *appendInsertsPG) addMessage(r *appendRowPG, cumTokens int64, cumCost fl
 	w.name, w.toolCalls, w.toolCallID = append(w.name, m.Name), append(w.toolCalls, r.toolCalls), append(w.toolCallID, m.ToolCallID)
 	w.agentID, w.model = append(w.agentID, m.AgentID), append(w.model, m.Model)
 	w.key, w.parts, w.providerItem = append(w.key, r.key), append(w.parts, r.parts), append(w.providerItem, r.providerItem)
-	w.hash = append(w.hash, r.hash)
+	w.hash, w.clientID = append(w.hash, r.hash), append(w.clientID, m.ClientID)
 	for _, f := range r.files {
 		w.fileSeq, w.fileID = append(w.fileSeq, m.Seq), append(w.fileID, f)
 	}
@@ -109,18 +109,19 @@ func (w *appendInsertsPG) queue(b *pgx.Batch) {
 	if w.rows > 0 {
 		b.Queue(`INSERT INTO messages (tenant_id, session_id, seq, id, role, content, name, tool_calls,
 			tool_call_id, agent_id, model, tokens, cost, metadata, created_at, idempotency_key, request_hash,
-			gid, cum_tokens, cum_cost, parts, is_error, provider_item, cum_turns)
+			gid, cum_tokens, cum_cost, parts, is_error, provider_item, cum_turns, client_id)
 			SELECT $1, $2, u.seq, u.id, u.role, u.content, u.name, u.tool_calls::json, u.tool_call_id, u.agent_id,
 				u.model, u.tokens, u.cost, u.metadata::json, u.created_at, u.key, u.hash, nextval('messages_gid'),
-				u.cum_tokens, u.cum_cost, u.parts::json, u.is_error, u.provider_item::json, u.cum_turns
+				u.cum_tokens, u.cum_cost, u.parts::json, u.is_error, u.provider_item::json, u.cum_turns, u.client_id
 			FROM unnest($3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
 				$10::text[], $11::text[], $12::bigint[], $13::float8[], $14::text[], $15::bigint[], $16::text[],
-				$17::bytea[], $18::bigint[], $19::float8[], $20::text[], $21::int[], $22::text[], $23::bigint[])
+				$17::bytea[], $18::bigint[], $19::float8[], $20::text[], $21::int[], $22::text[], $23::bigint[],
+				$24::text[])
 			AS u(seq, id, role, content, name, tool_calls, tool_call_id, agent_id, model, tokens, cost, metadata,
-				created_at, key, hash, cum_tokens, cum_cost, parts, is_error, provider_item, cum_turns)`,
+				created_at, key, hash, cum_tokens, cum_cost, parts, is_error, provider_item, cum_turns, client_id)`,
 			w.tenant, w.session, w.seq, w.id, w.role, w.content, w.name, w.toolCalls, w.toolCallID, w.agentID,
 			w.model, w.tokens, w.cost, w.metadata, w.createdAt, w.key, w.hash, w.cumTokens, w.cumCost,
-			w.parts, w.isError, w.providerItem, w.cumTurns)
+			w.parts, w.isError, w.providerItem, w.cumTurns, w.clientID)
 	}
 	if w.rows > 0 {
 		// The group's rows are one session's run of seqs.

@@ -40,6 +40,9 @@ type appendViewPG struct {
 	// that no other transaction pins it meanwhile.
 	embed       repo.EmbeddingPin
 	agentLocked bool
+	// clientIDs are the group's client ids the history holds, with their
+	// seqs (clientids.go).
+	clientIDs map[string]int64
 }
 
 // mayName reports whether an append by a key bound to user ("" for none) may
@@ -77,7 +80,8 @@ const (
 func newAppendViewPG() *appendViewPG {
 	return &appendViewPG{requests: map[string]appendRecordedPG{}, reqMsgs: map[int64]model.Message{},
 		byKey: map[string]appendStoredPG{}, rewoundReqs: map[string]bool{}, rewoundMsgs: map[string]bool{},
-		files: map[string]bool{}, readable: map[string]bool{}, toolSeqs: map[string]appendToolSeqsPG{}}
+		files: map[string]bool{}, readable: map[string]bool{}, toolSeqs: map[string]appendToolSeqsPG{},
+		clientIDs: map[string]int64{}}
 }
 
 // appendQueueLookupsPG queues, after the session row's lock, every read the
@@ -93,7 +97,7 @@ func newAppendViewPG() *appendViewPG {
 // append's cost would grow with the session it appends to.
 func appendQueueLookupsPG(b *pgx.Batch, ops []*appendOpPG, v *appendViewPG, lock appendLock) {
 	tenant, session := ops[0].tenant, ops[0].session
-	var reqKeys, keys, files, toolIDs []string
+	var reqKeys, keys, files, toolIDs, clientIDs []string
 	toolResults, embeds := false, false
 	for _, a := range ops {
 		embeds = embeds || a.embeds()
@@ -105,6 +109,9 @@ func appendQueueLookupsPG(b *pgx.Batch, ops []*appendOpPG, v *appendViewPG, lock
 				keys = append(keys, *k)
 			}
 			files = append(files, a.rows[i].files...)
+			if c := a.rows[i].msg.ClientID; c != nil {
+				clientIDs = append(clientIDs, *c)
+			}
 		}
 		if a.req.BoundUser != "" {
 			v.filesUser = a.req.BoundUser // the session's user: the same for every op
@@ -196,6 +203,9 @@ func appendQueueLookupsPG(b *pgx.Batch, ops []*appendOpPG, v *appendViewPG, lock
 			}
 			return rows.Err()
 		})
+	}
+	if len(clientIDs) > 0 {
+		appendQueueClientIDsPG(b, tenant, session, clientIDs, v)
 	}
 	if toolResults {
 		appendQueueToolSeqsPG(b, tenant, session, toolIDs, v.toolSeqs)

@@ -139,6 +139,9 @@ func appendApplyPG(v *appendViewPG, a *appendOpPG, plan appendPlanPG) {
 		if r.key != nil {
 			v.byKey[*r.key] = appendStoredPG{msg: *m, hash: r.hash}
 		}
+		if m.ClientID != nil {
+			v.clientIDs[*m.ClientID] = m.Seq
+		}
 		for _, c := range m.ToolCalls {
 			t := v.toolSeqs[c.ID]
 			t.call = m.Seq
@@ -223,6 +226,9 @@ func appendCheckPG(a *appendOpPG, v *appendViewPG, fresh []int) error {
 					Message: "names no file of this tenant; upload it first with POST /v1/files"})
 			}
 		}
+	}
+	if err := appendCheckClientIDsPG(a, v, fresh); err != nil {
+		return err
 	}
 	if !results {
 		return nil

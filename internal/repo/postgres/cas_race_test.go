@@ -18,7 +18,7 @@ func TestStatusAndCompactionRacesAcrossHandles(t *testing.T) {
 	a, b := mustOpenURL(t, url), mustOpenURL(t, url)
 	handles := [2]interface {
 		UpdateSession(context.Context, string, string, model.UpdateSession) (model.Session, error)
-		CreateCompaction(context.Context, string, string, model.CreateCompaction) (model.Compaction, error)
+		CreateCompaction(context.Context, string, string, model.CreateCompaction) (model.CompactionResult, error)
 	}{a, b}
 
 	// archived is final: of "archive" and "reopen" racing from completed, either

@@ -41,16 +41,27 @@ func scanCompactionPG(row pgx.Row) (model.Compaction, error) {
 // 1..in.ThroughSeq, which must be past the latest compaction's and not past the
 // session's last_seq. The session row is locked, so a compaction and an
 // append or rewind of another process see one order. Errors: KindNotFound,
-// session_closed, validation_failed.
-func (s *Store) CreateCompaction(ctx context.Context, tenant, sessionID string, in model.CreateCompaction) (model.Compaction, error) {
+// session_closed, validation_failed. With in.Messages, they are appended
+// after it in the same transaction, as a batch (an append's errors);
+// in.ExpectedLastSeq fences both (stale_seq).
+func (s *Store) CreateCompaction(ctx context.Context, tenant, sessionID string, in model.CreateCompaction) (model.CompactionResult, error) {
 	c := model.Compaction{ID: newID(model.PrefixCompaction), SessionID: sessionID, ThroughSeq: in.ThroughSeq,
 		Summary: in.Summary, Tokens: in.Tokens, Model: in.Model, ProviderItem: in.ProviderItem, CreatedAt: model.Now()}
+	res := model.CompactionResult{Compaction: c}
+	rows := make([]appendRowPG, len(in.Messages))
+	for i, m := range in.Messages {
+		r, err := prepareAppendRowPG(sessionID, c.CreatedAt, m)
+		if err != nil {
+			return res, err
+		}
+		rows[i] = r
+	}
 	summary := c.Summary.Text
 	var parts, item *string
 	if c.Summary.Parts != nil {
 		b, err := json.Marshal(c.Summary.Parts)
 		if err != nil {
-			return c, model.Internal(err)
+			return res, model.Internal(err)
 		}
 		p := string(b)
 		parts, summary = &p, model.SearchText(c.Summary.Parts)
@@ -80,6 +91,9 @@ func (s *Store) CreateCompaction(ctx context.Context, tenant, sessionID string, 
 			return &model.Error{Kind: model.KindConflict, Code: "session_closed",
 				Msg: "session " + sessionID + " is " + string(status) + "; reopen it (PATCH status active) to compact"}
 		}
+		if e := in.ExpectedLastSeq; e != nil && *e != lastSeq {
+			return model.StaleSeq(*e, lastSeq)
+		}
 		if in.ThroughSeq > lastSeq {
 			return model.Invalid(model.FieldError{Field: "through_seq", Message: "is past the session's last_seq " + strconv.FormatInt(lastSeq, 10)})
 		}
@@ -100,9 +114,15 @@ func (s *Store) CreateCompaction(ctx context.Context, tenant, sessionID string, 
 		if err != nil {
 			return err
 		}
-		return recordEventPG(ctx, tx, tenant, sessionID, model.EventCompactionCreated, repo.CompactionEventData(c))
+		if err := recordEventPG(ctx, tx, tenant, sessionID, model.EventCompactionCreated, repo.CompactionEventData(c)); err != nil {
+			return err
+		}
+		if len(rows) > 0 {
+			res.Messages, err = s.rewindAppendTailPG(ctx, tx, tenant, sessionID, rows, c.CreatedAt, in.BoundUser)
+		}
+		return err
 	})
-	return c, err
+	return res, err
 }
 
 // ListCompactions returns a session's compactions, newest first.

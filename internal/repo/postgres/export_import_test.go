@@ -28,7 +28,7 @@ type xferStore interface {
 	AppendMessages(ctx context.Context, tenant, sessionID string, req model.AppendRequest) (model.AppendResult, error)
 	PutCheckpoint(ctx context.Context, tenant, sessionID string, in model.PutCheckpoint, def model.CheckpointRetention) (model.Checkpoint, error)
 	PatchCheckpoint(ctx context.Context, tenant, sessionID string, in model.PatchCheckpoint, def model.CheckpointRetention) (model.Checkpoint, error)
-	CreateCompaction(ctx context.Context, tenant, sessionID string, in model.CreateCompaction) (model.Compaction, error)
+	CreateCompaction(ctx context.Context, tenant, sessionID string, in model.CreateCompaction) (model.CompactionResult, error)
 	ForkSession(ctx context.Context, tenant, parentID string, in model.ForkSession) (model.Session, error)
 	ExportSession(ctx context.Context, tenant, id string, w io.Writer) error
 	ImportSession(ctx context.Context, tenant string, r io.Reader, opts model.ImportOptions) (model.Session, error)

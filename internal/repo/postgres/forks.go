@@ -249,10 +249,10 @@ func forkCopySegmentPG(ctx context.Context, tx pgx.Tx, tenant, fork string, g li
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO messages (tenant_id, session_id, seq, id, role, content, name, tool_calls,
 			tool_call_id, agent_id, model, tokens, cost, metadata, created_at, idempotency_key, request_hash,
-			gid, cum_tokens, cum_cost, parts, is_error, provider_item, cum_turns)
+			gid, cum_tokens, cum_cost, parts, is_error, provider_item, cum_turns, client_id)
 			SELECT m.tenant_id, $3, m.seq, u.id, m.role, m.content, m.name, m.tool_calls,
 			m.tool_call_id, m.agent_id, m.model, m.tokens, m.cost, m.metadata, m.created_at, NULL, NULL,
-			nextval('messages_gid'), m.cum_tokens, m.cum_cost, m.parts, m.is_error, m.provider_item, m.cum_turns
+			nextval('messages_gid'), m.cum_tokens, m.cum_cost, m.parts, m.is_error, m.provider_item, m.cum_turns, m.client_id
 			FROM unnest($4::bigint[], $5::text[]) AS u(seq, id)
 			JOIN messages m ON m.tenant_id = $1 AND m.session_id = $2 AND m.seq = u.seq
 			ORDER BY m.seq`, tenant, g.owner, fork, seqs, ids); err != nil {

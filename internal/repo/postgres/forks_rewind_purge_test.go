@@ -30,7 +30,7 @@ type frpStore interface {
 	PurgeSessions(ctx context.Context, tenant string, in model.PurgeRequest) (model.PurgeResult, error)
 	PutCheckpoint(ctx context.Context, tenant, sessionID string, in model.PutCheckpoint, def model.CheckpointRetention) (model.Checkpoint, error)
 	ListCheckpoints(ctx context.Context, tenant, sessionID string, p repo.PageRequest) (model.Page[model.Checkpoint], error)
-	CreateCompaction(ctx context.Context, tenant, sessionID string, in model.CreateCompaction) (model.Compaction, error)
+	CreateCompaction(ctx context.Context, tenant, sessionID string, in model.CreateCompaction) (model.CompactionResult, error)
 	ListCompactions(ctx context.Context, tenant, sessionID string, p repo.PageRequest) (model.Page[model.Compaction], error)
 	CreateFile(ctx context.Context, tenant, user, mediaType string, data []byte) (model.File, bool, error)
 	GetFile(ctx context.Context, tenant, user, id string) (model.File, error)

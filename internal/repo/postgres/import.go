@@ -280,9 +280,9 @@ func (im *importTxPG) message(ctx context.Context, line int, m *model.Message) e
 	id := m.ID
 	im.queue(`INSERT INTO messages (tenant_id, session_id, seq, id, role, content, name, tool_calls,
 		tool_call_id, agent_id, model, tokens, cost, metadata, created_at, gid, cum_tokens, cum_cost, parts,
-		is_error, provider_item, cum_turns)
+		is_error, provider_item, cum_turns, client_id)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, nextval('messages_gid'),
-		$16, $17, $18, $19, $20, $21) ON CONFLICT (tenant_id, id) DO NOTHING`,
+		$16, $17, $18, $19, $20, $21, $22) ON CONFLICT (tenant_id, id) DO NOTHING`,
 		func(tag pgconn.CommandTag) error {
 			if tag.RowsAffected() == 0 {
 				return transfer.Conflict(line, "a message with id %q already exists", id)
@@ -291,7 +291,7 @@ func (im *importTxPG) message(ctx context.Context, line int, m *model.Message) e
 		},
 		im.tenant, im.ses.ID, m.Seq, m.ID, string(m.Role), m.Content.Text, m.Name, toolCalls,
 		m.ToolCallID, m.AgentID, m.Model, m.Tokens, m.Cost, meta, int64(m.CreatedAt),
-		im.cumTokens, im.cumCost, parts, isError, item, im.cumTurns)
+		im.cumTokens, im.cumCost, parts, isError, item, im.cumTurns, m.ClientID)
 	im.batchBytes += len(m.Content.Text) + len(meta) + len(m.ProviderItem)
 	if parts != nil {
 		im.batchBytes += len(*parts)

@@ -17,7 +17,7 @@ import (
 
 // messageColumnsPG are read in msgScanRowPG's order, as SQLite's messageColumns.
 const messageColumnsPG = `session_id, seq, id, role, content, name, tool_calls, tool_call_id,
-	agent_id, model, tokens, cost, metadata, created_at, parts, is_error, provider_item`
+	agent_id, model, tokens, cost, metadata, created_at, parts, is_error, provider_item, client_id`
 
 // msgScanRowPG holds Scan's destinations for messageColumnsPG (and any extra
 // columns after them), made once for all the rows of a query.
@@ -25,7 +25,7 @@ type msgScanRowPG struct {
 	m                                       model.Message
 	role, meta, content                     string
 	name, toolCalls, toolCallID, agent, mdl *string
-	parts, providerItem                     *string
+	parts, providerItem, clientID           *string
 	created, isError                        int64
 	dest                                    []any
 }
@@ -34,13 +34,13 @@ func newMsgScanRowPG(extra ...any) *msgScanRowPG {
 	r := &msgScanRowPG{}
 	r.dest = append([]any{&r.m.SessionID, &r.m.Seq, &r.m.ID, &r.role, &r.content, &r.name, &r.toolCalls, &r.toolCallID,
 		&r.agent, &r.mdl, &r.m.Tokens, &r.m.Cost, &r.meta, &r.created,
-		&r.parts, &r.isError, &r.providerItem}, extra...)
+		&r.parts, &r.isError, &r.providerItem, &r.clientID}, extra...)
 	return r
 }
 
 // scan reads one row into a message as SQLite's messageRow.scan builds it.
 func (r *msgScanRowPG) scan(row pgx.Row) (model.Message, error) {
-	r.name, r.toolCalls, r.toolCallID, r.agent, r.mdl, r.parts, r.providerItem = nil, nil, nil, nil, nil, nil, nil
+	r.name, r.toolCalls, r.toolCallID, r.agent, r.mdl, r.parts, r.providerItem, r.clientID = nil, nil, nil, nil, nil, nil, nil, nil
 	if err := row.Scan(r.dest...); err != nil {
 		return model.Message{}, err
 	}
@@ -59,7 +59,7 @@ func (r *msgScanRowPG) scan(row pgx.Row) (model.Message, error) {
 	if r.providerItem != nil {
 		m.ProviderItem = model.ProviderItem(*r.providerItem)
 	}
-	m.Name, m.ToolCallID, m.AgentID, m.Model = r.name, r.toolCallID, r.agent, r.mdl
+	m.Name, m.ToolCallID, m.AgentID, m.Model, m.ClientID = r.name, r.toolCallID, r.agent, r.mdl, r.clientID
 	if r.toolCalls != nil {
 		if err := json.Unmarshal([]byte(*r.toolCalls), &m.ToolCalls); err != nil {
 			return m, fmt.Errorf("message %s tool_calls: %w", m.ID, err)

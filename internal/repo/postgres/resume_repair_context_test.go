@@ -31,7 +31,7 @@ type rrcStore interface {
 	CloseSession(ctx context.Context, tenant, id string) (model.Session, error)
 	AppendMessages(ctx context.Context, tenant, sessionID string, req model.AppendRequest) (model.AppendResult, error)
 	PutCheckpoint(ctx context.Context, tenant, sessionID string, in model.PutCheckpoint, def model.CheckpointRetention) (model.Checkpoint, error)
-	CreateCompaction(ctx context.Context, tenant, sessionID string, in model.CreateCompaction) (model.Compaction, error)
+	CreateCompaction(ctx context.Context, tenant, sessionID string, in model.CreateCompaction) (model.CompactionResult, error)
 	CreateAgent(ctx context.Context, tenant string, in model.CreateAgent) (model.Agent, error)
 	PutBlock(ctx context.Context, tenant, agentID, label string, in model.PutBlock, ifMatch *int64) (model.Block, bool, error)
 	Resume(ctx context.Context, tenant, sessionID string) (model.Resume, error)

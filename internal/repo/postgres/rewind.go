@@ -48,7 +48,10 @@ func (s *Store) rewindTxPG(ctx context.Context, tx pgx.Tx, tenant, id string, in
 	if err != nil {
 		return res, err
 	}
-	to := *in.ToSeq
+	to, err := rewindTargetPG(ctx, tx, tenant, id, in)
+	if err != nil {
+		return res, err
+	}
 	switch {
 	case ses.Status.Closed():
 		return res, &model.Error{Kind: model.KindConflict, Code: "session_closed",

@@ -97,6 +97,9 @@ type group struct {
 	byMsgKey map[keyRef]int                 // per-message keys staged in this group: index into rows
 	tools    map[keyRef]toolSeqs            // tool calls and results staged in this group, by call id
 	pins     map[agentRef]repo.EmbeddingPin // agents whose embeddings an append staged: their pin after it
+	// clientIDs are the client ids staged in this group, with their seqs
+	// (clientids.go); made only for a group that carries one.
+	clientIDs map[keyRef]int64
 }
 
 type agentRef struct{ tenant, agent string }
@@ -218,6 +221,9 @@ func (s *Store) stageAppend(ctx context.Context, tx *sql.Tx, g *group, a *append
 				return err
 			}
 		}
+		if err := s.checkClientIDs(ctx, tx, g, a, fresh); err != nil {
+			return err
+		}
 		if err := s.checkToolResults(ctx, tx, g, a, fresh, st.lastSeq); err != nil {
 			return err
 		}
@@ -246,6 +252,7 @@ func (s *Store) stageAppend(ctx context.Context, tx *sql.Tx, g *group, a *append
 				r.embedAgent = *pin.AgentID
 			}
 			g.noteToolRows(a.tenant, a.session, &r.msg)
+			g.noteClientID(a.tenant, a.session, &r.msg)
 			g.rows = append(g.rows, stagedRow{tenant: a.tenant, session: a.session, r: r, gid: s.nextGID(),
 				cumTokens: tokens, cumCost: cost, cumTurns: turns})
 			if r.key != nil {
@@ -340,7 +347,7 @@ func (s *Store) flush(ctx context.Context, tx *sql.Tx, g *group) error {
 		r, m := sr.r, &sr.r.msg
 		if _, err := insert.ExecContext(ctx, sr.tenant, sr.session, m.Seq, m.ID, m.Role, m.Content.Text, m.Name, r.toolCalls,
 			m.ToolCallID, m.AgentID, m.Model, m.Tokens, m.Cost, r.metadata, int64(m.CreatedAt), r.key, r.hash,
-			sr.gid, sr.cumTokens, sr.cumCost, r.parts, m.IsError, r.providerItem, sr.cumTurns, true); err != nil {
+			sr.gid, sr.cumTokens, sr.cumCost, r.parts, m.IsError, r.providerItem, sr.cumTurns, true, m.ClientID); err != nil {
 			return err
 		}
 		for _, f := range r.files {

@@ -35,10 +35,25 @@ func scanCompaction(sc scanner) (model.Compaction, error) {
 // CreateCompaction records that in.Summary stands for the session's messages
 // 1..in.ThroughSeq, which must be past the latest compaction's and not past the
 // session's last_seq. Errors: KindNotFound, session_closed, validation_failed.
-func (s *Store) CreateCompaction(ctx context.Context, tenant, sessionID string, in model.CreateCompaction) (model.Compaction, error) {
+//
+// With in.Messages, they are appended after it in the same write, as a batch
+// (an append's errors); in.ExpectedLastSeq fences both (stale_seq).
+func (s *Store) CreateCompaction(ctx context.Context, tenant, sessionID string, in model.CreateCompaction) (model.CompactionResult, error) {
 	c := model.Compaction{ID: newID(model.PrefixCompaction), SessionID: sessionID, ThroughSeq: in.ThroughSeq,
 		Summary: in.Summary, Tokens: in.Tokens, Model: in.Model, ProviderItem: in.ProviderItem, CreatedAt: model.Now()}
+	rows := make([]newRow, len(in.Messages))
+	for i, m := range in.Messages {
+		r, err := prepareRow(sessionID, c.CreatedAt, m)
+		if err != nil {
+			return model.CompactionResult{}, err
+		}
+		rows[i] = r
+	}
+	var appended []model.Message
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if len(rows) > 0 {
+			defer s.sessions.forget(tenant, sessionID) // the savepoint may undo the append
+		}
 		if err := s.crashPoint(repo.PointCompaction); err != nil {
 			return err
 		}
@@ -49,6 +64,9 @@ func (s *Store) CreateCompaction(ctx context.Context, tenant, sessionID string, 
 		if ses.Status.Closed() {
 			return &model.Error{Kind: model.KindConflict, Code: "session_closed",
 				Msg: "session " + sessionID + " is " + string(ses.Status) + "; reopen it (PATCH status active) to compact"}
+		}
+		if e := in.ExpectedLastSeq; e != nil && *e != ses.LastSeq {
+			return model.StaleSeq(*e, ses.LastSeq)
 		}
 		if in.ThroughSeq > ses.LastSeq {
 			return model.Invalid(model.FieldError{Field: "through_seq", Message: "is past the session's last_seq " + itoa(ses.LastSeq)})
@@ -71,9 +89,15 @@ func (s *Store) CreateCompaction(ctx context.Context, tenant, sessionID string, 
 		if err := insertCompaction(ctx, tx, tenant, n, c); err != nil {
 			return err
 		}
-		return s.recordEvent(ctx, tx, tenant, sessionID, model.EventCompactionCreated, repo.CompactionEventData(c))
+		if err := s.recordEvent(ctx, tx, tenant, sessionID, model.EventCompactionCreated, repo.CompactionEventData(c)); err != nil {
+			return err
+		}
+		if len(rows) > 0 {
+			appended, err = s.appendInTx(ctx, tx, tenant, sessionID, rows, c.CreatedAt, in.BoundUser)
+		}
+		return err
 	})
-	return c, err
+	return model.CompactionResult{Compaction: c, Messages: appended}, err
 }
 
 func insertCompaction(ctx context.Context, tx *sql.Tx, tenant string, n int64, c model.Compaction) error {

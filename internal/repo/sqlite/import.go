@@ -166,7 +166,7 @@ func (im *sessionImport) take(ctx context.Context, line int, l model.ExportLine)
 		}
 		_, err = im.insert.ExecContext(ctx, tenant, im.ses.ID, m.Seq, m.ID, m.Role, m.Content.Text, m.Name, toolCalls,
 			m.ToolCallID, m.AgentID, m.Model, m.Tokens, m.Cost, m.Metadata.String(), int64(m.CreatedAt), nil, nil,
-			s.nextGID(), im.cumTokens, im.cumCost, parts, m.IsError, item, im.cumTurns, false)
+			s.nextGID(), im.cumTokens, im.cumCost, parts, m.IsError, item, im.cumTurns, false, m.ClientID)
 		if isConstraint(err) {
 			return transfer.Conflict(line, "a message with id %q already exists", m.ID)
 		}

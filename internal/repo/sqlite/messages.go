@@ -13,7 +13,7 @@ import (
 )
 
 const messageColumns = `session_id, seq, id, role, content, name, tool_calls, tool_call_id,
-	agent_id, model, tokens, cost, metadata, created_at, parts, is_error, provider_item`
+	agent_id, model, tokens, cost, metadata, created_at, parts, is_error, provider_item, client_id`
 
 // newRow is a message made ready outside the writer (ids, JSON, hashes), so that
 // the writer only assigns seqs and inserts.
@@ -146,7 +146,7 @@ type messageRow struct {
 	m                                       model.Message
 	role, meta, content                     string
 	name, toolCalls, toolCallID, agent, mdl sql.NullString
-	parts, providerItem                     sql.NullString
+	parts, providerItem, clientID           sql.NullString
 	created, isError                        int64
 	dest                                    []any
 }
@@ -155,7 +155,7 @@ func newMessageRow(extra ...any) *messageRow {
 	r := &messageRow{}
 	r.dest = append([]any{&r.m.SessionID, &r.m.Seq, &r.m.ID, &r.role, &r.content, &r.name, &r.toolCalls, &r.toolCallID,
 		&r.agent, &r.mdl, counterInt{&r.m.Tokens}, counterFloat{&r.m.Cost}, &r.meta, &r.created,
-		&r.parts, &r.isError, &r.providerItem}, extra...)
+		&r.parts, &r.isError, &r.providerItem, &r.clientID}, extra...)
 	return r
 }
 
@@ -178,6 +178,7 @@ func (r *messageRow) scan(sc scanner) (model.Message, error) {
 		m.ProviderItem = model.ProviderItem(r.providerItem.String)
 	}
 	m.Name, m.ToolCallID, m.AgentID, m.Model = optString(r.name), optString(r.toolCallID), optString(r.agent), optString(r.mdl)
+	m.ClientID = optString(r.clientID)
 	if r.toolCalls.Valid {
 		if err := json.Unmarshal([]byte(r.toolCalls.String), &m.ToolCalls); err != nil {
 			return m, fmt.Errorf("message %s tool_calls: %w", m.ID, err)

@@ -317,11 +317,12 @@ func (s *Store) copySegment(ctx context.Context, tx *sql.Tx, tenant, fork string
 		metadata                     string
 		parts, providerItem          sql.NullString
 		isError, cumTurns            int64
+		clientID                     sql.NullString
 	}
 	after := g.lo
 	for after < g.hi {
 		rows, err := tx.QueryContext(ctx, `SELECT seq, role, content, name, tool_calls, tool_call_id, agent_id, model,
-			tokens, cost, metadata, created_at, cum_tokens, cum_cost, parts, is_error, provider_item, cum_turns FROM messages
+			tokens, cost, metadata, created_at, cum_tokens, cum_cost, parts, is_error, provider_item, cum_turns, client_id FROM messages
 			WHERE tenant_id = ? AND session_id = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?`,
 			tenant, g.owner, after, g.hi, copyChunk)
 		if err != nil {
@@ -331,7 +332,7 @@ func (s *Store) copySegment(ctx context.Context, tx *sql.Tx, tenant, fork string
 			var r row
 			err := sc.Scan(&r.seq, &r.role, &r.content, &r.name, &r.toolCalls, &r.toolCallID, &r.agentID, &r.mdl,
 				counterInt{&r.tokens}, counterFloat{&r.cost}, &r.metadata, &r.createdAt, counterInt{&r.cumTokens}, counterFloat{&r.cumCost},
-				&r.parts, &r.isError, &r.providerItem, &r.cumTurns)
+				&r.parts, &r.isError, &r.providerItem, &r.cumTurns, &r.clientID)
 			return r, err
 		})
 		if err != nil {
@@ -343,7 +344,7 @@ func (s *Store) copySegment(ctx context.Context, tx *sql.Tx, tenant, fork string
 		for _, r := range chunk {
 			if _, err := tx.StmtContext(ctx, s.st.insertMessage).ExecContext(ctx, tenant, fork, r.seq, newID(model.PrefixMessage),
 				r.role, r.content, r.name, r.toolCalls, r.toolCallID, r.agentID, r.mdl, r.tokens, r.cost, r.metadata,
-				r.createdAt, nil, nil, s.nextGID(), r.cumTokens, r.cumCost, r.parts, r.isError, r.providerItem, r.cumTurns, false); err != nil {
+				r.createdAt, nil, nil, s.nextGID(), r.cumTokens, r.cumCost, r.parts, r.isError, r.providerItem, r.cumTurns, false, r.clientID); err != nil {
 				return fmt.Errorf("copy seq %d of %s into fork %s: %w", r.seq, g.owner, fork, err)
 			}
 			after = r.seq

@@ -62,7 +62,10 @@ func (s *Store) rewindTx(ctx context.Context, tx *sql.Tx, tenant, id string, in 
 	if err != nil {
 		return res, err
 	}
-	to := *in.ToSeq
+	to, err := s.rewindTarget(ctx, tx, tenant, id, in)
+	if err != nil {
+		return res, err
+	}
 	switch {
 	case ses.Status.Closed():
 		return res, &model.Error{Kind: model.KindConflict, Code: "session_closed",
@@ -94,6 +97,32 @@ func (s *Store) rewindTx(ctx context.Context, tx *sql.Tx, tenant, id string, in 
 	}
 	res.Session, err = getSession(ctx, tx, tenant, id)
 	return res, err
+}
+
+// rewindTarget is the seq a rewind keeps: to_seq, or the seq of the message
+// named by to_client_id (kept) or from_client_id (removed too).
+func (s *Store) rewindTarget(ctx context.Context, tx *sql.Tx, tenant, id string, in model.Rewind) (int64, error) {
+	field, cid := "to_client_id", in.ToClientID
+	if in.FromClientID != nil {
+		field, cid = "from_client_id", in.FromClientID
+	}
+	if cid == nil {
+		return *in.ToSeq, nil
+	}
+	segs, err := lineage(ctx, tx, tenant, id)
+	if err != nil {
+		return 0, err
+	}
+	m, ok, err := messageByClientID(ctx, tx, tenant, segs, *cid)
+	switch {
+	case err != nil:
+		return 0, err
+	case !ok:
+		return 0, model.ClientIDNotFound(field, *cid)
+	case in.FromClientID != nil:
+		return m.Seq - 1, nil
+	}
+	return m.Seq, nil
 }
 
 // cutTail removes everything of the session past seq to, and returns the file

@@ -45,8 +45,8 @@ func prepareWriterStatements(ctx context.Context, db *sql.DB) (writerStatements,
 		{&st.selectSessionState, `SELECT status, last_seq, message_count, total_tokens, total_cost, turn_count, expires_at FROM sessions WHERE tenant_id = ? AND id = ?`},
 		{&st.insertMessage, `INSERT INTO messages (tenant_id, session_id, seq, id, role, content, name, tool_calls,
 			tool_call_id, agent_id, model, tokens, cost, metadata, created_at, idempotency_key, request_hash,
-			gid, cum_tokens, cum_cost, parts, is_error, provider_item, cum_turns, in_feed)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
+			gid, cum_tokens, cum_cost, parts, is_error, provider_item, cum_turns, in_feed, client_id)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
 		{&st.insertEvent, `INSERT INTO events (pos, tenant_id, session_id, type, data, created_at) VALUES (?, ?, ?, ?, ?, ?)`},
 		// With the session's user, so that "does this user reference this file?"
 		// is one index probe (fileReadable).
