@@ -42,7 +42,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	stop, url, err := startServer(dir)
+	stop, url, err := startServer(dir, filepath.Join(dir, "logbook.db"))
 	server.url, server.err = url, err
 	os.Setenv("LOGBOOK_URL", url) // for the examples
 	code := m.Run()
@@ -53,15 +53,16 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// startServer builds cmd/server into dir, starts it with --addr 127.0.0.1:0
-// and reads the address it chose from its "listening" log line.
-func startServer(dir string) (stop func(), url string, err error) {
+// startServer builds cmd/server into dir, starts it over db (a SQLite file
+// or a postgres:// URL) with --addr 127.0.0.1:0 and reads the address it
+// chose from its "listening" log line.
+func startServer(dir, db string) (stop func(), url string, err error) {
 	bin := filepath.Join(dir, "server")
 	build := exec.Command("go", "build", "-o", bin, "github.com/logbook/logbook/cmd/server")
 	if out, err := build.CombinedOutput(); err != nil {
 		return nil, "", fmt.Errorf("build the server: %v\n%s", err, out)
 	}
-	cmd := exec.Command(bin, "--addr", "127.0.0.1:0", "--db", filepath.Join(dir, "logbook.db"), "--log-level", "warn")
+	cmd := exec.Command(bin, "--addr", "127.0.0.1:0", "--db", db, "--log-level", "warn")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, "", err

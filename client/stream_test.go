@@ -11,6 +11,7 @@ import (
 
 	"github.com/logbook/logbook/client"
 	"github.com/logbook/logbook/client/api"
+	"github.com/logbook/logbook/internal/repo/postgres/pgtest"
 )
 
 func userMessages(n int, format string) []api.MessageInput {
@@ -46,12 +47,33 @@ func wantStored(t *testing.T, c *client.Client, sessionID string, results []clie
 	}
 }
 
+// The scenarios that depend on the backend run on SQLite (the package's
+// server) and on PostgreSQL (TestStreamsOnPostgres).
+func TestAppendManyStoresAThousandInOrder(t *testing.T)  { thousandInOrder(t, server.url) }
+func TestAppendManyStopsAtTheFirstRefusal(t *testing.T)  { stopsAtTheFirstRefusal(t, server.url) }
+func TestStreamWriterRetriesACutConnection(t *testing.T) { retriesACutConnection(t, server.url) }
+
+func TestStreamsOnPostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts PostgreSQL and a second server")
+	}
+	pg := pgtest.Start(t)
+	stop, url, err := startServer(t.TempDir(), pg.URL("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	t.Run("thousand_in_order", func(t *testing.T) { thousandInOrder(t, url) })
+	t.Run("stops_at_the_first_refusal", func(t *testing.T) { stopsAtTheFirstRefusal(t, url) })
+	t.Run("retries_a_cut_connection", func(t *testing.T) { retriesACutConnection(t, url) })
+}
+
 // A thousand messages go on one request and are stored in order, each with
 // its own key; the same load sent again under the same KeyPrefix stores
 // nothing and answers what the first stored.
-func TestAppendManyStoresAThousandInOrder(t *testing.T) {
+func thousandInOrder(t *testing.T, base string) {
 	ctx := context.Background()
-	c, chk := newClient(t, server.url)
+	c, chk := newClient(t, base)
 	s := newSession(t, c)
 	msgs := userMessages(1000, "message %d")
 	opts := &client.StreamOptions{KeyPrefix: "load-1:"}
@@ -84,9 +106,9 @@ func TestAppendManyStoresAThousandInOrder(t *testing.T) {
 // stream_stopped and not stored. Refusals found when the line is read
 // (validation), when it commits (a key reused for another message), and for
 // the whole request (no such session) all read the same.
-func TestAppendManyStopsAtTheFirstRefusal(t *testing.T) {
+func stopsAtTheFirstRefusal(t *testing.T, base string) {
 	ctx := context.Background()
-	c, _ := newClient(t, server.url)
+	c, _ := newClient(t, base)
 	conflicted := newSession(t, c)
 	if _, err := c.AppendMany(ctx, conflicted.ID, []api.MessageInput{{Role: api.MessageRoleUser,
 		Content: client.Text("first"), IdempotencyKey: client.Ptr("taken")}}, nil); err != nil {
@@ -153,7 +175,7 @@ func TestAppendManyStopsAtTheFirstRefusal(t *testing.T) {
 // A connection cut midway, in the request (mid-line) or in the answer (after
 // the server stored messages whose answers never came), is retried from the
 // first message not answered, and the server stores every message once.
-func TestStreamWriterRetriesACutConnection(t *testing.T) {
+func retriesACutConnection(t *testing.T, base string) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name  string
@@ -164,9 +186,9 @@ func TestStreamWriterRetriesACutConnection(t *testing.T) {
 		{"answered_503", tcpFault{answer: problemAnswer(503, "storage_unavailable")}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			direct, _ := newClient(t, server.url)
+			direct, _ := newClient(t, base)
 			s := newSession(t, direct)
-			proxy := newTCPProxy(t, server.url)
+			proxy := newTCPProxy(t, base)
 			proxy.plan(tc.fault) // the stream's first connection
 			c, _ := newClient(t, proxy.url, client.WithRetries(4, time.Millisecond, 10*time.Millisecond))
 			msgs := userMessages(500, tc.name+" %d")
