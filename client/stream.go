@@ -43,7 +43,8 @@ type StreamOptions struct {
 	// A server cuts a stream that, after --stream-grace (30 s by default),
 	// arrives slower than 64 KiB/s, and its answer must end within the
 	// server's write timeout (60 s): a writer fed slowly (a turn as it
-	// happens) stays under both.
+	// happens) stays under both. Keep it below the Timeout of an
+	// http.Client given with WithHTTPClient, which bounds each request.
 	RequestAge time.Duration
 }
 
@@ -149,8 +150,9 @@ type line struct {
 }
 
 // OpenStream starts a stream of messages to a session. Nothing is sent
-// until the first Send; Close ends the stream. ctx bounds the whole stream:
-// when it ends, the messages not yet answered are reported with its error.
+// until the first Send; Close ends the stream (always call it: it also ends
+// the writer's goroutine). ctx bounds the whole stream: when it ends, the
+// messages not yet answered are reported with its error.
 //
 //	w, err := c.OpenStream(ctx, sessionID, nil)
 //	results := w.Results()

@@ -141,7 +141,7 @@ func (w *StreamWriter) try() outcome {
 	br := bufio.NewReaderSize(resp.Body, 64<<10)
 	progress := false
 	for {
-		raw, err := br.ReadBytes('\n')
+		raw, err := readAnswerLine(br)
 		if err != nil { // a line without its line break is an answer cut short
 			w.mu.Lock()
 			whole := r.ended && w.base == r.next
@@ -163,6 +163,27 @@ func (w *StreamWriter) try() outcome {
 			return o
 		}
 		progress = true
+	}
+}
+
+// maxAnswerLine bounds one answer line, a stored message (at most 8 MiB as
+// the server writes it), so that a server gone wrong cannot make the client
+// hold without bound.
+const maxAnswerLine = 64 << 20
+
+var errAnswerTooLong = errors.New("logbook: a stream answer line is longer than 64 MiB")
+
+func readAnswerLine(br *bufio.Reader) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(line)+len(chunk) > maxAnswerLine {
+			return nil, errAnswerTooLong
+		}
+		line = append(line, chunk...)
+		if err != bufio.ErrBufferFull {
+			return line, err
+		}
 	}
 }
 

@@ -37,6 +37,9 @@ __all__ = ["LineError", "LineResult", "StreamWriter"]
 
 _REQUEST_MAX_BYTES = 32 << 20  # well below the server's bound on one stream (256 MiB by default)
 _CHUNK_BYTES = 256 << 10
+# One answer line is a stored message (at most 8 MiB as the server writes it):
+# a server gone wrong cannot make the client hold more than this of one.
+_MAX_ANSWER_LINE = 64 << 20
 
 
 class LineError(LogbookError):
@@ -427,7 +430,9 @@ class StreamWriter:
             progress = False
             try:
                 while True:
-                    text = resp.readline(64 << 20)
+                    text = resp.readline(_MAX_ANSWER_LINE + 1)
+                    if len(text) > _MAX_ANSWER_LINE:
+                        raise ValueError("a stream answer line is longer than 64 MiB")
                     if not text.endswith(b"\n"):  # the end, or an answer cut short
                         break
                     if not text.strip():

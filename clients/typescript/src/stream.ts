@@ -125,6 +125,9 @@ interface Outcome {
 }
 
 const requestMaxBytes = 32 << 20; // well below the server's bound on one (256 MiB by default)
+// One answer line is a stored message (at most 8 MiB as the server writes it):
+// a server gone wrong cannot make the client hold more than this of one.
+const maxAnswerLine = 64 << 20;
 const chunkBytes = 256 << 10;
 
 /** Resolves its waiters at the next notify(). */
@@ -473,6 +476,7 @@ export class StreamWriter {
           const { done, value } = await reader.read();
           if (done) break;
           pending += decoder.decode(value, { stream: true });
+          if (pending.length > maxAnswerLine && pending.indexOf("\n") < 0) throw new Error("a stream answer line is longer than 64 MiB");
           let nl: number;
           while ((nl = pending.indexOf("\n")) >= 0) {
             const text = pending.slice(0, nl);
