@@ -84,7 +84,10 @@ type LineError struct {
 }
 
 func (e *LineError) Error() string {
-	return fmt.Sprintf("logbook: stream line %d: %s", e.Line, strings.TrimPrefix(e.Err.Error(), "logbook: "))
+	msg := strings.TrimPrefix(e.Err.Error(), "logbook: ")
+	// A line's problem names the line in its detail too: say it once.
+	msg = strings.Replace(msg, fmt.Sprintf(": line %d: ", e.Line), ": ", 1)
+	return fmt.Sprintf("logbook: stream line %d: %s", e.Line, msg)
 }
 
 func (e *LineError) Unwrap() error { return e.Err }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -138,6 +139,9 @@ func stopsAtTheFirstRefusal(t *testing.T, base string) {
 			var le *client.LineError
 			if !errors.As(err, &le) || le.Line != tc.at || client.Code(err) != tc.code {
 				t.Fatalf("err = %v, want line %d's %s", err, tc.at, tc.code)
+			}
+			if n := strings.Count(err.Error(), fmt.Sprintf("line %d", tc.at)); n != 1 {
+				t.Errorf("%q names the line %d times, want once", err, n)
 			}
 			if len(res) != len(msgs) {
 				t.Fatalf("%d results for %d messages", len(res), len(msgs))

@@ -746,10 +746,10 @@ class Client:
         messages before the writer goes on with a new one (the server cuts a
         stream that, after 30 s, arrives slower than 64 KiB/s). ``mode``:
         ``"stream"`` sends the body while it reads the answer (two threads on
-        one socket; the default for ``http://``), ``"batch"`` sends one request
-        per batch of the messages waiting, each answered in full before the
-        next (the default for ``https://``, whose sockets are not safe to read
-        and write from two threads at once). The writer connects to
+        one socket; the default for ``http://``, and only there), ``"batch"``
+        sends one request per batch of the messages waiting, each answered in
+        full before the next (the default for ``https://``, whose sockets are
+        not safe to read and write from two threads at once). The writer connects to
         ``base_url`` itself (``http.client``), not through ``opener``."""
         return StreamWriter(
             self,

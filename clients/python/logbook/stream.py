@@ -59,7 +59,8 @@ class LineError(LogbookError):
         self.cause = cause
         self.results: Optional[List["LineResult"]] = None
         """From :meth:`Client.append_many`: every message's result, this one's included."""
-        super().__init__("line %d: %s" % (line, cause))
+        # A line's problem names the line in its detail too: say it once.
+        super().__init__("line %d: %s" % (line, str(cause).replace(": line %d: " % line, ": ", 1)))
 
     @property
     def refused(self) -> bool:
@@ -167,6 +168,8 @@ class StreamWriter:
             mode = "stream" if u.scheme == "http" else "batch"
         if mode not in ("stream", "batch"):
             raise ValueError("mode: 'stream' or 'batch'")
+        if mode == "stream" and u.scheme != "http":
+            raise ValueError("mode 'stream' needs an http:// base_url: an SSL socket is not safe to read and write from two threads")
         self._client = client
         self._https = u.scheme == "https"
         self._host = u.hostname or "127.0.0.1"

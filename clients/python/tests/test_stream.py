@@ -80,6 +80,7 @@ class StreamTest(ServerTestCase):
                     self.client.append_many(sid, msgs)
                 err = cm.exception
                 self.assertEqual((err.line, err.code, err.refused), (at, code, True))
+                self.assertEqual(str(err).count("line %d" % at), 1, "names the line once: %s" % err)
                 assert err.results is not None
                 self.assertEqual(len(err.results), len(msgs))
                 for r in err.results:

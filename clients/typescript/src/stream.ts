@@ -73,7 +73,8 @@ export class LineError extends LogbookError {
   results?: LineResult[];
 
   constructor(line: number, key: string, cause: Problem | Error) {
-    super(`line ${line}: ${cause.message}`, { cause });
+    // A line's problem names the line in its detail too: say it once.
+    super(`line ${line}: ${cause.message.replace(`: line ${line}: `, ": ")}`, { cause });
     this.line = line;
     this.key = key;
     this.cause = cause;

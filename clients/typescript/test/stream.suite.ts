@@ -137,6 +137,7 @@ for (const backend of ["SQLite", "PostgreSQL"] as const) {
           msgs[tc.at - 1] = tc.bad;
           const err = await lineError(lb.appendMany(sid, msgs));
           assert.equal(err.line, tc.at);
+          assert.equal(err.message.split(`line ${tc.at}`).length, 2, `names the line once: ${err.message}`);
           assert.equal(err.code, tc.code);
           assert.ok(err.refused);
           const res = err.results!;
