@@ -8,8 +8,10 @@
 // and a checkpoint's PUT and PATCH, carries an Idempotency-Key, reused by its
 // retries: a retry whose first try was applied gets that try's answer, and
 // [Replayed] tells so), the live feed as an
-// iterator that reconnects where it left off, and short methods for the calls
-// an agent runtime makes on every turn. Everything else is on [Client.API].
+// iterator that reconnects where it left off, streams of many messages on one
+// request ([Client.AppendMany], [Client.OpenStream]), and short methods for
+// the calls an agent runtime makes on every turn. Everything else is on
+// [Client.API].
 //
 //	c, err := client.New("http://127.0.0.1:8080", client.WithAPIKey(os.Getenv("LOGBOOK_API_KEY")))
 //	s, err := c.CreateSession(ctx, api.SessionCreate{AgentID: client.Ptr("support-bot")})
@@ -37,7 +39,8 @@ type Client struct {
 	// with [Check].
 	API *api.ClientWithResponses
 
-	raw *api.Client
+	raw   *api.Client
+	retry retryPolicy // for what the retrier cannot resend: a stream's messages
 }
 
 // Option configures a Client.
@@ -107,7 +110,7 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{API: &api.ClientWithResponses{ClientInterface: raw}, raw: raw}, nil
+	return &Client{API: &api.ClientWithResponses{ClientInterface: raw}, raw: raw, retry: s.retry}, nil
 }
 
 // Check turns a non-2xx answer of the generated client into a *Problem (a

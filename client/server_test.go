@@ -42,8 +42,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	stop, url, err := startServer(dir)
+	stop, url, err := startServer(dir, filepath.Join(dir, "logbook.db"))
 	server.url, server.err = url, err
+	os.Setenv("LOGBOOK_URL", url) // for the examples
 	code := m.Run()
 	if stop != nil {
 		stop()
@@ -52,15 +53,16 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// startServer builds cmd/server into dir, starts it with --addr 127.0.0.1:0
-// and reads the address it chose from its "listening" log line.
-func startServer(dir string) (stop func(), url string, err error) {
+// startServer builds cmd/server into dir, starts it over db (a SQLite file
+// or a postgres:// URL) with --addr 127.0.0.1:0 and reads the address it
+// chose from its "listening" log line.
+func startServer(dir, db string) (stop func(), url string, err error) {
 	bin := filepath.Join(dir, "server")
 	build := exec.Command("go", "build", "-o", bin, "github.com/logbook/logbook/cmd/server")
 	if out, err := build.CombinedOutput(); err != nil {
 		return nil, "", fmt.Errorf("build the server: %v\n%s", err, out)
 	}
-	cmd := exec.Command(bin, "--addr", "127.0.0.1:0", "--db", filepath.Join(dir, "logbook.db"), "--log-level", "warn")
+	cmd := exec.Command(bin, "--addr", "127.0.0.1:0", "--db", db, "--log-level", "warn")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, "", err
@@ -118,6 +120,7 @@ func newClient(t *testing.T, base string, opts ...client.Option) (*client.Client
 
 var spec struct {
 	once   sync.Once
+	doc    *openapi3.T
 	router routers.Router
 	err    error
 }
@@ -135,6 +138,7 @@ func specRouter(t *testing.T) routers.Router {
 			return
 		}
 		doc.Servers = nil // match whatever port the server or a proxy has
+		spec.doc = doc
 		spec.router, spec.err = legacy.NewRouter(doc)
 	})
 	if spec.err != nil {
@@ -145,7 +149,9 @@ func specRouter(t *testing.T) routers.Router {
 
 // checker is an http.RoundTripper that validates every answer against
 // openapi.yaml (status, headers and body; a live feed's status and headers
-// only, its body being endless) and counts requests.
+// only, its body being endless; a stream's lines one by one as they are
+// read, since the client reads them while it still sends) and counts
+// requests.
 type checker struct {
 	t        *testing.T
 	next     http.RoundTripper
@@ -177,9 +183,13 @@ func (c *checker) RoundTrip(req *http.Request) (*http.Response, error) {
 		Header:                 resp.Header,
 		Options:                opts,
 	}
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+	switch ct := resp.Header.Get("Content-Type"); {
+	case strings.HasPrefix(ct, "text/event-stream"):
 		opts.ExcludeResponseBody = true
-	} else {
+	case strings.HasPrefix(ct, "application/x-ndjson") && req.Method == http.MethodPost:
+		opts.ExcludeResponseBody = true
+		resp.Body = &lineChecker{t: c.t, body: resp.Body, what: req.Method + " " + req.URL.Path}
+	default:
 		body, rerr := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if rerr != nil {
@@ -196,3 +206,55 @@ func (c *checker) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	return resp, nil
 }
+
+// lineChecker validates the lines of a message stream's answer, as they are
+// read, as a Message or a Problem of openapi.yaml: every problem, and the
+// first messages of each answer (one encoder writes them all, and
+// validating each of a thousand costs seconds; the server's own tests
+// validate every line).
+type lineChecker struct {
+	t       *testing.T
+	body    io.ReadCloser
+	what    string
+	partial []byte
+	checked int
+}
+
+const linesChecked = 32
+
+func (l *lineChecker) Read(p []byte) (int, error) {
+	n, err := l.body.Read(p)
+	l.partial = append(l.partial, p[:n]...)
+	for {
+		i := bytes.IndexByte(l.partial, '\n')
+		if i < 0 {
+			break
+		}
+		l.check(l.partial[:i])
+		l.partial = l.partial[i+1:]
+	}
+	return n, err
+}
+
+func (l *lineChecker) check(line []byte) {
+	if len(bytes.TrimSpace(line)) == 0 {
+		return
+	}
+	var v map[string]any
+	if err := json.Unmarshal(line, &v); err != nil {
+		l.t.Errorf("%s: answer line is not JSON: %v\n%s", l.what, err, line)
+		return
+	}
+	schema := "Message"
+	if _, ok := v["code"]; ok {
+		schema = "Problem"
+	} else if l.checked++; l.checked > linesChecked {
+		return
+	}
+	var doc any = v
+	if err := spec.doc.Components.Schemas[schema].Value.VisitJSON(doc); err != nil {
+		l.t.Errorf("%s: answer line is no %s of openapi.yaml: %v\n%s", l.what, schema, err, line)
+	}
+}
+
+func (l *lineChecker) Close() error { return l.body.Close() }

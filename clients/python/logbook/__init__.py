@@ -19,6 +19,7 @@ from .errors import LogbookError, Problem, TransportError
 from .events import EVENT_TYPES, Event, EventStream, EventType
 from .openai_agents import LogbookSession
 from .pagination import Pager
+from .stream import LineError, LineResult, StreamWriter
 
 __version__ = "0.1.0"
 
@@ -35,6 +36,9 @@ __all__ = [
     "TransportError",
     "LogbookError",
     "LogbookSession",
+    "LineError",
+    "LineResult",
+    "StreamWriter",
     "new_idempotency_key",
     "DEFAULT_URL",
     "UNSET",

@@ -35,6 +35,8 @@ from typing import (
 from .errors import Problem, TransportError
 from .events import EventStream, EventType, session_events, tenant_events
 from .pagination import Pager, _page
+from .stream import LineResult, StreamWriter
+from .stream import append_many as _append_many
 from .types import (
     JSON,
     Agent,
@@ -697,6 +699,70 @@ class Client:
             idempotency_key=key,
             request_id=resp.request_id,
             attempts=attempts,
+        )
+
+    def append_many(
+        self,
+        session_id: str,
+        messages: Iterable[Union[MessageInput, Mapping[str, Any]]],
+        *,
+        window: int = 256,
+        window_bytes: int = 8 << 20,
+        key_prefix: Optional[str] = None,
+        request_age: float = 20.0,
+        mode: Optional[str] = None,
+    ) -> List[LineResult]:
+        """Append ``messages`` in order on one stream (NDJSON on one request,
+        each answered as it commits) and answer each one's
+        :class:`~logbook.stream.LineResult`, in order. Not all or nothing,
+        unlike :meth:`append_messages`: raises the first message the server
+        refused as a :class:`~logbook.stream.LineError`, those before it stored
+        and those after it not (``stream_stopped``); its ``results`` holds
+        every message's result. A broken connection is retried from the first
+        message not answered, each message keyed so that it is stored once.
+        The options are :meth:`open_stream`'s."""
+        w = self.open_stream(
+            session_id, window=window, window_bytes=window_bytes, key_prefix=key_prefix, request_age=request_age, mode=mode
+        )
+        return _append_many(w, messages)
+
+    def open_stream(
+        self,
+        session_id: str,
+        *,
+        window: int = 256,
+        window_bytes: int = 8 << 20,
+        key_prefix: Optional[str] = None,
+        request_age: float = 20.0,
+        mode: Optional[str] = None,
+    ) -> StreamWriter:
+        """A :class:`~logbook.stream.StreamWriter` that sends messages to a
+        session as they come, many in flight on one request, with
+        ``results()`` in order.
+
+        ``window``: the messages sent and not yet answered (and, once
+        ``results()`` is called, not yet read) before ``send`` blocks;
+        ``window_bytes`` the same by size (a larger message goes alone).
+        ``key_prefix`` names the messages that carry no ``idempotency_key``
+        (message n gets ``key_prefix + str(n)``; default random): pass one
+        derived from your load or turn to make a resend after your process
+        crashed safe too. ``request_age``: seconds one request carries new
+        messages before the writer goes on with a new one (the server cuts a
+        stream that, after 30 s, arrives slower than 64 KiB/s). ``mode``:
+        ``"stream"`` sends the body while it reads the answer (two threads on
+        one socket; the default for ``http://``, and only there), ``"batch"``
+        sends one request per batch of the messages waiting, each answered in
+        full before the next (the default for ``https://``, whose sockets are
+        not safe to read and write from two threads at once). The writer connects to
+        ``base_url`` itself (``http.client``), not through ``opener``."""
+        return StreamWriter(
+            self,
+            session_id,
+            window=window,
+            window_bytes=window_bytes,
+            key_prefix=key_prefix,
+            request_age=request_age,
+            mode=mode,
         )
 
     def get_message(self, session_id: str, message_id: str) -> Message:

@@ -228,7 +228,8 @@ class FaultProxy:
 
 class CutProxy:
     """A TCP relay to ``upstream`` whose live connections can be cut at once
-    (both ends closed, as a network failure would), for the live feed. It
+    (both ends closed, as a network failure would), for the live feed, or
+    broken one by one as planned (:meth:`plan`), for message streams. It
     records the request head of every connection it relays."""
 
     def __init__(self, upstream: str) -> None:
@@ -246,7 +247,21 @@ class CutProxy:
         self.limit: Optional[int] = None
         """When set, each new connection is cut after relaying this many bytes
         of the answer (mid-event, most likely)."""
+        self._planned: List[Dict[str, Any]] = []
+        self.sent = 0
+        self.answered = 0
+        self.max_in_flight = 0
+        """Message lines relayed to the server and back (``}\\n``: a raw line
+        break never occurs inside a JSON line, and HTTP's own lines end
+        ``\\r\\n``), and the most on their way and not answered at once."""
         threading.Thread(target=self._accept, daemon=True).start()
+
+    def plan(self, request_limit: Optional[int] = None, answer_limit: Optional[int] = None, answer: Optional[bytes] = None) -> None:
+        """Break the next connection not yet planned: cut it after relaying
+        ``request_limit`` bytes to the server or ``answer_limit`` back, or
+        answer it with ``answer`` without forwarding anything."""
+        with self._lock:
+            self._planned.append({"request": request_limit, "answer_limit": answer_limit, "answer": answer})
 
     def _accept(self) -> None:
         while True:
@@ -254,6 +269,18 @@ class CutProxy:
                 down, _ = self._listener.accept()
             except OSError:
                 return
+            with self._lock:
+                plan = self._planned.pop(0) if self._planned else {}
+            if plan.get("answer") is not None:
+                try:
+                    data = down.recv(65536)
+                    with self._lock:
+                        self.heads.append(data)
+                    down.sendall(plan["answer"])
+                except OSError:
+                    pass
+                down.close()
+                continue
             try:
                 up = socket.create_connection(self.upstream, timeout=5)
                 up.settimeout(None)
@@ -266,11 +293,13 @@ class CutProxy:
                     up.close()
                     return
                 self._pairs.append((down, up))
-            threading.Thread(target=self._pump, args=(down, up, True, None), daemon=True).start()
-            threading.Thread(target=self._pump, args=(up, down, False, self.limit), daemon=True).start()
+            answer_limit = plan.get("answer_limit") if plan.get("answer_limit") is not None else self.limit
+            threading.Thread(target=self._pump, args=(down, up, True, plan.get("request")), daemon=True).start()
+            threading.Thread(target=self._pump, args=(up, down, False, answer_limit), daemon=True).start()
 
     def _pump(self, src: socket.socket, dst: socket.socket, record: bool, limit: Optional[int]) -> None:
         first = record
+        last = b""
         try:
             while True:
                 data = src.recv(65536)
@@ -283,6 +312,14 @@ class CutProxy:
                 if limit is not None:
                     data = data[:limit]
                     limit -= len(data)
+                lines = (last + data).count(b"}\n")
+                last = data[-1:]
+                with self._lock:
+                    if record:
+                        self.sent += lines
+                        self.max_in_flight = max(self.max_in_flight, self.sent - self.answered)
+                    else:
+                        self.answered += lines
                 dst.sendall(data)
                 if limit == 0:
                     break

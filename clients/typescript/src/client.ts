@@ -1,6 +1,7 @@
 import { ConnectionError, Problem, retryAfterSeconds } from "./errors.js";
 import { EventStream, type FollowOptions } from "./events.js";
 import { backoff, canonicalJSON, env, patchApplied, sleep, uuid7Hex } from "./internal.js";
+import { appendMany, type LineResult, type StreamOptions, StreamWriter } from "./stream.js";
 import type {
   Agent,
   AgentCreate,
@@ -447,6 +448,38 @@ export class Client {
       signal: opts.signal,
     });
     return r.data;
+  }
+
+  /**
+   * Appends `messages` in order on one stream (NDJSON on one request, each
+   * answered as it commits) and answers each one's result, in order. Not all
+   * or nothing, unlike `appendMessages`: throws the first message the server
+   * refused as a `LineError`, those before it stored and those after it not
+   * (`stream_stopped`); its `results` holds every message's result. A broken
+   * connection is retried from the first message not answered, each message
+   * keyed so that it is stored once. See `openStream`.
+   */
+  appendMany(sessionId: string, messages: MessageInput[], opts: StreamOptions = {}): Promise<LineResult[]> {
+    return appendMany(this.openStream(sessionId, opts), messages);
+  }
+
+  /**
+   * A writer that sends messages to a session as they come, many in flight
+   * on one request, with `results()` in order. See `StreamWriter`.
+   */
+  openStream(sessionId: string, opts: StreamOptions = {}): StreamWriter {
+    return new StreamWriter(
+      {
+        url: this.baseUrl + path`/v1/sessions/${sessionId}/messages`,
+        headers: () => this.#headersFor({ Accept: "application/x-ndjson", "Content-Type": "application/x-ndjson" }),
+        fetch: this.#fetch,
+        maxRetries: this.#maxRetries,
+        backoffMs: this.#backoffMs,
+        maxBackoffMs: this.#maxBackoffMs,
+        maxRetryAfterMs: this.#maxRetryAfterMs,
+      },
+      opts,
+    );
   }
 
   getMessage(sessionId: string, messageId: string, opts: CallOptions = {}): Promise<Message> {

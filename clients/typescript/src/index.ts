@@ -2,6 +2,8 @@ export { Client, Pager, newIdempotencyKey } from "./client.js";
 export type { Answer, AppendOptions, CallOptions, ClientOptions, ItemOptions, RequestOptions } from "./client.js";
 export { ConnectionError, LogbookError, Problem } from "./errors.js";
 export { EventStream } from "./events.js";
+export { LineError, StreamWriter } from "./stream.js";
+export type { LineResult, StreamOptions } from "./stream.js";
 export type { Connect, FollowOptions } from "./events.js";
 export { parseEventStream } from "./sse.js";
 export type { ParseOptions, SseEvent } from "./sse.js";

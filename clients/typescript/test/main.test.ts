@@ -11,6 +11,7 @@ import "./schema.suite.js";
 import "./client.suite.js";
 import "./retry.suite.js";
 import "./events.suite.js";
+import "./stream.suite.js";
 import "./agents.suite.js";
 import "./langgraph-store.suite.js";
 import "./adk.suite.js";

@@ -1,9 +1,10 @@
 // A loopback proxy in front of the server that injects faults: it can drop
 // an answer after the server applied the request, answer 503/429/4xx
-// itself, and cut the connections of live feeds.
+// itself, and cut the connections of live feeds. TcpProxy relays bytes, for
+// message streams, whose request and answer flow at once.
 
 import { createServer, request, type IncomingHttpHeaders, type Server } from "node:http";
-import type { Socket } from "node:net";
+import { connect, createServer as createNetServer, type Server as NetServer, type Socket } from "node:net";
 
 export type Fault =
   /** Forward, let the server answer in full, then close the connection without answering. */
@@ -93,6 +94,99 @@ export class FaultProxy {
   async close(): Promise<void> {
     this.cutStreams();
     this.#server.closeAllConnections();
+    await new Promise<void>((resolve) => this.#server.close(() => resolve()));
+  }
+}
+
+/** Breaks one connection: cut once this many bytes went to the server, or came back; or answered with `answer`, forwarding nothing. */
+export interface TcpFault {
+  cutRequestAfter?: number;
+  cutAnswerAfter?: number;
+  answer?: string;
+}
+
+/**
+ * A byte-for-byte TCP relay to the server, so that a stream's request and
+ * answer flow at once; each new connection takes the next planned fault.
+ * It counts the message lines passing each way (`}\n`: a raw line break
+ * never occurs inside a JSON line, and HTTP's own lines end `\r\n`) and the
+ * most that were on their way to the server and not answered at once.
+ */
+export class TcpProxy {
+  url = "";
+  connections = 0;
+  sent = 0;
+  answered = 0;
+  maxInFlight = 0;
+  readonly #upstream: URL;
+  readonly #faults: TcpFault[] = [];
+  readonly #sockets = new Set<Socket>();
+  readonly #server: NetServer;
+
+  constructor(upstream: string) {
+    this.#upstream = new URL(upstream);
+    this.#server = createNetServer((down) => {
+      this.connections++;
+      const f = this.#faults.shift() ?? {};
+      this.#track(down);
+      const answer = f.answer;
+      if (answer !== undefined) {
+        down.once("data", () => down.end(answer));
+        return;
+      }
+      const up = connect(Number(this.#upstream.port), this.#upstream.hostname);
+      this.#track(up);
+      const cut = () => {
+        down.destroy();
+        up.destroy();
+      };
+      this.#pipe(down, up, f.cutRequestAfter, true, cut);
+      this.#pipe(up, down, f.cutAnswerAfter, false, cut);
+    });
+  }
+
+  #track(s: Socket): void {
+    this.#sockets.add(s);
+    s.once("close", () => this.#sockets.delete(s));
+    s.on("error", () => s.destroy());
+  }
+
+  #pipe(src: Socket, dst: Socket, limit: number | undefined, toServer: boolean, cut: () => void): void {
+    let passed = 0;
+    let last = 0;
+    src.on("data", (buf: Buffer) => {
+      let chunk = buf;
+      if (limit !== undefined && passed + chunk.length > limit) chunk = chunk.subarray(0, limit - passed);
+      for (let i = 0; i < chunk.length; i++) {
+        const prev = i > 0 ? chunk[i - 1] : last;
+        if (chunk[i] === 0x0a && prev === 0x7d) {
+          if (toServer) this.sent++;
+          else this.answered++;
+        }
+      }
+      if (chunk.length > 0) last = chunk[chunk.length - 1]!;
+      if (toServer) this.maxInFlight = Math.max(this.maxInFlight, this.sent - this.answered);
+      passed += chunk.length;
+      dst.write(chunk);
+      if (limit !== undefined && passed >= limit) cut();
+    });
+    src.once("end", () => dst.end());
+    src.once("close", cut);
+  }
+
+  async start(): Promise<this> {
+    await new Promise<void>((resolve) => this.#server.listen(0, "127.0.0.1", resolve));
+    this.url = `http://127.0.0.1:${(this.#server.address() as { port: number }).port}`;
+    return this;
+  }
+
+  /** The next connections fail as listed, one each. */
+  plan(...faults: TcpFault[]): void {
+    this.#faults.push(...faults);
+  }
+
+  async close(): Promise<void> {
+    for (const s of this.#sockets) s.destroy();
     await new Promise<void>((resolve) => this.#server.close(() => resolve()));
   }
 }
