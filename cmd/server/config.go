@@ -41,6 +41,8 @@ type config struct {
 	// ExpirySweep is how often the server erases what has passed its
 	// expires_at; 0: never (POST /v1/admin/purge with expired still does).
 	ExpirySweep time.Duration
+	// EventsMaxStreams bounds the live feeds each tenant (or end user) holds open.
+	EventsMaxStreams int
 	// IdempotencyTTL is how long an Idempotency-Key is remembered.
 	IdempotencyTTL time.Duration
 
@@ -114,6 +116,8 @@ func globalFlags(getenv func(string) string) []cli.Flag {
 			Usage: "how often to erase every tenant's sessions and archival passages past their expires_at (a `DURATION` such as 30s or 1h); 0 turns the sweep off"},
 		&cli.DurationFlag{Name: "idempotency-ttl", Value: 24 * time.Hour, Sources: env("LOGBOOK_IDEMPOTENCY_TTL"),
 			Usage: "how long an Idempotency-Key of a write other than an append is remembered (a `DURATION`, at least 1m): a retry within it gets the first answer; the expiry sweep deletes older keys"},
+		&cli.IntFlag{Name: "events-max-streams", Value: 64, Sources: env("LOGBOOK_EVENTS_MAX_STREAMS"),
+			Usage: "live feeds one tenant (one end user of it, for a key bound to a user) may hold open at once; past it a new feed is 429"},
 		&cli.StringFlag{Name: "cors-origins", Sources: env("LOGBOOK_CORS_ORIGINS"), DefaultText: "none: no CORS headers",
 			Usage: "comma-separated `ORIGINS` (https://dash.example.com) whose pages may call the API from a browser; * allows every origin and is refused in open mode"},
 		&cli.StringFlag{Name: "metrics-addr", Sources: env("LOGBOOK_METRICS_ADDR"), DefaultText: "none: no metrics",
@@ -172,6 +176,7 @@ func configFrom(cmd *cli.Command) (config, error) {
 		MetricsAddr:      cmd.String("metrics-addr"),
 		Pprof:            cmd.Bool("pprof"),
 		ExpirySweep:      cmd.Duration("expiry-sweep"),
+		EventsMaxStreams: cmd.Int("events-max-streams"),
 		IdempotencyTTL:   cmd.Duration("idempotency-ttl"),
 	}
 	if c.DB == "" {
@@ -194,6 +199,9 @@ func configFrom(cmd *cli.Command) (config, error) {
 	}
 	if c.IdempotencyTTL < time.Minute {
 		return c, fmt.Errorf("idempotency-ttl must be a duration of at least 1m, not %s", c.IdempotencyTTL)
+	}
+	if c.EventsMaxStreams < 1 {
+		return c, fmt.Errorf("events-max-streams must be a positive integer, not %d", c.EventsMaxStreams)
 	}
 	if c.ExpirySweep < 0 {
 		return c, fmt.Errorf("expiry-sweep must be a duration of 0 or more, not %s", c.ExpirySweep)

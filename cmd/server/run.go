@@ -95,7 +95,7 @@ func serve(ctx context.Context, cfg config, stdout io.Writer) error {
 		CheckpointRetention: cfg.CheckpointRetention,
 		ImportMaxBytes:      cfg.ImportMaxBytes, MaxFileBytes: cfg.MaxFileBytes, BackupDir: cfg.BackupDir, Version: v,
 		CORSOrigins: cfg.CORSOrigins, Requests: ms.requests(), Pprof: cfg.Pprof, Embeddings: embeddings,
-		IdempotencyTTL: cfg.IdempotencyTTL})
+		IdempotencyTTL: cfg.IdempotencyTTL, EventsMaxStreams: cfg.EventsMaxStreams})
 	ms.serve(handler)
 	srv := &http.Server{
 		Handler: handler,

@@ -89,6 +89,12 @@ func (g *feedGuard) sessionStill(ctx context.Context) error {
 // data; a client that does not read blocks the write, and after
 // s.writeTimeout the stream is cut.
 func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, ids feed.TenantIDs, ev model.EventQuery, guard *feedGuard) {
+	if err := s.feeds.take(guard.principal); err != nil {
+		w.Header().Set("Retry-After", "5")
+		s.writeError(w, r, err)
+		return
+	}
+	defer s.feeds.release(guard.principal)
 	rc := http.NewResponseController(w)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")

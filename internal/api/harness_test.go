@@ -380,3 +380,8 @@ func listAll[T any](t testing.TB, c *client, path string, limit int) []T {
 		next = path + sep + "limit=" + strconv.Itoa(limit) + "&cursor=" + *p.NextCursor
 	}
 }
+
+// withEventsMaxStreams sets how many live feeds one principal holds open.
+func withEventsMaxStreams(n int) testServerOption {
+	return func(c *testConfig) { c.api.EventsMaxStreams = n }
+}

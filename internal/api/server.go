@@ -68,6 +68,10 @@ type Config struct {
 	// EventsBatchBytes bounds the events a stream holds at once (one event
 	// when a single event is larger); 0 means 256 KiB.
 	EventsBatchBytes int
+	// EventsMaxStreams bounds the live feeds one tenant (one end user of it,
+	// for a key bound to a user) holds open at once; past it a new feed is
+	// 429. 0 means 64.
+	EventsMaxStreams int
 	// CORSOrigins are the origins (scheme://host[:port], or "*" for any) whose
 	// pages may call the API from a browser; none, the default, sends no CORS
 	// header at all.
@@ -134,6 +138,7 @@ type Server struct {
 	recheck        time.Duration
 	writeTimeout   time.Duration
 	batchBytes     int
+	feeds          feedSlots
 	closing        chan struct{} // closed by Close: live feeds end
 	closeOnce      sync.Once
 	cors           *corsPolicy
@@ -188,6 +193,10 @@ func New(cfg Config) *Server {
 	}
 	if s.writeTimeout <= 0 {
 		s.writeTimeout = defaultEventsWriteTimeout
+	}
+	s.feeds.max = cfg.EventsMaxStreams
+	if s.feeds.max <= 0 {
+		s.feeds.max = defaultEventsMaxStreams
 	}
 	if s.batchBytes <= 0 {
 		s.batchBytes = feed.DefaultBatchBytes

@@ -5062,7 +5062,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description `rate_limited`: the tenant sent more requests per second than the server allows, or its requests in flight already hold as much of their large bodies as the server keeps for one tenant. Nothing was applied; retry after `Retry-After`. */
+        /** @description `rate_limited`: the tenant sent more requests per second than the server allows, or its requests in flight already hold as much of their large bodies as the server keeps for one tenant, or (a live feed) it holds `--events-max-streams` feeds open already (a key bound to an end user counts apart). Nothing was applied; retry after `Retry-After`. */
         RateLimited: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
