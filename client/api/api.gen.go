@@ -1729,6 +1729,24 @@ type Health struct {
 // HealthStatus Always `ok`; any other state is an error answer.
 type HealthStatus string
 
+// Identity Who a request acts as (`GET /v1/whoami`).
+type Identity struct {
+	// KeyID The key's id (as `GET /v1/admin/keys` lists it); `null` in open mode.
+	KeyID *string `json:"key_id"`
+
+	// OpenMode The request carried no key and the server is in open mode.
+	OpenMode bool `json:"open_mode"`
+
+	// Scope `read`: every GET. `write`: and every data write. `admin`: and the tenant's keys, purges (hard deletes), integrity checks and backups.
+	Scope Scope `json:"scope"`
+
+	// Tenant The tenant every request of this key is scoped to.
+	Tenant string `json:"tenant"`
+
+	// UserID The end user the key is bound to; `null` for a key that sees every user's sessions.
+	UserID *string `json:"user_id"`
+}
+
 // IndexDrift A disagreement between the conversation search index and the messages:
 // `stale_index_rows` (index rows whose message is gone, and whose removal is
 // not pending; `rows` set), `missing_index_rows` (messages the indexer has
@@ -8185,6 +8203,18 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/usage (the `GetUsage` operationId).
 	GetUsage(ctx context.Context, params *GetUsageParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetWhoAmI Who this key acts as
+	//
+	// The caller's own identity: the tenant its key belongs to, its scope, the
+	// end user it is bound to and its id; in open mode (no key), tenant
+	// `default` with `admin` scope and `open_mode: true`. A client reads it to
+	// offer only what the key may do (the dashboard shows no write action to
+	// a `read` key). It tells a key nothing it was not made with. Needs `read`
+	// scope.
+	//
+	// Corresponds with GET /v1/whoami (the `GetWhoAmI` operationId).
+	GetWhoAmI(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // GetDocs This API reference, as a web page
@@ -11779,6 +11809,28 @@ func (c *Client) ListTools(ctx context.Context, reqEditors ...RequestEditorFn) (
 // Corresponds with GET /v1/usage (the `GetUsage` operationId).
 func (c *Client) GetUsage(ctx context.Context, params *GetUsageParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetUsageRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetWhoAmI Who this key acts as
+//
+// The caller's own identity: the tenant its key belongs to, its scope, the
+// end user it is bound to and its id; in open mode (no key), tenant
+// `default` with `admin` scope and `open_mode: true`. A client reads it to
+// offer only what the key may do (the dashboard shows no write action to
+// a `read` key). It tells a key nothing it was not made with. Needs `read`
+// scope.
+//
+// Corresponds with GET /v1/whoami (the `GetWhoAmI` operationId).
+func (c *Client) GetWhoAmI(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetWhoAmIRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -17209,6 +17261,33 @@ func NewGetUsageRequest(server string, params *GetUsageParams) (*http.Request, e
 	return req, nil
 }
 
+// NewGetWhoAmIRequest constructs an http.Request for the GetWhoAmI method
+func NewGetWhoAmIRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/whoami")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 func (c *Client) applyEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
 	for _, r := range c.RequestEditors {
 		if err := r(ctx, req); err != nil {
@@ -19780,6 +19859,20 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/usage (the `GetUsage` operationId).
 	GetUsageWithResponse(ctx context.Context, params *GetUsageParams, reqEditors ...RequestEditorFn) (*GetUsageResponse, error)
+
+	// GetWhoAmIWithResponse Who this key acts as
+	//
+	// The caller's own identity: the tenant its key belongs to, its scope, the
+	// end user it is bound to and its id; in open mode (no key), tenant
+	// `default` with `admin` scope and `open_mode: true`. A client reads it to
+	// offer only what the key may do (the dashboard shows no write action to
+	// a `read` key). It tells a key nothing it was not made with. Needs `read`
+	// scope.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/whoami (the `GetWhoAmI` operationId).
+	GetWhoAmIWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetWhoAmIResponse, error)
 }
 
 // GetDocsResponse200Headers the declared response headers of an HTTP 200 response for GetDocs
@@ -34008,6 +34101,112 @@ func (r GetUsageResponse) ContentType() string {
 	return ""
 }
 
+// GetWhoAmIResponse200Headers the declared response headers of an HTTP 200 response for GetWhoAmI
+type GetWhoAmIResponse200Headers struct {
+	XRequestID string
+}
+
+// GetWhoAmIResponse401Headers the declared response headers of an HTTP 401 response for GetWhoAmI
+type GetWhoAmIResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestID      string
+}
+
+// GetWhoAmIResponse403Headers the declared response headers of an HTTP 403 response for GetWhoAmI
+type GetWhoAmIResponse403Headers struct {
+	XRequestID string
+}
+
+// GetWhoAmIResponse429Headers the declared response headers of an HTTP 429 response for GetWhoAmI
+type GetWhoAmIResponse429Headers struct {
+	RetryAfter int
+	XRequestID string
+}
+
+// GetWhoAmIResponseDefaultHeaders the declared response headers of an HTTP default response for GetWhoAmI
+type GetWhoAmIResponseDefaultHeaders struct {
+	XRequestID string
+}
+
+type GetWhoAmIResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Identity
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *RateLimited
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *Default
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetWhoAmIResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetWhoAmIResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetWhoAmIResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetWhoAmIResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetWhoAmIResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetWhoAmIResponse) GetJSON200() *Identity {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetWhoAmIResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetWhoAmIResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetWhoAmIResponse) GetApplicationProblemJSON429() *RateLimited {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetWhoAmIResponse) GetApplicationProblemJSONDefault() *Default {
+	return r.ApplicationProblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetWhoAmIResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetWhoAmIResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetWhoAmIResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetWhoAmIResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetDocsWithResponse This API reference, as a web page
 //
 // Returns an HTML page that renders this document (`/openapi.yaml`) with Redoc,
@@ -37244,6 +37443,26 @@ func (c *ClientWithResponses) GetUsageWithResponse(ctx context.Context, params *
 		return nil, err
 	}
 	return ParseGetUsageResponse(rsp)
+}
+
+// GetWhoAmIWithResponse Who this key acts as
+//
+// The caller's own identity: the tenant its key belongs to, its scope, the
+// end user it is bound to and its id; in open mode (no key), tenant
+// `default` with `admin` scope and `open_mode: true`. A client reads it to
+// offer only what the key may do (the dashboard shows no write action to
+// a `read` key). It tells a key nothing it was not made with. Needs `read`
+// scope.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/whoami (the `GetWhoAmI` operationId).
+func (c *ClientWithResponses) GetWhoAmIWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetWhoAmIResponse, error) {
+	rsp, err := c.GetWhoAmI(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetWhoAmIResponse(rsp)
 }
 
 // ParseGetDocsResponse parses an HTTP response from a GetDocsWithResponse call
@@ -54729,6 +54948,127 @@ func ParseGetUsageResponse(rsp *http.Response) (*GetUsageResponse, error) {
 		response.Headers429 = &headers
 	case true:
 		var headers GetUsageResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetWhoAmIResponse parses an HTTP response from a GetWhoAmIWithResponse call
+func ParseGetWhoAmIResponse(rsp *http.Response) (*GetWhoAmIResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetWhoAmIResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Identity
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Default
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetWhoAmIResponse200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetWhoAmIResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetWhoAmIResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetWhoAmIResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers GetWhoAmIResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {

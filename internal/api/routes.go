@@ -33,6 +33,7 @@ func (s *Server) routes() *chi.Mux {
 
 		r.Group(func(r chi.Router) {
 			r.Use(s.require(model.ScopeRead), s.userBound)
+			r.Get("/whoami", s.whoami)
 			r.Get("/sessions", s.listSessions)
 			r.Get("/sessions/{id}", s.getSession)
 			r.Get("/sessions/{id}/messages", s.listMessages)

@@ -1559,6 +1559,31 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/whoami": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Who this key acts as
+         * @description The caller's own identity: the tenant its key belongs to, its scope, the
+         *     end user it is bound to and its id; in open mode (no key), tenant
+         *     `default` with `admin` scope and `open_mode: true`. A client reads it to
+         *     offer only what the key may do (the dashboard shows no write action to
+         *     a `read` key). It tells a key nothing it was not made with. Needs `read`
+         *     scope.
+         */
+        get: operations["getWhoAmI"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/admin/keys": {
         parameters: {
             query?: never;
@@ -3079,6 +3104,18 @@ export interface components {
             has_more: boolean;
             /** @description Pass as `cursor` to get the next page; `null` on the last page. */
             next_cursor: string | null;
+        };
+        /** @description Who a request acts as (`GET /v1/whoami`). */
+        Identity: {
+            /** @description The tenant every request of this key is scoped to. */
+            tenant: string;
+            scope: components["schemas"]["Scope"];
+            /** @description The end user the key is bound to; `null` for a key that sees every user's sessions. */
+            user_id: string | null;
+            /** @description The key's id (as `GET /v1/admin/keys` lists it); `null` in open mode. */
+            key_id: string | null;
+            /** @description The request carried no key and the server is in open mode. */
+            open_mode: boolean;
         };
         /**
          * @description `read`: every GET. `write`: and every data write. `admin`: and the tenant's keys, purges (hard deletes), integrity checks and backups.
@@ -8711,6 +8748,40 @@ export interface operations {
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
+            default: components["responses"]["Default"];
+        };
+    };
+    getWhoAmI: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller's identity. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "tenant": "default",
+                     *       "scope": "read",
+                     *       "user_id": null,
+                     *       "key_id": "key_9f86d081884c7d65",
+                     *       "open_mode": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Identity"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
             default: components["responses"]["Default"];
         };
     };
