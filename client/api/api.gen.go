@@ -689,6 +689,24 @@ func (e CheckIntegrityParamsRepair) Valid() bool {
 	}
 }
 
+// Defines values for ListSessionsParamsOrder.
+const (
+	SessionOrderAsc  ListSessionsParamsOrder = "asc"
+	SessionOrderDesc ListSessionsParamsOrder = "desc"
+)
+
+// Valid indicates whether the value is a known member of the ListSessionsParamsOrder enum.
+func (e ListSessionsParamsOrder) Valid() bool {
+	switch e {
+	case SessionOrderAsc:
+		return true
+	case SessionOrderDesc:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for GetSessionContextParamsInclude.
 const (
 	ContextIncludeBlocks GetSessionContextParamsInclude = "blocks"
@@ -3220,6 +3238,16 @@ type SessionContext struct {
 	Tokens int64 `json:"tokens"`
 }
 
+// SessionCount How many sessions a list's filters select. Counting stops past 10,000:
+// then `count` is 10,000 and `exact` is `false` ("more than 10,000").
+type SessionCount struct {
+	// Count The number of sessions, or 10,000 when there are more.
+	Count int64 `json:"count"`
+
+	// Exact `false` when there are more than `count`.
+	Exact bool `json:"exact"`
+}
+
 // SessionCreate The body of `POST /v1/sessions`. Every field is optional.
 type SessionCreate struct {
 	// AgentID The agent this session belongs to (not checked against stored agents).
@@ -3254,7 +3282,7 @@ type SessionCreate struct {
 // Examples: ses_0193a4b2c1d07e8f9a0b1c2d3e4f5a6b, run-2026-11-22.support:1234
 type SessionID = string
 
-// SessionPage One page of sessions, newest first.
+// SessionPage One page of sessions, newest first (or oldest first with `order=asc`).
 type SessionPage struct {
 	// Data The sessions of this page.
 	Data []Session `json:"data"`
@@ -3264,6 +3292,9 @@ type SessionPage struct {
 
 	// NextCursor Pass as `cursor` to get the next page; `null` on the last page.
 	NextCursor *string `json:"next_cursor"`
+
+	// Total How many sessions the filters select, every page together, with `count=true`; `null` without it.
+	Total *SessionCount `json:"total"`
 }
 
 // SessionRetention The retention policy in force for a session.
@@ -4346,6 +4377,17 @@ type ListSessionsParams struct {
 	// `metadata[KEY]=VALUE` (or `metadata.KEY=VALUE`). All must match.
 	Metadata map[string]string `json:"metadata,omitempty"`
 
+	// Title Only sessions whose title contains this text, ASCII letters compared
+	// without regard to case (see the operation's description); at most
+	// 1000 characters.
+	Title *string `form:"title,omitempty" json:"title,omitempty"`
+
+	// Order `desc` (the default) lists newest first, `asc` oldest first. A cursor is bound to its order.
+	Order *ListSessionsParamsOrder `form:"order,omitempty" json:"order,omitempty"`
+
+	// Count `true` adds `total`, how many sessions the filters select (up to 10,000; see the description).
+	Count *bool `form:"count,omitempty" json:"count,omitempty"`
+
 	// Limit Page size, 1–200. Outside that range is `400 invalid_query`.
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
@@ -4354,6 +4396,9 @@ type ListSessionsParams struct {
 	// first page.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
+
+// ListSessionsParamsOrder defines parameters for ListSessions.
+type ListSessionsParamsOrder string
 
 // CreateSessionParams defines parameters for CreateSession.
 type CreateSessionParams struct {
@@ -7063,8 +7108,26 @@ type ClientInterface interface {
 
 	// ListSessions List sessions
 	//
-	// Lists the sessions, **newest first** (keyset on `(created_at, id)`), one page at
-	// a time. Every given filter must match.
+	// Lists the sessions, **newest first** (keyset on `(created_at, id)`; `order=asc`
+	// for oldest first), one page at a time. Every given filter must match.
+	//
+	// **Title** (`title=TEXT`): sessions whose title contains `TEXT`, ASCII
+	// letters compared without regard to case (`refund` finds "Refund for
+	// order 1234"; other characters must match exactly). A trigram index
+	// answers it (an FTS5 table on SQLite; a GIN index on PostgreSQL when the
+	// database has the `pg_trgm` extension, which the migration creates when
+	// it may): a text of three or more characters that few titles contain
+	// reads just those sessions. A shorter or common text is tested title by
+	// title along the list's order, where matches are dense enough to fill a
+	// page soon; a rare text on a PostgreSQL without `pg_trgm` may read
+	// every title of the tenant.
+	//
+	// **Count** (`count=true`): `total` says how many sessions the filters
+	// select, every page together, counted from the same rows a list reads,
+	// up to 10,000 (`{"count": 10000, "exact": false}` beyond, so that a
+	// count never reads a large tenant whole). Without it `total` is `null`
+	// and a page costs what it always did: ask for the count once, with the
+	// first page, not with every page.
 	//
 	// **Metadata filters** (the `metadata` parameter). Any number of
 	// `metadata[KEY]=VALUE` query parameters may be given (OpenAPI's
@@ -10186,8 +10249,26 @@ func (c *Client) SearchMessages(ctx context.Context, params *SearchMessagesParam
 
 // ListSessions List sessions
 //
-// Lists the sessions, **newest first** (keyset on `(created_at, id)`), one page at
-// a time. Every given filter must match.
+// Lists the sessions, **newest first** (keyset on `(created_at, id)`; `order=asc`
+// for oldest first), one page at a time. Every given filter must match.
+//
+// **Title** (`title=TEXT`): sessions whose title contains `TEXT`, ASCII
+// letters compared without regard to case (`refund` finds "Refund for
+// order 1234"; other characters must match exactly). A trigram index
+// answers it (an FTS5 table on SQLite; a GIN index on PostgreSQL when the
+// database has the `pg_trgm` extension, which the migration creates when
+// it may): a text of three or more characters that few titles contain
+// reads just those sessions. A shorter or common text is tested title by
+// title along the list's order, where matches are dense enough to fill a
+// page soon; a rare text on a PostgreSQL without `pg_trgm` may read
+// every title of the tenant.
+//
+// **Count** (`count=true`): `total` says how many sessions the filters
+// select, every page together, counted from the same rows a list reads,
+// up to 10,000 (`{"count": 10000, "exact": false}` beyond, so that a
+// count never reads a large tenant whole). Without it `total` is `null`
+// and a page costs what it always did: ask for the count once, with the
+// first page, not with every page.
 //
 // **Metadata filters** (the `metadata` parameter). Any number of
 // `metadata[KEY]=VALUE` query parameters may be given (OpenAPI's
@@ -15173,6 +15254,42 @@ func NewListSessionsRequest(server string, params *ListSessionsParams) (*http.Re
 
 		}
 
+		if params.Title != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "title", *params.Title, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Order != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "order", *params.Order, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Count != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "count", *params.Count, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.Limit != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
@@ -18683,8 +18800,26 @@ type ClientWithResponsesInterface interface {
 
 	// ListSessionsWithResponse List sessions
 	//
-	// Lists the sessions, **newest first** (keyset on `(created_at, id)`), one page at
-	// a time. Every given filter must match.
+	// Lists the sessions, **newest first** (keyset on `(created_at, id)`; `order=asc`
+	// for oldest first), one page at a time. Every given filter must match.
+	//
+	// **Title** (`title=TEXT`): sessions whose title contains `TEXT`, ASCII
+	// letters compared without regard to case (`refund` finds "Refund for
+	// order 1234"; other characters must match exactly). A trigram index
+	// answers it (an FTS5 table on SQLite; a GIN index on PostgreSQL when the
+	// database has the `pg_trgm` extension, which the migration creates when
+	// it may): a text of three or more characters that few titles contain
+	// reads just those sessions. A shorter or common text is tested title by
+	// title along the list's order, where matches are dense enough to fill a
+	// page soon; a rare text on a PostgreSQL without `pg_trgm` may read
+	// every title of the tenant.
+	//
+	// **Count** (`count=true`): `total` says how many sessions the filters
+	// select, every page together, counted from the same rows a list reads,
+	// up to 10,000 (`{"count": 10000, "exact": false}` beyond, so that a
+	// count never reads a large tenant whole). Without it `total` is `null`
+	// and a page costs what it always did: ask for the count once, with the
+	// first page, not with every page.
 	//
 	// **Metadata filters** (the `metadata` parameter). Any number of
 	// `metadata[KEY]=VALUE` query parameters may be given (OpenAPI's
@@ -35968,8 +36103,26 @@ func (c *ClientWithResponses) SearchMessagesWithResponse(ctx context.Context, pa
 
 // ListSessionsWithResponse List sessions
 //
-// Lists the sessions, **newest first** (keyset on `(created_at, id)`), one page at
-// a time. Every given filter must match.
+// Lists the sessions, **newest first** (keyset on `(created_at, id)`; `order=asc`
+// for oldest first), one page at a time. Every given filter must match.
+//
+// **Title** (`title=TEXT`): sessions whose title contains `TEXT`, ASCII
+// letters compared without regard to case (`refund` finds "Refund for
+// order 1234"; other characters must match exactly). A trigram index
+// answers it (an FTS5 table on SQLite; a GIN index on PostgreSQL when the
+// database has the `pg_trgm` extension, which the migration creates when
+// it may): a text of three or more characters that few titles contain
+// reads just those sessions. A shorter or common text is tested title by
+// title along the list's order, where matches are dense enough to fill a
+// page soon; a rare text on a PostgreSQL without `pg_trgm` may read
+// every title of the tenant.
+//
+// **Count** (`count=true`): `total` says how many sessions the filters
+// select, every page together, counted from the same rows a list reads,
+// up to 10,000 (`{"count": 10000, "exact": false}` beyond, so that a
+// count never reads a large tenant whole). Without it `total` is `null`
+// and a page costs what it always did: ask for the count once, with the
+// first page, not with every page.
 //
 // **Metadata filters** (the `metadata` parameter). Any number of
 // `metadata[KEY]=VALUE` query parameters may be given (OpenAPI's

@@ -1,8 +1,10 @@
 package api
 
 import (
+	"fmt"
 	"net/http"
 	"sort"
+	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/logbook/logbook/internal/model"
@@ -41,7 +43,8 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
-	q := parseQuery(r, "status", "agent_id", "user_id", "metadata.*", "created_after", "created_before", "due_before", "limit", "cursor")
+	q := parseQuery(r, "status", "agent_id", "user_id", "metadata.*", "created_after", "created_before", "due_before",
+		"title", "order", "count", "limit", "cursor")
 	f := model.SessionFilter{
 		Status:        model.Status(q.oneOf("status", "created", "active", "completed", "archived")),
 		AgentID:       q.str("agent_id"),
@@ -49,7 +52,13 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 		CreatedAfter:  q.time("created_after"),
 		CreatedBefore: q.time("created_before"),
 		DueBefore:     q.time("due_before"),
+		Title:         q.str("title"),
+		Oldest:        q.oneOf("order", "desc", "asc") == "asc",
 	}
+	if utf8.RuneCountInString(f.Title) > model.MaxTitleFilter {
+		q.fail("title", fmt.Sprintf("must be at most %d characters long", model.MaxTitleFilter))
+	}
+	count := q.flag("count")
 	for name, values := range q.v {
 		if key, ok := metadataKey(name); ok {
 			for _, v := range values {
@@ -70,7 +79,11 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 	}
 	if user := principalOf(r).UserID; user != "" {
 		if f.UserID != "" && f.UserID != user {
-			s.writeJSON(w, r, http.StatusOK, model.Page[model.Session]{Data: []model.Session{}})
+			out := model.SessionPage{Page: model.Page[model.Session]{Data: []model.Session{}}}
+			if count {
+				out.Total = &model.SessionCount{Exact: true}
+			}
+			s.writeJSON(w, r, http.StatusOK, out)
 			return
 		}
 		f.UserID = user
@@ -80,13 +93,24 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	out := model.SessionPage{Page: page}
+	if count {
+		// Asked for only: it reads the rows a list's filters select, up to
+		// model.SessionCountMax of them, where a page reads one page.
+		n, err := s.store.CountSessions(r.Context(), tenantOf(r), f)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		out.Total = &n
+	}
 	if user := principalOf(r).UserID; user != "" {
 		// The cursor carries the last session's id: the one the user chose.
 		// Its sessions sort the same by either (model.UserSessionID), so the
 		// cursor it sends back needs no translation.
-		page.NextCursor = repo.RewriteCursorID(page.NextCursor, func(id string) string { return model.ShownSessionID(id, user) })
+		out.NextCursor = repo.RewriteCursorID(out.NextCursor, func(id string) string { return model.ShownSessionID(id, user) })
 	}
-	s.writeJSON(w, r, http.StatusOK, page)
+	s.writeJSON(w, r, http.StatusOK, out)
 }
 
 func (s *Server) updateSession(w http.ResponseWriter, r *http.Request) {

@@ -122,8 +122,26 @@ export interface paths {
         };
         /**
          * List sessions
-         * @description Lists the sessions, **newest first** (keyset on `(created_at, id)`), one page at
-         *     a time. Every given filter must match.
+         * @description Lists the sessions, **newest first** (keyset on `(created_at, id)`; `order=asc`
+         *     for oldest first), one page at a time. Every given filter must match.
+         *
+         *     **Title** (`title=TEXT`): sessions whose title contains `TEXT`, ASCII
+         *     letters compared without regard to case (`refund` finds "Refund for
+         *     order 1234"; other characters must match exactly). A trigram index
+         *     answers it (an FTS5 table on SQLite; a GIN index on PostgreSQL when the
+         *     database has the `pg_trgm` extension, which the migration creates when
+         *     it may): a text of three or more characters that few titles contain
+         *     reads just those sessions. A shorter or common text is tested title by
+         *     title along the list's order, where matches are dense enough to fill a
+         *     page soon; a rare text on a PostgreSQL without `pg_trgm` may read
+         *     every title of the tenant.
+         *
+         *     **Count** (`count=true`): `total` says how many sessions the filters
+         *     select, every page together, counted from the same rows a list reads,
+         *     up to 10,000 (`{"count": 10000, "exact": false}` beyond, so that a
+         *     count never reads a large tenant whole). Without it `total` is `null`
+         *     and a page costs what it always did: ask for the count once, with the
+         *     first page, not with every page.
          *
          *     **Metadata filters** (the `metadata` parameter). Any number of
          *     `metadata[KEY]=VALUE` query parameters may be given (OpenAPI's
@@ -3280,7 +3298,7 @@ export interface components {
                 [key: string]: unknown;
             } | null;
         };
-        /** @description One page of sessions, newest first. */
+        /** @description One page of sessions, newest first (or oldest first with `order=asc`). */
         SessionPage: {
             /** @description The sessions of this page. */
             data: components["schemas"]["Session"][];
@@ -3288,6 +3306,21 @@ export interface components {
             has_more: boolean;
             /** @description Pass as `cursor` to get the next page; `null` on the last page. */
             next_cursor: string | null;
+            /** @description How many sessions the filters select, every page together, with `count=true`; `null` without it. */
+            total: components["schemas"]["SessionCount"] | null;
+        };
+        /**
+         * @description How many sessions a list's filters select. Counting stops past 10,000:
+         *     then `count` is 10,000 and `exact` is `false` ("more than 10,000").
+         */
+        SessionCount: {
+            /**
+             * Format: int64
+             * @description The number of sessions, or 10,000 when there are more.
+             */
+            count: number;
+            /** @description `false` when there are more than `count`. */
+            exact: boolean;
         };
         /**
          * @description Who wrote the message. `developer` is OpenAI's instructions from the
@@ -5722,6 +5755,17 @@ export interface operations {
                 metadata?: {
                     [key: string]: string;
                 };
+                /**
+                 * @description Only sessions whose title contains this text, ASCII letters compared
+                 *     without regard to case (see the operation's description); at most
+                 *     1000 characters.
+                 * @example refund
+                 */
+                title?: string;
+                /** @description `desc` (the default) lists newest first, `asc` oldest first. A cursor is bound to its order. */
+                order?: "desc" | "asc";
+                /** @description `true` adds `total`, how many sessions the filters select (up to 10,000; see the description). */
+                count?: boolean;
                 /** @description Page size, 1–200. Outside that range is `400 invalid_query`. */
                 limit?: components["parameters"]["Limit"];
                 /**
@@ -5770,7 +5814,8 @@ export interface operations {
                      *         }
                      *       ],
                      *       "has_more": true,
-                     *       "next_cursor": "eyJxIjoiWm1sc2RHVnkiLCJuIjoxNzk1MzE5ODE0MzIzLCJzIjoic2VzXzAxOTMifQ"
+                     *       "next_cursor": "eyJxIjoiWm1sc2RHVnkiLCJuIjoxNzk1MzE5ODE0MzIzLCJzIjoic2VzXzAxOTMifQ",
+                     *       "total": null
                      *     }
                      */
                     "application/json": components["schemas"]["SessionPage"];
