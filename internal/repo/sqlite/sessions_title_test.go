@@ -120,3 +120,32 @@ func TestTitleFilterReadsTheFew(t *testing.T) {
 		t.Errorf("plan: %s; want the sessions read by their key", got)
 	}
 }
+
+// TestCountStopsAtTheMaximum: past model.SessionCountMax sessions, a count
+// says "more than" rather than reading on.
+func TestCountStopsAtTheMaximum(t *testing.T) {
+	s := mustOpen(t)
+	ctx := context.Background()
+	_, err := s.wdb.ExecContext(ctx, `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+		INSERT INTO sessions (tenant_id, id, status, created_at, updated_at, title)
+		SELECT 't', 's' || i, 'created', i, i, CASE WHEN i % 2 = 0 THEN 'even' ELSE 'odd' END FROM n`, model.SessionCountMax+50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		f    model.SessionFilter
+		want model.SessionCount
+	}{
+		{"past_the_maximum", model.SessionFilter{}, model.SessionCount{Count: model.SessionCountMax, Exact: false}},
+		{"below_it", model.SessionFilter{Title: "even"}, model.SessionCount{Count: (model.SessionCountMax + 50) / 2, Exact: true}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := s.CountSessions(ctx, "t", tc.f)
+			if err != nil || got != tc.want {
+				t.Errorf("got %+v, %v, want %+v", got, err, tc.want)
+			}
+		})
+	}
+}
