@@ -5824,9 +5824,13 @@ type ClientInterface interface {
 	// GetDocs This API reference, as a web page
 	//
 	// Returns an HTML page that renders this document (`/openapi.yaml`) with Redoc,
-	// whose script the binary embeds and serves at `/docs/redoc.standalone.js`.
-	// The page loads nothing from anywhere but this server: its
-	// `Content-Security-Policy` allows this origin alone.
+	// whose script the binary embeds and serves at `/docs/redoc.standalone.js`,
+	// under a line naming the build's version (as `GET /healthz` reports it)
+	// and linking to the dashboard. The page loads nothing from anywhere but
+	// this server: its `Content-Security-Policy` allows this origin alone.
+	// `/docs/` leads here (a `301` to `../docs`, relative so that it keeps a
+	// proxy's path prefix; not an operation of this document, whose paths
+	// take no trailing slash).
 	//
 	// Corresponds with GET /docs (the `GetDocs` operationId).
 	GetDocs(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -8283,9 +8287,13 @@ type ClientInterface interface {
 // GetDocs This API reference, as a web page
 //
 // Returns an HTML page that renders this document (`/openapi.yaml`) with Redoc,
-// whose script the binary embeds and serves at `/docs/redoc.standalone.js`.
-// The page loads nothing from anywhere but this server: its
-// `Content-Security-Policy` allows this origin alone.
+// whose script the binary embeds and serves at `/docs/redoc.standalone.js`,
+// under a line naming the build's version (as `GET /healthz` reports it)
+// and linking to the dashboard. The page loads nothing from anywhere but
+// this server: its `Content-Security-Policy` allows this origin alone.
+// `/docs/` leads here (a `301` to `../docs`, relative so that it keeps a
+// proxy's path prefix; not an operation of this document, whose paths
+// take no trailing slash).
 //
 // Corresponds with GET /docs (the `GetDocs` operationId).
 func (c *Client) GetDocs(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -17452,9 +17460,13 @@ type ClientWithResponsesInterface interface {
 	// GetDocsWithResponse This API reference, as a web page
 	//
 	// Returns an HTML page that renders this document (`/openapi.yaml`) with Redoc,
-	// whose script the binary embeds and serves at `/docs/redoc.standalone.js`.
-	// The page loads nothing from anywhere but this server: its
-	// `Content-Security-Policy` allows this origin alone.
+	// whose script the binary embeds and serves at `/docs/redoc.standalone.js`,
+	// under a line naming the build's version (as `GET /healthz` reports it)
+	// and linking to the dashboard. The page loads nothing from anywhere but
+	// this server: its `Content-Security-Policy` allows this origin alone.
+	// `/docs/` leads here (a `301` to `../docs`, relative so that it keeps a
+	// proxy's path prefix; not an operation of this document, whose paths
+	// take no trailing slash).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -34345,9 +34357,13 @@ func (r GetWhoAmIResponse) ContentType() string {
 // GetDocsWithResponse This API reference, as a web page
 //
 // Returns an HTML page that renders this document (`/openapi.yaml`) with Redoc,
-// whose script the binary embeds and serves at `/docs/redoc.standalone.js`.
-// The page loads nothing from anywhere but this server: its
-// `Content-Security-Policy` allows this origin alone.
+// whose script the binary embeds and serves at `/docs/redoc.standalone.js`,
+// under a line naming the build's version (as `GET /healthz` reports it)
+// and linking to the dashboard. The page loads nothing from anywhere but
+// this server: its `Content-Security-Policy` allows this origin alone.
+// `/docs/` leads here (a `301` to `../docs`, relative so that it keeps a
+// proxy's path prefix; not an operation of this document, whose paths
+// take no trailing slash).
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -78,9 +78,13 @@ export interface paths {
         /**
          * This API reference, as a web page
          * @description Returns an HTML page that renders this document (`/openapi.yaml`) with Redoc,
-         *     whose script the binary embeds and serves at `/docs/redoc.standalone.js`.
-         *     The page loads nothing from anywhere but this server: its
-         *     `Content-Security-Policy` allows this origin alone.
+         *     whose script the binary embeds and serves at `/docs/redoc.standalone.js`,
+         *     under a line naming the build's version (as `GET /healthz` reports it)
+         *     and linking to the dashboard. The page loads nothing from anywhere but
+         *     this server: its `Content-Security-Policy` allows this origin alone.
+         *     `/docs/` leads here (a `301` to `../docs`, relative so that it keeps a
+         *     proxy's path prefix; not an operation of this document, whose paths
+         *     take no trailing slash).
          */
         get: operations["getDocs"];
         put?: never;
