@@ -1134,7 +1134,7 @@ func (p *tab) checkMarkdown() {
 			"[x](javascript:window.__xss=1)", "[x](JAVASCRIPT:window.__xss=1)", "[x]( javascript:window.__xss=1)", "[x](java\tscript:window.__xss=1)",
 			"[x](vbscript:x)", "[x](data:text/html;base64,PHNjcmlwdD4=)", "[x](//evil.example/a)", "[x](/relative)", "[x](#frag)",
 			"<javascript:window.__xss=1>", "<a href=\"https://x.example\" onclick=\"window.__xss=1\">y</a>",
-			"` + "```" + `\n</code></pre><script>window.__xss=1</script>\n` + "```" + `", "` + "`" + `<iframe src=x>` + "`" + `",
+			"`+"```"+`\n</code></pre><script>window.__xss=1</script>\n`+"```"+`", "`+"`"+`<iframe src=x>`+"`"+`",
 			"**<svg onload=window.__xss=1>**", "[<img src=x onerror=window.__xss=1>](https://ok.example)",
 			"[ok](https://ok.example/\"onmouseover=\"window.__xss=1)", "https://ok.example/<script>window.__xss=1</script>",
 			"> <style>*{display:none}</style>", "- <object data=x>", "# <h1>x</h1>", "1. <form action=x><button>go</button></form>",
@@ -1152,13 +1152,13 @@ func (p *tab) checkMarkdown() {
 			}
 		}
 		const cases = [
-			["a **b** *c* ~~d~~ ` + "`e`" + `", "<p>a <strong>b</strong> <em>c</em> <del>d</del> <code>e</code></p>"],
+			["a **b** *c* ~~d~~ `+"`e`"+`", "<p>a <strong>b</strong> <em>c</em> <del>d</del> <code>e</code></p>"],
 			["snake_case_name and a.__dunder", "<p>snake_case_name and a.__dunder</p>"],
 			["line one\nline two\n\nnext", "<p>line one<br>line two</p><p>next</p>"],
 			["1. a\n2. b\n\n- c\n  - d", "<ol><li><p>a</p></li><li><p>b</p></li></ol><ul><li><p>c</p><ul><li><p>d</p></li></ul></li></ul>"],
 			["[t](https://e.example/a?b=1)", '<p><a href="https://e.example/a?b=1" rel="noopener noreferrer" target="_blank" class="md-link">t</a></p>'],
 			["> quoted\n\n---\n## Title", "<blockquote><p>quoted</p></blockquote><hr><p class=\"md-h md-h2\"><strong>Title</strong></p>"],
-			["` + "```go" + `\nx := 1\n` + "```" + `", '<pre class="md-code" data-lang="go"><code>x := 1</code></pre>'],
+			["`+"```go"+`\nx := 1\n`+"```"+`", '<pre class="md-code" data-lang="go"><code>x := 1</code></pre>'],
 		];
 		for (const [text, want] of cases) {
 			const got = markdown(text).innerHTML;
