@@ -149,7 +149,7 @@ const MaxTitleFilter = 1000
 
 // FoldTitle is a title, or the text searched for in titles, as the title
 // filter compares them: ASCII letters in lower case, every other character
-// as it is. Both backends fold the same way (SQLite's lower(), PostgreSQL's
+// as it is. Both backends fold the same way (SQLite's LIKE, PostgreSQL's
 // translate() of A–Z), whatever the database's locale.
 func FoldTitle(s string) string {
 	b := []byte(s)

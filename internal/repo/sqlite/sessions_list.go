@@ -134,14 +134,18 @@ func sessionsWhere(ctx context.Context, tx *sql.Tx, tenant string, f model.Sessi
 		args = append(args, int64(*f.DueBefore))
 	}
 	if f.Title != "" {
-		// SQLite's lower() folds A–Z only, as model.FoldTitle does.
-		where = append(where, "instr(lower(title), ?) > 0")
-		args = append(args, model.FoldTitle(f.Title))
+		// SQLite's LIKE folds A–Z only, as model.FoldTitle does (and costs
+		// a walk half what lower() and instr() do).
+		where = append(where, `title LIKE ? ESCAPE '\'`)
+		args = append(args, "%"+likeEscaper.Replace(f.Title)+"%")
 	}
 	where = append(where, "(expires_at IS NULL OR expires_at > ?)")
 	args = append(args, int64(model.Now()))
 	return from, where, args, nil
 }
+
+// likeEscaper makes a text a LIKE pattern's literal part.
+var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 
 // titleDriveMax is how many titles, of every tenant, the trigram index may
 // find for a list to read just those sessions.

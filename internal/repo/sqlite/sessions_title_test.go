@@ -149,3 +149,48 @@ func TestCountStopsAtTheMaximum(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkListSessionsByTitle reads the first page of a list of 100,000
+// sessions filtered by title: a text few titles contain (read through the
+// trigram index), one half of them contain and one too short for the index
+// (both walk the list's order), one no title contains, the list without the
+// filter, and the count of a common text.
+func BenchmarkListSessionsByTitle(b *testing.B) {
+	s := mustOpen(b)
+	ctx := context.Background()
+	const n = 100_000
+	_, err := s.wdb.ExecContext(ctx, `WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k WHERE i < ?)
+		INSERT INTO sessions (tenant_id, id, status, created_at, updated_at, title)
+		SELECT 't', printf('s%06d', i), 'active', i, i,
+			CASE WHEN i = 777 THEN 'Refund for order 777' WHEN i % 2 = 0 THEN 'Weekly report ' || i ELSE 'Chat with customer ' || i END FROM k`, n)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cases := []struct {
+		name  string
+		f     model.SessionFilter
+		count bool
+	}{
+		{"rare_text", model.SessionFilter{Title: "refund"}, false},
+		{"half_of_them", model.SessionFilter{Title: "weekly"}, false},
+		{"two_characters", model.SessionFilter{Title: "wk"}, false},
+		{"no_title_has_it", model.SessionFilter{Title: "zebra"}, false},
+		{"no_filter", model.SessionFilter{}, false},
+		{"count_half_of_them", model.SessionFilter{Title: "weekly"}, true},
+	}
+	for _, tc := range cases {
+		b.Run(tc.name, func(b *testing.B) {
+			for b.Loop() {
+				if tc.count {
+					if _, err := s.CountSessions(ctx, "t", tc.f); err != nil {
+						b.Fatal(err)
+					}
+					continue
+				}
+				if _, err := s.ListSessions(ctx, "t", tc.f, repo.PageRequest{Limit: 50}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
