@@ -42,6 +42,13 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
 	s.writeTaggedJSON(w, r, ses)
 }
 
+// listSessions lists a page of the tenant's sessions (a key bound to a user:
+// that user's). Threat model: a request reads its own tenant's rows only, and
+// holds nothing past its answer. The most one request makes the store read:
+// a title filter's trigram probe (at most titleDriveMax index rows, SQLite),
+// then at most every session of the tenant, as a metadata filter may; with
+// count=true, at most model.SessionCountMax+1 more. The title it searches
+// for is at most model.MaxTitleFilter characters.
 func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 	q := parseQuery(r, "status", "agent_id", "user_id", "metadata.*", "created_after", "created_before", "due_before",
 		"title", "order", "count", "limit", "cursor")
