@@ -194,12 +194,15 @@ export async function render(root, { params: [id], query, signal }) {
   const reveal = async (seq) => {
     if (conv.reveal(seq)) return;
     if (seq < 1 || seq > lastSeq()) return;
-    const from = Math.max(0, seq - 1 - PAGE / 4);
-    const msgs = await page({ after_seq: from });
-    conv.clear();
-    conv.prepend(msgs);
-    count();
-    conv.reveal(seq);
+    try {
+      const msgs = await page({ after_seq: Math.max(0, seq - 1 - PAGE / 4) });
+      conv.clear();
+      conv.prepend(msgs);
+      count();
+      conv.reveal(seq);
+    } catch (err) {
+      failed(convNote)(err);
+    }
   };
 
   const refreshSession = debounce(() => loadSession().catch(() => {}), 300);
