@@ -3,6 +3,8 @@ package metrics
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/logbook/logbook/internal/repo/postgres"
+	"github.com/logbook/logbook/internal/repo/sqlite"
 	"github.com/logbook/logbook/internal/repo/vecindex"
 )
 
@@ -11,6 +13,13 @@ import (
 type VectorCache interface {
 	VectorCacheStats() vecindex.Stats
 }
+
+// Both backends have the cache; WatchStore finds it by this interface, so a
+// backend that lost the method would lose its series without this check.
+var (
+	_ VectorCache = (*sqlite.Store)(nil)
+	_ VectorCache = (*postgres.Store)(nil)
+)
 
 var (
 	vectorCacheAgents = prometheus.NewDesc(prometheus.BuildFQName(namespace, "vector_cache", "agents"),
