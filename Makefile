@@ -99,7 +99,7 @@ chromium:
 # 5200 messages. Screenshots go to $(UI_SCREENSHOTS).
 UI_SCREENSHOTS ?= $(CURDIR)/bin/ui-screenshots
 test-ui: chromium
-	LOGBOOK_UI_LONG=1 LOGBOOK_UI_SCREENSHOTS=$(UI_SCREENSHOTS) $(GO) test -count=1 -v -run '^TestDashboard$$' ./internal/ui/
+	LOGBOOK_UI_LONG=1 LOGBOOK_UI_SCREENSHOTS=$(UI_SCREENSHOTS) $(GO) test -count=1 -v -run '^TestDashboard(Actions)?$$' ./internal/ui/
 
 # go.mod and go.sum are what `go mod tidy` makes, and modernc.org/libc is the
 # version modernc.org/sqlite pins: its authors ask for that exact version, since

@@ -698,6 +698,24 @@ func (e CheckIntegrityParamsRepair) Valid() bool {
 	}
 }
 
+// Defines values for ListSessionsParamsOrder.
+const (
+	SessionOrderAsc  ListSessionsParamsOrder = "asc"
+	SessionOrderDesc ListSessionsParamsOrder = "desc"
+)
+
+// Valid indicates whether the value is a known member of the ListSessionsParamsOrder enum.
+func (e ListSessionsParamsOrder) Valid() bool {
+	switch e {
+	case SessionOrderAsc:
+		return true
+	case SessionOrderDesc:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for GetSessionContextParamsInclude.
 const (
 	ContextIncludeBlocks GetSessionContextParamsInclude = "blocks"
@@ -1782,6 +1800,24 @@ type Health struct {
 
 // HealthStatus Always `ok`; any other state is an error answer.
 type HealthStatus string
+
+// Identity Who a request acts as (`GET /v1/whoami`).
+type Identity struct {
+	// KeyID The key's id (as `GET /v1/admin/keys` lists it); `null` in open mode.
+	KeyID *string `json:"key_id"`
+
+	// OpenMode The request carried no key and the server is in open mode.
+	OpenMode bool `json:"open_mode"`
+
+	// Scope `read`: every GET. `write`: and every data write. `admin`: and the tenant's keys, purges (hard deletes), integrity checks and backups.
+	Scope Scope `json:"scope"`
+
+	// Tenant The tenant every request of this key is scoped to.
+	Tenant string `json:"tenant"`
+
+	// UserID The end user the key is bound to; `null` for a key that sees every user's sessions.
+	UserID *string `json:"user_id"`
+}
 
 // IndexDrift A disagreement between the conversation search index and the messages:
 // `stale_index_rows` (index rows whose message is gone, and whose removal is
@@ -3302,6 +3338,16 @@ type SessionContext struct {
 	Tokens int64 `json:"tokens"`
 }
 
+// SessionCount How many sessions a list's filters select. Counting stops past 10,000:
+// then `count` is 10,000 and `exact` is `false` ("more than 10,000").
+type SessionCount struct {
+	// Count The number of sessions, or 10,000 when there are more.
+	Count int64 `json:"count"`
+
+	// Exact `false` when there are more than `count`.
+	Exact bool `json:"exact"`
+}
+
 // SessionCreate The body of `POST /v1/sessions`. Every field is optional.
 type SessionCreate struct {
 	// AgentID The agent this session belongs to (not checked against stored agents).
@@ -3336,7 +3382,7 @@ type SessionCreate struct {
 // Examples: ses_0193a4b2c1d07e8f9a0b1c2d3e4f5a6b, run-2026-11-22.support:1234
 type SessionID = string
 
-// SessionPage One page of sessions, newest first.
+// SessionPage One page of sessions, newest first (or oldest first with `order=asc`).
 type SessionPage struct {
 	// Data The sessions of this page.
 	Data []Session `json:"data"`
@@ -3346,6 +3392,9 @@ type SessionPage struct {
 
 	// NextCursor Pass as `cursor` to get the next page; `null` on the last page.
 	NextCursor *string `json:"next_cursor"`
+
+	// Total How many sessions the filters select, every page together, with `count=true`; `null` without it.
+	Total *SessionCount `json:"total"`
 }
 
 // SessionRetention The retention policy in force for a session.
@@ -4436,6 +4485,17 @@ type ListSessionsParams struct {
 	// `metadata[KEY]=VALUE` (or `metadata.KEY=VALUE`). All must match.
 	Metadata map[string]string `json:"metadata,omitempty"`
 
+	// Title Only sessions whose title contains this text, ASCII letters compared
+	// without regard to case (see the operation's description); at most
+	// 1000 characters.
+	Title *string `form:"title,omitempty" json:"title,omitempty"`
+
+	// Order `desc` (the default) lists newest first, `asc` oldest first. A cursor is bound to its order.
+	Order *ListSessionsParamsOrder `form:"order,omitempty" json:"order,omitempty"`
+
+	// Count `true` adds `total`, how many sessions the filters select (up to 10,000; see the description).
+	Count *bool `form:"count,omitempty" json:"count,omitempty"`
+
 	// Limit Page size, 1–200. Outside that range is `400 invalid_query`.
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
@@ -4444,6 +4504,9 @@ type ListSessionsParams struct {
 	// first page.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
+
+// ListSessionsParamsOrder defines parameters for ListSessions.
+type ListSessionsParamsOrder string
 
 // CreateSessionParams defines parameters for CreateSession.
 type CreateSessionParams struct {
@@ -5869,9 +5932,13 @@ type ClientInterface interface {
 	// GetDocs This API reference, as a web page
 	//
 	// Returns an HTML page that renders this document (`/openapi.yaml`) with Redoc,
-	// whose script the binary embeds and serves at `/docs/redoc.standalone.js`.
-	// The page loads nothing from anywhere but this server: its
-	// `Content-Security-Policy` allows this origin alone.
+	// whose script the binary embeds and serves at `/docs/redoc.standalone.js`,
+	// under a line naming the build's version (as `GET /healthz` reports it)
+	// and linking to the dashboard. The page loads nothing from anywhere but
+	// this server: its `Content-Security-Policy` allows this origin alone.
+	// `/docs/` leads here (a `301` to `../docs`, relative so that it keeps a
+	// proxy's path prefix; not an operation of this document, whose paths
+	// take no trailing slash).
 	//
 	// Corresponds with GET /docs (the `GetDocs` operationId).
 	GetDocs(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -7153,8 +7220,29 @@ type ClientInterface interface {
 
 	// ListSessions List sessions
 	//
-	// Lists the sessions, **newest first** (keyset on `(created_at, id)`), one page at
-	// a time. Every given filter must match.
+	// Lists the sessions, **newest first** (keyset on `(created_at, id)`; `order=asc`
+	// for oldest first), one page at a time. Every given filter must match.
+	//
+	// **Title** (`title=TEXT`): sessions whose title contains `TEXT`, ASCII
+	// letters compared without regard to case (`refund` finds "Refund for
+	// order 1234"; other characters must match exactly). A trigram index
+	// answers it (an FTS5 table on SQLite; a GIN index on PostgreSQL when the
+	// database has the `pg_trgm` extension, which the migration creates when
+	// it may): a text of three or more characters that few titles contain
+	// reads just those sessions (about a millisecond among 100,000). A
+	// shorter or common text is tested title by title along the list's
+	// order, where matches are usually dense enough to fill a page soon;
+	// when they are not (a one- or two-character text few titles contain, a
+	// text other tenants' titles hold by the thousand, any rare text on a
+	// PostgreSQL without `pg_trgm`), a page may read every title of the
+	// tenant: about 140 ms per 100,000 sessions on SQLite.
+	//
+	// **Count** (`count=true`): `total` says how many sessions the filters
+	// select, every page together, counted from the same rows a list reads,
+	// up to 10,000 (`{"count": 10000, "exact": false}` beyond, so that a
+	// count never reads a large tenant whole). Without it `total` is `null`
+	// and a page costs what it always did: ask for the count once, with the
+	// first page, not with every page.
 	//
 	// **Metadata filters** (the `metadata` parameter). Any number of
 	// `metadata[KEY]=VALUE` query parameters may be given (OpenAPI's
@@ -8305,14 +8393,30 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/usage (the `GetUsage` operationId).
 	GetUsage(ctx context.Context, params *GetUsageParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetWhoAmI Who this key acts as
+	//
+	// The caller's own identity: the tenant its key belongs to, its scope, the
+	// end user it is bound to and its id; in open mode (no key), tenant
+	// `default` with `admin` scope and `open_mode: true`. A client reads it to
+	// offer only what the key may do (the dashboard shows no write action to
+	// a `read` key). It tells a key nothing it was not made with. Needs `read`
+	// scope.
+	//
+	// Corresponds with GET /v1/whoami (the `GetWhoAmI` operationId).
+	GetWhoAmI(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // GetDocs This API reference, as a web page
 //
 // Returns an HTML page that renders this document (`/openapi.yaml`) with Redoc,
-// whose script the binary embeds and serves at `/docs/redoc.standalone.js`.
-// The page loads nothing from anywhere but this server: its
-// `Content-Security-Policy` allows this origin alone.
+// whose script the binary embeds and serves at `/docs/redoc.standalone.js`,
+// under a line naming the build's version (as `GET /healthz` reports it)
+// and linking to the dashboard. The page loads nothing from anywhere but
+// this server: its `Content-Security-Policy` allows this origin alone.
+// `/docs/` leads here (a `301` to `../docs`, relative so that it keeps a
+// proxy's path prefix; not an operation of this document, whose paths
+// take no trailing slash).
 //
 // Corresponds with GET /docs (the `GetDocs` operationId).
 func (c *Client) GetDocs(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -10276,8 +10380,29 @@ func (c *Client) SearchMessages(ctx context.Context, params *SearchMessagesParam
 
 // ListSessions List sessions
 //
-// Lists the sessions, **newest first** (keyset on `(created_at, id)`), one page at
-// a time. Every given filter must match.
+// Lists the sessions, **newest first** (keyset on `(created_at, id)`; `order=asc`
+// for oldest first), one page at a time. Every given filter must match.
+//
+// **Title** (`title=TEXT`): sessions whose title contains `TEXT`, ASCII
+// letters compared without regard to case (`refund` finds "Refund for
+// order 1234"; other characters must match exactly). A trigram index
+// answers it (an FTS5 table on SQLite; a GIN index on PostgreSQL when the
+// database has the `pg_trgm` extension, which the migration creates when
+// it may): a text of three or more characters that few titles contain
+// reads just those sessions (about a millisecond among 100,000). A
+// shorter or common text is tested title by title along the list's
+// order, where matches are usually dense enough to fill a page soon;
+// when they are not (a one- or two-character text few titles contain, a
+// text other tenants' titles hold by the thousand, any rare text on a
+// PostgreSQL without `pg_trgm`), a page may read every title of the
+// tenant: about 140 ms per 100,000 sessions on SQLite.
+//
+// **Count** (`count=true`): `total` says how many sessions the filters
+// select, every page together, counted from the same rows a list reads,
+// up to 10,000 (`{"count": 10000, "exact": false}` beyond, so that a
+// count never reads a large tenant whole). Without it `total` is `null`
+// and a page costs what it always did: ask for the count once, with the
+// first page, not with every page.
 //
 // **Metadata filters** (the `metadata` parameter). Any number of
 // `metadata[KEY]=VALUE` query parameters may be given (OpenAPI's
@@ -11921,6 +12046,28 @@ func (c *Client) ListTools(ctx context.Context, reqEditors ...RequestEditorFn) (
 // Corresponds with GET /v1/usage (the `GetUsage` operationId).
 func (c *Client) GetUsage(ctx context.Context, params *GetUsageParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetUsageRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetWhoAmI Who this key acts as
+//
+// The caller's own identity: the tenant its key belongs to, its scope, the
+// end user it is bound to and its id; in open mode (no key), tenant
+// `default` with `admin` scope and `open_mode: true`. A client reads it to
+// offer only what the key may do (the dashboard shows no write action to
+// a `read` key). It tells a key nothing it was not made with. Needs `read`
+// scope.
+//
+// Corresponds with GET /v1/whoami (the `GetWhoAmI` operationId).
+func (c *Client) GetWhoAmI(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetWhoAmIRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -15263,6 +15410,42 @@ func NewListSessionsRequest(server string, params *ListSessionsParams) (*http.Re
 
 		}
 
+		if params.Title != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "title", *params.Title, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Order != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "order", *params.Order, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Count != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "count", *params.Count, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.Limit != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
@@ -17392,6 +17575,33 @@ func NewGetUsageRequest(server string, params *GetUsageParams) (*http.Request, e
 	return req, nil
 }
 
+// NewGetWhoAmIRequest constructs an http.Request for the GetWhoAmI method
+func NewGetWhoAmIRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/whoami")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 func (c *Client) applyEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
 	for _, r := range c.RequestEditors {
 		if err := r(ctx, req); err != nil {
@@ -17439,9 +17649,13 @@ type ClientWithResponsesInterface interface {
 	// GetDocsWithResponse This API reference, as a web page
 	//
 	// Returns an HTML page that renders this document (`/openapi.yaml`) with Redoc,
-	// whose script the binary embeds and serves at `/docs/redoc.standalone.js`.
-	// The page loads nothing from anywhere but this server: its
-	// `Content-Security-Policy` allows this origin alone.
+	// whose script the binary embeds and serves at `/docs/redoc.standalone.js`,
+	// under a line naming the build's version (as `GET /healthz` reports it)
+	// and linking to the dashboard. The page loads nothing from anywhere but
+	// this server: its `Content-Security-Policy` allows this origin alone.
+	// `/docs/` leads here (a `301` to `../docs`, relative so that it keeps a
+	// proxy's path prefix; not an operation of this document, whose paths
+	// take no trailing slash).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -18787,8 +19001,29 @@ type ClientWithResponsesInterface interface {
 
 	// ListSessionsWithResponse List sessions
 	//
-	// Lists the sessions, **newest first** (keyset on `(created_at, id)`), one page at
-	// a time. Every given filter must match.
+	// Lists the sessions, **newest first** (keyset on `(created_at, id)`; `order=asc`
+	// for oldest first), one page at a time. Every given filter must match.
+	//
+	// **Title** (`title=TEXT`): sessions whose title contains `TEXT`, ASCII
+	// letters compared without regard to case (`refund` finds "Refund for
+	// order 1234"; other characters must match exactly). A trigram index
+	// answers it (an FTS5 table on SQLite; a GIN index on PostgreSQL when the
+	// database has the `pg_trgm` extension, which the migration creates when
+	// it may): a text of three or more characters that few titles contain
+	// reads just those sessions (about a millisecond among 100,000). A
+	// shorter or common text is tested title by title along the list's
+	// order, where matches are usually dense enough to fill a page soon;
+	// when they are not (a one- or two-character text few titles contain, a
+	// text other tenants' titles hold by the thousand, any rare text on a
+	// PostgreSQL without `pg_trgm`), a page may read every title of the
+	// tenant: about 140 ms per 100,000 sessions on SQLite.
+	//
+	// **Count** (`count=true`): `total` says how many sessions the filters
+	// select, every page together, counted from the same rows a list reads,
+	// up to 10,000 (`{"count": 10000, "exact": false}` beyond, so that a
+	// count never reads a large tenant whole). Without it `total` is `null`
+	// and a page costs what it always did: ask for the count once, with the
+	// first page, not with every page.
 	//
 	// **Metadata filters** (the `metadata` parameter). Any number of
 	// `metadata[KEY]=VALUE` query parameters may be given (OpenAPI's
@@ -19977,6 +20212,20 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/usage (the `GetUsage` operationId).
 	GetUsageWithResponse(ctx context.Context, params *GetUsageParams, reqEditors ...RequestEditorFn) (*GetUsageResponse, error)
+
+	// GetWhoAmIWithResponse Who this key acts as
+	//
+	// The caller's own identity: the tenant its key belongs to, its scope, the
+	// end user it is bound to and its id; in open mode (no key), tenant
+	// `default` with `admin` scope and `open_mode: true`. A client reads it to
+	// offer only what the key may do (the dashboard shows no write action to
+	// a `read` key). It tells a key nothing it was not made with. Needs `read`
+	// scope.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/whoami (the `GetWhoAmI` operationId).
+	GetWhoAmIWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetWhoAmIResponse, error)
 }
 
 // GetDocsResponse200Headers the declared response headers of an HTTP 200 response for GetDocs
@@ -34368,12 +34617,122 @@ func (r GetUsageResponse) ContentType() string {
 	return ""
 }
 
+// GetWhoAmIResponse200Headers the declared response headers of an HTTP 200 response for GetWhoAmI
+type GetWhoAmIResponse200Headers struct {
+	XRequestID string
+}
+
+// GetWhoAmIResponse401Headers the declared response headers of an HTTP 401 response for GetWhoAmI
+type GetWhoAmIResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestID      string
+}
+
+// GetWhoAmIResponse403Headers the declared response headers of an HTTP 403 response for GetWhoAmI
+type GetWhoAmIResponse403Headers struct {
+	XRequestID string
+}
+
+// GetWhoAmIResponse429Headers the declared response headers of an HTTP 429 response for GetWhoAmI
+type GetWhoAmIResponse429Headers struct {
+	RetryAfter int
+	XRequestID string
+}
+
+// GetWhoAmIResponseDefaultHeaders the declared response headers of an HTTP default response for GetWhoAmI
+type GetWhoAmIResponseDefaultHeaders struct {
+	XRequestID string
+}
+
+type GetWhoAmIResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Identity
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *RateLimited
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *Default
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetWhoAmIResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetWhoAmIResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetWhoAmIResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetWhoAmIResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetWhoAmIResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetWhoAmIResponse) GetJSON200() *Identity {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetWhoAmIResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetWhoAmIResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetWhoAmIResponse) GetApplicationProblemJSON429() *RateLimited {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetWhoAmIResponse) GetApplicationProblemJSONDefault() *Default {
+	return r.ApplicationProblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetWhoAmIResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetWhoAmIResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetWhoAmIResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetWhoAmIResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetDocsWithResponse This API reference, as a web page
 //
 // Returns an HTML page that renders this document (`/openapi.yaml`) with Redoc,
-// whose script the binary embeds and serves at `/docs/redoc.standalone.js`.
-// The page loads nothing from anywhere but this server: its
-// `Content-Security-Policy` allows this origin alone.
+// whose script the binary embeds and serves at `/docs/redoc.standalone.js`,
+// under a line naming the build's version (as `GET /healthz` reports it)
+// and linking to the dashboard. The page loads nothing from anywhere but
+// this server: its `Content-Security-Policy` allows this origin alone.
+// `/docs/` leads here (a `301` to `../docs`, relative so that it keeps a
+// proxy's path prefix; not an operation of this document, whose paths
+// take no trailing slash).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -36129,8 +36488,29 @@ func (c *ClientWithResponses) SearchMessagesWithResponse(ctx context.Context, pa
 
 // ListSessionsWithResponse List sessions
 //
-// Lists the sessions, **newest first** (keyset on `(created_at, id)`), one page at
-// a time. Every given filter must match.
+// Lists the sessions, **newest first** (keyset on `(created_at, id)`; `order=asc`
+// for oldest first), one page at a time. Every given filter must match.
+//
+// **Title** (`title=TEXT`): sessions whose title contains `TEXT`, ASCII
+// letters compared without regard to case (`refund` finds "Refund for
+// order 1234"; other characters must match exactly). A trigram index
+// answers it (an FTS5 table on SQLite; a GIN index on PostgreSQL when the
+// database has the `pg_trgm` extension, which the migration creates when
+// it may): a text of three or more characters that few titles contain
+// reads just those sessions (about a millisecond among 100,000). A
+// shorter or common text is tested title by title along the list's
+// order, where matches are usually dense enough to fill a page soon;
+// when they are not (a one- or two-character text few titles contain, a
+// text other tenants' titles hold by the thousand, any rare text on a
+// PostgreSQL without `pg_trgm`), a page may read every title of the
+// tenant: about 140 ms per 100,000 sessions on SQLite.
+//
+// **Count** (`count=true`): `total` says how many sessions the filters
+// select, every page together, counted from the same rows a list reads,
+// up to 10,000 (`{"count": 10000, "exact": false}` beyond, so that a
+// count never reads a large tenant whole). Without it `total` is `null`
+// and a page costs what it always did: ask for the count once, with the
+// first page, not with every page.
 //
 // **Metadata filters** (the `metadata` parameter). Any number of
 // `metadata[KEY]=VALUE` query parameters may be given (OpenAPI's
@@ -37624,6 +38004,26 @@ func (c *ClientWithResponses) GetUsageWithResponse(ctx context.Context, params *
 		return nil, err
 	}
 	return ParseGetUsageResponse(rsp)
+}
+
+// GetWhoAmIWithResponse Who this key acts as
+//
+// The caller's own identity: the tenant its key belongs to, its scope, the
+// end user it is bound to and its id; in open mode (no key), tenant
+// `default` with `admin` scope and `open_mode: true`. A client reads it to
+// offer only what the key may do (the dashboard shows no write action to
+// a `read` key). It tells a key nothing it was not made with. Needs `read`
+// scope.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/whoami (the `GetWhoAmI` operationId).
+func (c *ClientWithResponses) GetWhoAmIWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetWhoAmIResponse, error) {
+	rsp, err := c.GetWhoAmI(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetWhoAmIResponse(rsp)
 }
 
 // ParseGetDocsResponse parses an HTTP response from a GetDocsWithResponse call
@@ -55305,6 +55705,127 @@ func ParseGetUsageResponse(rsp *http.Response) (*GetUsageResponse, error) {
 		response.Headers429 = &headers
 	case true:
 		var headers GetUsageResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetWhoAmIResponse parses an HTTP response from a GetWhoAmIWithResponse call
+func ParseGetWhoAmIResponse(rsp *http.Response) (*GetWhoAmIResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetWhoAmIResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Identity
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Default
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetWhoAmIResponse200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetWhoAmIResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetWhoAmIResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetWhoAmIResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers GetWhoAmIResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {

@@ -242,6 +242,7 @@ func TestCrossTenantEveryRoute(t *testing.T) {
 		"listMessages":          {notFound, nil, ""},
 		"getMessage":            {notFound, nil, ""},
 		"getTenantEmbedding":    {ownList, nil, ""},
+		"getWhoAmI":             {ownList, nil, ""},
 		"putTenantEmbedding":    {refused, map[string]any{"url": "http://zebras.example/v1/embeddings", "model": "m"}, ""},
 		"deleteTenantEmbedding": {ownWrite, nil, ""},
 		"getMessageEmbedding":   {notFound, nil, ""},

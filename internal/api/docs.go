@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	_ "embed"
 	"encoding/hex"
+	"html"
 	"net/http"
 	"sync"
 	"time"
@@ -19,22 +20,31 @@ const docsBundle = "redoc.standalone.js"
 //go:embed docs/redoc.standalone.js
 var redocJS []byte
 
-// docsPage renders /openapi.yaml with the bundle. Both URLs are relative, so
-// that the page also works behind a proxy that serves Logbook under a path
-// prefix: from /docs they resolve to /openapi.yaml and /docs/redoc.standalone.js.
-const docsPage = `<!doctype html>
+// docsPage renders /openapi.yaml with the bundle, under a line naming the
+// build it documents. Its URLs are relative, so that the page also works
+// behind a proxy that serves Logbook under a path prefix: from /docs they
+// resolve to /openapi.yaml, /docs/redoc.standalone.js and /ui/.
+func docsPage(version string) string {
+	if version == "" {
+		version = "dev"
+	}
+	v := html.EscapeString(version)
+	return `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Logbook API reference</title>
+<title>Logbook ` + v + ` API reference</title>
 </head>
 <body>
+<p id="build" style="margin:0;padding:.4rem 1rem;font:13px system-ui,sans-serif;background:#f0f2f6;color:#1a202c">
+Logbook <b>` + v + `</b> · API reference · <a href="ui/">dashboard</a></p>
 <redoc spec-url="openapi.yaml"></redoc>
 <script src="docs/` + docsBundle + `"></script>
 </body>
 </html>
 `
+}
 
 // docsCSP lets the page load nothing but this server's own files: the bundle,
 // the spec it fetches, and the styles it injects (Redoc styles with inline
@@ -53,7 +63,15 @@ func (s *Server) docs(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("Cache-Control", "no-cache")
-	_, _ = w.Write([]byte(docsPage))
+	_, _ = w.Write([]byte(docsPage(s.version)))
+}
+
+// docsSlash sends /docs/ to the page. The page's relative URLs resolve from
+// /docs only, and so does this Location, under a proxy's path prefix too:
+// http.Redirect would make it /docs, losing the prefix.
+func (s *Server) docsSlash(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Location", "../docs")
+	w.WriteHeader(http.StatusMovedPermanently)
 }
 
 // redocAsset is the bundle as served: its ETag, and its gzip encoding, made

@@ -63,6 +63,17 @@ func TestDocsPageIsSelfContained(t *testing.T) {
 		}
 	}
 	for _, u := range urls {
+		if u == "/ui/" { // the dashboard: files, not an API route (internal/ui tests them)
+			res, err := http.Get(c.base + u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			if res.StatusCode != http.StatusOK {
+				t.Errorf("GET %s, named by the page: %d", u, res.StatusCode)
+			}
+			continue
+		}
 		if res := c.do("GET", u, nil); res.Status != http.StatusOK {
 			t.Errorf("GET %s, named by the page: %d", u, res.Status)
 		}
@@ -137,4 +148,35 @@ func TestDocsScript(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The page names the build it documents (escaped: a version is text), and
+// /docs/ leads to it by a relative reference, which keeps a proxy's prefix.
+func TestDocsPageNamesTheBuild(t *testing.T) {
+	c := newClient(t, func(c *testConfig) { c.api.Version = "v1.2.3-4-g<b>" })
+	body := string(c.do("GET", "/docs", nil).want(t, http.StatusOK, nil).Body)
+	for _, want := range []string{"<title>Logbook v1.2.3-4-g&lt;b&gt; API reference</title>", "Logbook <b>v1.2.3-4-g&lt;b&gt;</b>", `<a href="ui/">`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the page lacks %q:\n%s", want, body)
+		}
+	}
+
+	req, err := http.NewRequest("GET", c.base+"/docs/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err := noFollow.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusMovedPermanently || res.Header.Get("Location") != "../docs" {
+		t.Fatalf("/docs/: %d, Location %q; want 301 to ../docs", res.StatusCode, res.Header.Get("Location"))
+	}
+	if got := res.Request.URL.ResolveReference(&url.URL{Path: res.Header.Get("Location")}).Path; got != "/docs" {
+		t.Errorf("/docs/ leads to %s, want /docs", got)
+	}
+	// A browser lands on the page.
+	c.do("GET", "/docs", nil).want(t, http.StatusOK, nil)
 }

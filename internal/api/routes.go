@@ -23,6 +23,7 @@ func (s *Server) routes() *chi.Mux {
 	r.Get("/openapi.yaml", s.openapi)
 	r.Mount(ui.Prefix, ui.Handler()) // the dashboard's files are public; its /v1 calls carry the key
 	r.Get("/docs", s.docs)
+	r.Get("/docs/", s.docsSlash)
 	r.Get("/docs/"+docsBundle, s.docsAsset)
 	if s.pprof {
 		r.Mount("/debug/pprof", s.pprofRoutes())
@@ -33,6 +34,7 @@ func (s *Server) routes() *chi.Mux {
 
 		r.Group(func(r chi.Router) {
 			r.Use(s.require(model.ScopeRead), s.userBound)
+			r.Get("/whoami", s.whoami)
 			r.Get("/sessions", s.listSessions)
 			r.Get("/sessions/{id}", s.getSession)
 			r.Get("/sessions/{id}/messages", s.listMessages)

@@ -1,8 +1,10 @@
 package api
 
 import (
+	"fmt"
 	"net/http"
 	"sort"
+	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/logbook/logbook/internal/model"
@@ -40,8 +42,16 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
 	s.writeTaggedJSON(w, r, ses)
 }
 
+// listSessions lists a page of the tenant's sessions (a key bound to a user:
+// that user's). Threat model: a request reads its own tenant's rows only, and
+// holds nothing past its answer. The most one request makes the store read:
+// a title filter's trigram probe (at most titleDriveMax index rows, SQLite),
+// then at most every session of the tenant, as a metadata filter may; with
+// count=true, at most model.SessionCountMax+1 more. The title it searches
+// for is at most model.MaxTitleFilter characters.
 func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
-	q := parseQuery(r, "status", "agent_id", "user_id", "metadata.*", "created_after", "created_before", "due_before", "limit", "cursor")
+	q := parseQuery(r, "status", "agent_id", "user_id", "metadata.*", "created_after", "created_before", "due_before",
+		"title", "order", "count", "limit", "cursor")
 	f := model.SessionFilter{
 		Status:        model.Status(q.oneOf("status", "created", "active", "completed", "archived")),
 		AgentID:       q.str("agent_id"),
@@ -49,7 +59,13 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 		CreatedAfter:  q.time("created_after"),
 		CreatedBefore: q.time("created_before"),
 		DueBefore:     q.time("due_before"),
+		Title:         q.str("title"),
+		Oldest:        q.oneOf("order", "desc", "asc") == "asc",
 	}
+	if utf8.RuneCountInString(f.Title) > model.MaxTitleFilter {
+		q.fail("title", fmt.Sprintf("must be at most %d characters long", model.MaxTitleFilter))
+	}
+	count := q.flag("count")
 	for name, values := range q.v {
 		if key, ok := metadataKey(name); ok {
 			for _, v := range values {
@@ -70,7 +86,11 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 	}
 	if user := principalOf(r).UserID; user != "" {
 		if f.UserID != "" && f.UserID != user {
-			s.writeJSON(w, r, http.StatusOK, model.Page[model.Session]{Data: []model.Session{}})
+			out := model.SessionPage{Page: model.Page[model.Session]{Data: []model.Session{}}}
+			if count {
+				out.Total = &model.SessionCount{Exact: true}
+			}
+			s.writeJSON(w, r, http.StatusOK, out)
 			return
 		}
 		f.UserID = user
@@ -80,13 +100,24 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	out := model.SessionPage{Page: page}
+	if count {
+		// Asked for only: it reads the rows a list's filters select, up to
+		// model.SessionCountMax of them, where a page reads one page.
+		n, err := s.store.CountSessions(r.Context(), tenantOf(r), f)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		out.Total = &n
+	}
 	if user := principalOf(r).UserID; user != "" {
 		// The cursor carries the last session's id: the one the user chose.
 		// Its sessions sort the same by either (model.UserSessionID), so the
 		// cursor it sends back needs no translation.
-		page.NextCursor = repo.RewriteCursorID(page.NextCursor, func(id string) string { return model.ShownSessionID(id, user) })
+		out.NextCursor = repo.RewriteCursorID(out.NextCursor, func(id string) string { return model.ShownSessionID(id, user) })
 	}
-	s.writeJSON(w, r, http.StatusOK, page)
+	s.writeJSON(w, r, http.StatusOK, out)
 }
 
 func (s *Server) updateSession(w http.ResponseWriter, r *http.Request) {

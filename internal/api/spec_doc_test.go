@@ -39,6 +39,9 @@ func TestOpenAPIDocumentIsValid(t *testing.T) {
 		if strings.HasPrefix(route, "/ui/") {
 			return nil // the dashboard's files (internal/ui), not part of the API
 		}
+		if route == "/docs/" {
+			return nil // leads to /docs (described there): paths in the spec take no trailing slash
+		}
 		if len(route) > 1 {
 			route = strings.TrimSuffix(route, "/")
 		}

@@ -1,6 +1,6 @@
 // Package metrics is Logbook's Prometheus exposition: HTTP requests by route,
-// the SQLite writer and search index, the live feed, the embedding worker
-// and the PostgreSQL pool.
+// the SQLite writer and search index, the live feed, the embedding worker,
+// the vector cache and the PostgreSQL pool.
 // Histograms are observed as things happen (the writer's groups, requests);
 // everything else is read from the store and the feed when Prometheus scrapes,
 // so that the request and write paths pay nothing for it.
@@ -148,11 +148,14 @@ func knownMethod(m string) string {
 }
 
 // WatchStore adds the collectors of the store's backend: the SQLite writer's
-// and search index's, or the PostgreSQL pool's, and the embedding queue's of
-// either. A store that is neither adds nothing of the first two.
+// and search index's, or the PostgreSQL pool's, and the embedding queue's and
+// the vector cache's of either. A store that is neither adds nothing of the first two.
 func (r *Registry) WatchStore(store any) {
 	if q, ok := store.(EmbeddingQueue); ok {
 		r.reg.MustRegister(pendingCollector{q})
+	}
+	if c, ok := store.(VectorCache); ok {
+		r.reg.MustRegister(vectorCacheCollector{c})
 	}
 	switch st := store.(type) {
 	case *sqlite.Store:

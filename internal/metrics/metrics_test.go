@@ -268,3 +268,51 @@ func TestEmbeddingSeries(t *testing.T) {
 	}
 	t.Error("logbook_embedding_pending not gathered")
 }
+
+// The vector cache's size and use, read from the store at scrape time: the
+// first search by meaning of an agent loads it (a miss), the next finds it.
+func TestVectorCacheSeries(t *testing.T) {
+	st := mustOpen(t)
+	r := New("test", zerolog.Nop())
+	r.WatchStore(st)
+	ctx := context.Background()
+	if _, err := st.CreateAgent(ctx, "t", model.CreateAgent{ID: "a", Name: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := st.CreatePassage(ctx, "t", "a", model.CreatePassage{Content: "p" + strconv.Itoa(i),
+			Embedding: []float32{1, float32(i)}, EmbeddingModel: "m"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 2 {
+		if _, err := st.SearchPassages(ctx, "t", "a", model.PassageSearch{Mode: model.SearchVector, QueryEmbedding: []float32{1, 0}, Limit: 2}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	problems, err := testutil.GatherAndLint(r.Gatherer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+	cases := []struct {
+		name string
+		want float64
+	}{
+		{"logbook_vector_cache_agents", 1},
+		{"logbook_vector_cache_vectors", 3},
+		{"logbook_vector_cache_misses_total", 1},
+		{"logbook_vector_cache_hits_total", 1},
+		{"logbook_vector_cache_evictions_total", 0},
+	}
+	for _, tc := range cases {
+		if got, ok := gathered(t, r, tc.name); !ok || got != tc.want {
+			t.Errorf("%s = %v (gathered: %v), want %v", tc.name, got, ok, tc.want)
+		}
+	}
+	if got, _ := gathered(t, r, "logbook_vector_cache_bytes"); got <= 0 {
+		t.Errorf("logbook_vector_cache_bytes = %v, want the vectors' size", got)
+	}
+}

@@ -26,6 +26,30 @@ type Principal struct {
 	UserID string // the end user a bound key acts for; empty: any user
 }
 
+// Identity is what GET /v1/whoami tells a caller of itself: whom its key
+// acts as, so that a client (the dashboard) offers only what the key may do.
+type Identity struct {
+	Tenant string  `json:"tenant"`
+	Scope  Scope   `json:"scope"`
+	UserID *string `json:"user_id"`
+	KeyID  *string `json:"key_id"`
+	// OpenMode says the request carried no key and the server let it act as
+	// the default tenant with every scope.
+	OpenMode bool `json:"open_mode"`
+}
+
+// IdentityOf is p as GET /v1/whoami shows it.
+func IdentityOf(p Principal) Identity {
+	id := Identity{Tenant: p.Tenant, Scope: p.Scope, OpenMode: p.KeyID == ""}
+	if p.UserID != "" {
+		id.UserID = &p.UserID
+	}
+	if p.KeyID != "" {
+		id.KeyID = &p.KeyID
+	}
+	return id
+}
+
 // DefaultTenant is the tenant of open mode (no API key exists, loopback only).
 const DefaultTenant = "default"
 

@@ -1,5 +1,7 @@
 package model
 
+import "strings"
+
 // Status is where a session is in its life.
 type Status string
 
@@ -133,6 +135,56 @@ type SessionFilter struct {
 	// DueBefore selects paused sessions whose latest checkpoint's pause_until_ms
 	// is at or before it: a scheduler's wake-up query.
 	DueBefore *Time
+	// Title selects the sessions whose title contains it (TitleContains).
+	// omitempty, as Oldest: a filter without them makes the cursors it made
+	// before they existed.
+	Title string `json:",omitempty"`
+	// Oldest lists oldest first instead of newest first.
+	Oldest bool `json:",omitempty"`
+}
+
+// MaxTitleFilter bounds the title a list may search for: a title is at most
+// 1000 characters, so a longer text matches nothing anyway.
+const MaxTitleFilter = 1000
+
+// FoldTitle is a title, or the text searched for in titles, as the title
+// filter compares them: ASCII letters in lower case, every other character
+// as it is. Both backends fold the same way (SQLite's LIKE, PostgreSQL's
+// translate() of A–Z), whatever the database's locale.
+func FoldTitle(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + ('a' - 'A')
+		}
+	}
+	return string(b)
+}
+
+// TitleContains is the title filter's rule, which both backends' SQL
+// implements: the folded title contains the folded text.
+func TitleContains(title, text string) bool {
+	return strings.Contains(FoldTitle(title), FoldTitle(text))
+}
+
+// SessionCountMax is where counting a list's sessions stops: a count up to
+// it is exact, and past it the answer says "more than" instead of reading
+// every row of a large tenant for a number nobody needs to the unit.
+const SessionCountMax = 10000
+
+// SessionCount is how many sessions a list's filters select, all pages
+// together (GET /v1/sessions?count=true).
+type SessionCount struct {
+	// Count is the number of sessions, or SessionCountMax when Exact is false.
+	Count int64 `json:"count"`
+	// Exact is false when there are more than Count.
+	Exact bool `json:"exact"`
+}
+
+// SessionPage is a page of sessions, with their count when it was asked for.
+type SessionPage struct {
+	Page[Session]
+	Total *SessionCount `json:"total"`
 }
 
 // MetadataMatch matches a top-level metadata key whose value, rendered as text

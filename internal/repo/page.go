@@ -44,3 +44,12 @@ func (a *AppendStream) Fail() { a.failed = true }
 
 // Failed reports whether an append of the stream failed.
 func (a *AppendStream) Failed() bool { return a.failed }
+
+// CountOf is a count read with LIMIT model.SessionCountMax+1: past the
+// maximum, the answer says "more than" it.
+func CountOf(n int64) model.SessionCount {
+	if n > model.SessionCountMax {
+		return model.SessionCount{Count: model.SessionCountMax, Exact: false}
+	}
+	return model.SessionCount{Count: n, Exact: true}
+}

@@ -38,6 +38,9 @@ type Sessions interface {
 	CreateSession(ctx context.Context, tenant string, in model.CreateSession) (model.Session, error)
 	GetSession(ctx context.Context, tenant, id string) (model.Session, error)
 	ListSessions(ctx context.Context, tenant string, f model.SessionFilter, p PageRequest) (model.Page[model.Session], error)
+	// CountSessions counts what ListSessions with f lists, all pages
+	// together, up to model.SessionCountMax.
+	CountSessions(ctx context.Context, tenant string, f model.SessionFilter) (model.SessionCount, error)
 	UpdateSession(ctx context.Context, tenant, id string, in model.UpdateSession) (model.Session, error)
 	CloseSession(ctx context.Context, tenant, id string) (model.Session, error)
 	ForkSession(ctx context.Context, tenant, parentID string, in model.ForkSession) (model.Session, error)

@@ -59,6 +59,8 @@ func TestDashboard(t *testing.T) {
 	// turned down, it says what is missing and asks no more until told to.
 	p.do(chromedp.Navigate(srv.url + "/ui/"))
 	p.do(chromedp.WaitVisible(chromedp.CSS("#key-input")))
+	p.waitEq("the dialog says how to make a read key", `(() => { const t = document.getElementById("key-howto").textContent;
+		return t.includes("logbook keys create --tenant default --scope read") && t.includes(location.origin + "/v1/admin/keys") && t.includes('"scope": "read"'); })()`, "true")
 	p.shot("00-key")
 	p.click("#key-cancel")
 	p.waitEq("no key, no list", `String(document.querySelector("#view .notice")?.textContent.includes("needs an API key"))`, "true")
@@ -84,7 +86,25 @@ func TestDashboard(t *testing.T) {
 	p.waitEq("a title is text, not markup", `document.querySelector('#sessions-body tr[data-id="ops-7"] b').textContent`, xssTitle)
 	p.waitEq("no injected element", `String(document.querySelector('img[src="x"]') === null && !window.__xss)`, "true")
 	p.waitEq("key kept in sessionStorage", `sessionStorage.getItem("logbook.key")`, readKey)
+	p.waitEq("the key's scope, as the server says", `document.getElementById("scope").textContent`, "read key")
+	p.waitEq("costs with one precision", `document.querySelector('#sessions-body tr[data-id="ops-7"] .cost').textContent + " " + document.getElementById("sessions-cost").textContent`,
+		"$0.0100 "+dollars(cost))
 	p.shot("01-sessions")
+
+	// Title search, the total it selects, oldest first, an agent by choice.
+	p.do(chromedp.SendKeys(chromedp.CSS("#title-filter"), "QUESTION"), chromedp.Click(chromedp.CSS(`#session-filters button[type="submit"]`)))
+	p.waitEq("sessions titled so", `[...document.querySelectorAll("#sessions-body tr")].map(r => r.dataset.id).join(",")`, "demo-1-fork,demo-1")
+	p.waitEq("their count", `document.getElementById("sessions-count").textContent`, "2 sessions")
+	p.do(chromedp.SetValue(chromedp.CSS("#order-filter"), "asc"))
+	p.do(chromedp.Evaluate[chromedp.Void](`document.getElementById("order-filter").dispatchEvent(new Event("change"))`))
+	p.waitEq("oldest first", `[...document.querySelectorAll("#sessions-body tr")].map(r => r.dataset.id).join(",")`, "demo-1,demo-1-fork")
+	p.do(chromedp.Navigate(srv.url + "/ui/#/sessions"))
+	p.waitEq("agents to choose from", `[...document.querySelectorAll("#agent-filter option")].map(o => o.value).join(",")`, ",helper-bot,support-bot")
+	p.do(chromedp.SetValue(chromedp.CSS("#agent-filter"), "helper-bot"))
+	p.do(chromedp.Evaluate[chromedp.Void](`document.getElementById("agent-filter").dispatchEvent(new Event("change", { bubbles: true }))`))
+	p.waitEq("the chosen agent's sessions", `[...document.querySelectorAll("#sessions-body tr")].map(r => r.dataset.id).join(",") + " " + document.getElementById("sessions-count").textContent`, "md-1 1 session")
+	p.do(chromedp.Navigate(srv.url + "/ui/#/sessions"))
+	p.waitEq("all sessions", `document.querySelectorAll("#sessions-body tr").length`, strconv.Itoa(len(sessions)))
 
 	p.do(chromedp.SetValue(chromedp.CSS(`#session-filters select[name="status"]`), "completed"),
 		chromedp.Click(chromedp.CSS(`#session-filters button[type="submit"]`)))
@@ -114,6 +134,9 @@ func TestDashboard(t *testing.T) {
 	p.waitEq("call 2 has no result", `document.querySelector('details.tool-call[data-call-id="call_2"] .state').textContent`, "no result yet")
 	p.waitEq("per-message tokens", `document.querySelector("#m-5 .tokens").textContent`, "900 tok")
 	p.waitEq("per-message cost", `document.querySelector("#m-2 .cost").textContent`, "$0.0004")
+	p.waitEq("a tool's JSON, pretty-printed in monospace", `document.querySelector('details.tool-call[data-call-id="call_1"] pre.tool-output.json').textContent`,
+		"{\n  \"status\": \"delivered\",\n  \"refundable\": true\n}")
+	p.waitEq("a read key sees no action", `document.querySelectorAll(".act, #resume-repair").length + " " + (document.getElementById("session-actions") === null)`, "0 true")
 	p.waitEq("reasoning collapsed", `String(document.querySelector("#m-4 details.reasoning").open)`, "false")
 	p.waitEq("reasoning summary", `document.querySelector("#m-4 details.reasoning p").textContent`, "The order is refundable.")
 	p.waitEq("image from a blob: URL", `(() => { const i = document.querySelector("#m-5 img"); return i.src.startsWith("blob:") + " " + i.naturalWidth; })()`, "true 8")
@@ -126,7 +149,48 @@ func TestDashboard(t *testing.T) {
 	p.waitEq("resume report", `document.getElementById("resume-status").textContent + " " + [...document.querySelectorAll("#resume li.problem")].map(l => l.dataset.code).join(",")`,
 		"1 problem unanswered_tool_call")
 	p.waitEq("live feed", `document.getElementById("live").dataset.state`, "live")
+	p.click("#context-panel summary")
+	p.click(`#context-form button[type="submit"]`)
+	p.waitEq("what the model sees: the blocks, the summary, the messages after it", `[...document.querySelectorAll("#context-view .context-blocks li")].map(l => l.dataset.label).join(",") + " " +
+		[...document.querySelectorAll("#context-view .context-messages li")].map(l => l.dataset.seq).join(",") + " " + document.querySelector("#context-view .compaction-marker b").textContent`,
+		"human,persona 4,5,6 Compaction through #3")
 	p.shot("03-session")
+
+	// A fork: where its inherited messages end.
+	p.do(chromedp.Evaluate[chromedp.Void](`location.hash = "#/sessions/demo-1-fork"`))
+	p.waitEq("the fork's own message", `document.querySelector("#m-5 .text")?.textContent`, "And order 1043?")
+	p.waitEq("the end of the inherited messages", `document.querySelector("#m-4").nextElementSibling.id + " " + document.getElementById("fork-marker").dataset.through`, "fork-marker 4")
+	p.shot("03a-fork")
+
+	// Markdown, safely: hostile markup stays text, links only to http(s).
+	p.do(chromedp.Evaluate[chromedp.Void](`location.hash = "#/sessions/md-1"`))
+	p.waitEq("emphasis, code and lists", `(() => { const m = document.querySelector("#m-1 .md"); return [m.querySelector("strong").textContent, m.querySelector("em").textContent,
+		m.querySelector("p code").textContent, [...m.querySelectorAll("li")].map(l => l.textContent).join("+"), m.querySelector("pre.md-code").textContent].join("|"); })()`,
+		"Bold|em|code <b>x</b>|one+two nested|<script>window.__xss=1</script>")
+	p.waitEq("only the http(s) link is a link", `[...document.querySelectorAll("#m-1 a")].map(a => a.getAttribute("href") + " " + a.rel + " " + a.target).join(",")`,
+		"https://example.com/a?b=1 noopener noreferrer _blank")
+	p.waitEq("hostile markup is text", `String(document.querySelector("#m-1").textContent.includes('<img src=x onerror="window.__xss=1">') &&
+		document.querySelector("#m-1").textContent.includes('<a href="javascript:window.__xss=1">raw</a>'))`, "true")
+	p.waitEq("nothing ran, nothing was made", `document.querySelectorAll("#conversation img, #conversation script, #conversation iframe, #conversation [onerror]").length + " " + String(window.__xss)`, "0 undefined")
+	p.waitEq("a long output, folded", `(() => { const d = document.querySelector('details.tool-call[data-call-id="call_long"] details.fold'); return d.open + " " + d.querySelector("summary").textContent; })()`,
+		"false line 1 of a long output 40 lines, 990 characters")
+	p.shot("03c-markdown")
+
+	// A long session, a page at a time: earlier pages on demand, a link to
+	// an old message shows the part around it.
+	p.do(chromedp.Evaluate[chromedp.Void](`location.hash = "#/sessions/pages-1"`))
+	p.waitEq("the newest page", `document.getElementById("conversation-count")?.textContent + " " + document.querySelector("#conversation > article").dataset.seq`, "(200 of 450) 251")
+	for _, want := range []string{"(400 of 450) 51", "(450) 1"} {
+		p.click("#messages-earlier")
+		p.waitEq("an earlier page", `document.getElementById("conversation-count")?.textContent + " " + document.querySelector("#conversation > article").dataset.seq`, want)
+	}
+	p.waitEq("nothing earlier", `String(document.getElementById("messages-earlier").hidden)`, "true")
+	p.do(chromedp.Evaluate[chromedp.Void](`location.hash = "#/sessions/pages-1?seq=5"`))
+	p.waitEq("the part around an old message", `document.getElementById("conversation-count")?.textContent + " " + document.querySelector("#conversation .msg.target")?.dataset.seq`, "(200 of 450) 5")
+	p.click("#messages-later")
+	p.waitEq("a later page", `document.getElementById("conversation-count")?.textContent + " " + [...document.querySelectorAll("#conversation > article")].pop().dataset.seq`, "(400 of 450) 400")
+	p.do(chromedp.Evaluate[chromedp.Void](`location.hash = "#/sessions/demo-1"`))
+	p.waitEq("back to the session", `document.getElementById("conversation-count")?.textContent`, "(6)")
 
 	// A graph's thread: its checkpoints as a tree, by namespace, the line to
 	// the latest apart from the branch, with pending writes.
@@ -185,7 +249,10 @@ func TestDashboard(t *testing.T) {
 	p.do(chromedp.Evaluate[chromedp.Void](`document.querySelector('.block-card[data-label="human"] select.diff-from').dispatchEvent(new Event("change"))`))
 	p.waitEq("diff of v1 and v3", `[...document.querySelectorAll('.block-card[data-label="human"] .diff div')].map(d => d.className + ":" + d.textContent).join("|")`,
 		"same:  Name: Ann|add:+ Prefers phone calls")
-	p.waitEq("passages", `document.querySelectorAll("#passages li").length`, "2")
+	p.waitEq("passages", `document.querySelectorAll("#passages li").length`, "3")
+	p.waitEq("their embeddings", `[...document.querySelectorAll("#passages li")].map(l => l.querySelector(".badge.embedding")?.dataset.embedding || "-").join(",")`, "ready,-,-")
+	p.waitEq("a shared block, marked", `document.querySelector('.block-card[data-label="human"] .badge.shared')?.textContent`, "shared with 1 agent")
+	p.waitEq("a read key edits nothing", `document.querySelectorAll(".act").length`, "0")
 	p.shot("05-agent")
 
 	// Search: the agent's conversations, its archival memory, then the tenant.
@@ -193,13 +260,20 @@ func TestDashboard(t *testing.T) {
 	p.do(chromedp.SendKeys(chromedp.CSS("#agent-search-q"), "refund"), chromedp.Click(chromedp.CSS(`#agent-search button[type="submit"]`)))
 	p.waitEq("conversation hits", `String(document.querySelectorAll("#agent-search-results .message-hits li").length >= 2)`, "true")
 	p.waitEq("matched words marked", `String(document.querySelector("#agent-search-results mark")?.textContent.toLowerCase().startsWith("refund"))`, "true")
+	p.waitEq("hits under their sessions' titles", `document.querySelector("#agent-search-results .message-hits .hit-title")?.textContent`, "Refund question")
 	p.do(chromedp.SetValue(chromedp.CSS("#agent-search-scope"), "archival"), chromedp.Click(chromedp.CSS(`#agent-search button[type="submit"]`)))
 	p.waitEq("archival hits", `document.querySelectorAll("#agent-search-results .passage-hits li").length + " " + document.querySelector("#agent-search-results mark")?.textContent`, "1 refunded")
+	// No embedding endpoint here: a search by meaning is answered 422, and
+	// the page stops offering it.
+	p.do(chromedp.SetValue(chromedp.CSS("#agent-search-mode"), "vector"), chromedp.Click(chromedp.CSS(`#agent-search button[type="submit"]`)))
+	p.waitEq("search by meaning withdrawn", `String(document.getElementById("agent-search-mode-field").hidden) + " " + Boolean(document.getElementById("meaning-unavailable"))`, "true true")
+	p.waitEq("searched by words instead", `document.querySelectorAll("#agent-search-results .passage-hits li").length`, "1")
 	p.shot("06-agent-search")
 
 	p.click(`#nav a[data-nav="search"]`)
 	p.do(chromedp.SendKeys(chromedp.CSS("#search-q"), "receipt"), chromedp.Click(chromedp.CSS(`#search-form button[type="submit"]`)))
 	p.waitEq("tenant search hits", `[...document.querySelectorAll("#search-results .message-hits li")].map(l => l.dataset.sessionId + "#" + l.dataset.seq).sort().join(",")`, "demo-1#5")
+	p.waitEq("under their sessions' titles", `document.querySelector("#search-results .hit-title")?.textContent`, "Refund question")
 	p.shot("07-search")
 	p.click(`#search-results .message-hits li a`)
 	p.waitEq("the hit's message, marked", `document.querySelector("#conversation .msg.target")?.dataset.seq`, "5")
@@ -266,8 +340,9 @@ func TestDashboard(t *testing.T) {
 	q.check()
 }
 
-// longRun is make test-ui's part: keyset paging through many sessions, and a
-// session of 5200 messages, of which the page shows the newest 5000.
+// longRun is make test-ui's part: keyset paging through many sessions, a
+// session of 5200 messages shown a page at a time, and a search past its
+// first 50 hits.
 func longRun(t *testing.T, c *client, p *tab, srv *server) {
 	const extra = 130
 	for i := range extra {
@@ -302,15 +377,48 @@ func longRun(t *testing.T, c *client, p *tab, srv *server) {
 
 	start := time.Now()
 	p.do(chromedp.Navigate(srv.url + "/ui/#/sessions/long-1"))
-	p.waitEq("a long conversation, its newest messages", `document.getElementById("conversation-count")?.textContent`, "(5,000)")
-	p.waitEq("from where", `document.querySelector("#conversation > article").dataset.seq + " " + document.querySelector(".split .notice")?.textContent`,
-		"201 Showing the newest 5,000 of 5,200 messages (from #201).")
+	p.waitEq("a long conversation, its newest page", `document.getElementById("conversation-count")?.textContent + " " + document.querySelector("#conversation > article")?.dataset.seq`,
+		"(200 of 5,200) 5001")
 	p.waitEq("its last message", `document.querySelector("#m-5200 .text")?.textContent`, "message 5200 of a long session")
-	t.Logf("the newest 5000 messages of a session rendered in %v", time.Since(start).Round(time.Millisecond))
+	t.Logf("the newest page of a 5200-message session rendered in %v", time.Since(start).Round(time.Millisecond))
+	for _, want := range []string{"(400 of 5,200) 4801", "(600 of 5,200) 4601"} {
+		p.click("#messages-earlier")
+		p.waitEq("an earlier page", `document.getElementById("conversation-count")?.textContent + " " + document.querySelector("#conversation > article").dataset.seq`, want)
+	}
+	// A link to its first message shows the part around it, not all 5200.
+	p.do(chromedp.Navigate(srv.url + "/ui/#/sessions/long-1?seq=1"))
+	p.waitEq("the part around #1", `document.getElementById("conversation-count")?.textContent + " " + document.querySelector("#conversation .msg.target")?.dataset.seq`,
+		"(200 of 5,200) 1")
+	p.waitEq("nothing before it", `String(document.getElementById("messages-earlier").hidden) + " " + document.getElementById("messages-later").hidden`, "true false")
 	p.shot("13-long-session")
+
+	// Titles of many sessions, counted; a search past its first 50 hits.
+	p.do(chromedp.Navigate(srv.url + "/ui/#/sessions?title=long"))
+	p.waitEq("a title among many", `[...document.querySelectorAll("#sessions-body tr")].map(r => r.dataset.id).join(",") + " " + document.getElementById("sessions-count").textContent`,
+		"long-1 1 session")
+	c.waitIndexed("session")
+	p.do(chromedp.Navigate(srv.url + "/ui/#/search?q=long+session"))
+	p.waitEq("the best 50 hits", `document.querySelectorAll("#search-results .message-hits li").length + " " + document.querySelector("#search-results .hit-title")?.textContent`, "50 A long session")
+	for _, want := range []string{"100", "200"} {
+		p.click("#search-more")
+		p.waitEq("more hits", `String(document.querySelectorAll("#search-results .message-hits li").length)`, want)
+	}
+	p.waitEq("the most a search answers", `document.getElementById("search-more").hidden + " " + document.getElementById("search-more-note").textContent.startsWith("These are the best 200")`, "true true")
 }
 
 const xssTitle = `Nightly <b>report</b> <img src=x onerror="window.__xss=1">`
+
+// hostileMarkdown is Markdown a page must render as it means, with every
+// piece of markup in it shown as text and nothing that could run.
+const hostileMarkdown = "**Bold** and *em* and `code <b>x</b>` and [safe](https://example.com/a?b=1) and " +
+	"[bad](javascript:window.__xss=1) and [data](data:text/html,<script>window.__xss=1</script>) and " +
+	`<img src=x onerror="window.__xss=1"> and <a href="javascript:window.__xss=1">raw</a>` + "\n\n" +
+	"- one\n- two *nested*\n\n```html\n<script>window.__xss=1</script>\n```\n"
+
+// dollars formats n as the page does: $ with four decimals.
+func dollars(n float64) string {
+	return "$" + strconv.FormatFloat(n, 'f', 4, 64)
+}
 
 // seed writes what the pages show, through the API as a runtime would.
 func seed(c *client) {
@@ -378,6 +486,31 @@ func seed(c *client) {
 	c.do("POST", "/v1/sessions/ops-7/messages", map[string]any{"role": "user", "content": "Summarise the night.", "model": "gpt-4o-mini", "tokens": 100, "cost": 0.01}, 201)
 	c.do("DELETE", "/v1/sessions/ops-7", nil, 200)
 
+	// Another agent sharing support-bot's human block; a passage with an embedding.
+	c.do("POST", "/v1/agents", map[string]any{"id": "helper-bot", "name": "helper-bot"}, 201)
+	c.do("POST", "/v1/agents/helper-bot/blocks/attach", map[string]any{"agent_id": "support-bot", "label": "human"}, 0)
+	c.do("POST", "/v1/agents/support-bot/archival", map[string]any{"content": "Passages can be **embedded**.", "embedding": []float32{1, 0, 0}, "embedding_model": "test-model"}, 201)
+
+	// Markdown with hostile markup, and a long tool output.
+	c.do("POST", "/v1/sessions", map[string]any{"id": "md-1", "agent_id": "helper-bot", "title": "Markdown"}, 201)
+	var long []string
+	for i := range 40 {
+		long = append(long, fmt.Sprintf("line %d of a long output", i+1))
+	}
+	c.do("POST", "/v1/sessions/md-1/messages/batch", map[string]any{"messages": []map[string]any{
+		{"role": "user", "content": hostileMarkdown},
+		{"role": "assistant", "content": "", "tool_calls": []map[string]any{{"id": "call_long", "name": "read_log", "arguments": "{}"}}},
+		{"role": "tool", "tool_call_id": "call_long", "content": strings.Join(long, "\n")},
+	}}, 201)
+
+	// A session longer than a page.
+	c.do("POST", "/v1/sessions", map[string]any{"id": "pages-1", "title": "Many pages"}, 201)
+	var page []map[string]any
+	for i := range 450 {
+		page = append(page, map[string]any{"role": []string{"user", "assistant"}[i%2], "content": fmt.Sprintf("page message %d", i+1)})
+	}
+	c.do("POST", "/v1/sessions/pages-1/messages/batch", map[string]any{"messages": page}, 201)
+
 	c.do("PUT", "/v1/items/users.ann.memories/food", map[string]any{"value": map[string]any{"text": "Ann likes noodles", "stars": 4}}, 201)
 	c.do("PUT", "/v1/items/users.ann.memories/food", map[string]any{"value": map[string]any{"text": "Ann likes ramen", "stars": 5}}, 200)
 	c.do("PUT", "/v1/items/users.ann.memories/pet", map[string]any{"value": map[string]any{"text": "Ann has a dog"}}, 201)
@@ -420,6 +553,12 @@ type server struct {
 	mu      sync.Mutex
 	feeds   map[*http.Request]context.CancelFunc
 	resumes map[string][]string // feed path → Last-Event-ID values it was asked to resume from
+	writes  []write             // the writes the pages sent, in order
+}
+
+// write is a request that changes something, as the server got it.
+type write struct {
+	method, path, query, idempotencyKey, ifMatch string
 }
 
 // startServer serves the API with a SQLite store in a temporary directory on
@@ -453,6 +592,11 @@ func (s *server) wrap(next http.Handler) http.Handler {
 			_, _ = io.WriteString(w, `{"type":"urn:logbook:problem:not_found","title":"Not Found","status":404,"detail":"no route GET /v1/usage","code":"not_found"}`)
 			return
 		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead && strings.HasPrefix(r.URL.Path, "/v1/") && r.Header.Get("User-Agent") != seedAgent {
+			s.mu.Lock()
+			s.writes = append(s.writes, write{r.Method, r.URL.Path, r.URL.RawQuery, r.Header.Get("Idempotency-Key"), r.Header.Get("If-Match")})
+			s.mu.Unlock()
+		}
 		if !strings.HasSuffix(r.URL.Path, "/events") {
 			next.ServeHTTP(w, r)
 			return
@@ -484,6 +628,13 @@ func (s *server) cutFeeds() int {
 	return len(s.feeds)
 }
 
+// pageWrites are the writes the pages sent so far.
+func (s *server) pageWrites() []write {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]write(nil), s.writes...)
+}
+
 func (s *server) resumedFrom(path string) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -500,6 +651,10 @@ func (s *server) key(scope model.Scope) string {
 }
 
 // --- the API client that seeds ---
+
+// seedAgent marks the test's own requests, so that the server tells them
+// from the pages'.
+const seedAgent = "logbook-ui-test"
 
 type client struct {
 	t    *testing.T
@@ -545,6 +700,7 @@ func (c *client) send(method, path, ctype string, body []byte) (int, []byte) {
 	if c.key != "" {
 		req.Header.Set("Authorization", "Bearer "+c.key)
 	}
+	req.Header.Set("User-Agent", seedAgent)
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		c.t.Fatalf("%s %s: %v", method, path, err)
@@ -707,7 +863,19 @@ type tab struct {
 	mu       sync.Mutex
 	requests []string
 	problems []string
-	keyed    bool // the key was typed in: a 401 from now on is an error
+	keyed    bool            // the key was typed in: a 401 from now on is an error
+	allowed  map[string]bool // "status path" of the failures a test provokes
+}
+
+// allow expects the browser to log a failed answer of this status to path:
+// one the test provokes, for the page to show.
+func (p *tab) allow(status int, path string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.allowed == nil {
+		p.allowed = map[string]bool{}
+	}
+	p.allowed[strconv.Itoa(status)+" "+path] = true
 }
 
 func (b *browser) tab(t *testing.T, base string) *tab {
@@ -773,8 +941,8 @@ func (p *tab) listen(ev any) {
 }
 
 // expectedError names the errors the browser logs by itself for answers the
-// page expects: 401 before the key is typed, and 404 from a server without
-// the usage API.
+// page expects: 401 before the key is typed, 404 from a server without the
+// usage API, and 422 to a search by meaning where nothing embeds.
 func (p *tab) expectedError(e *log.Entry) bool {
 	if e.Source != log.EntrySourceNetwork {
 		return false
@@ -788,6 +956,14 @@ func (p *tab) expectedError(e *log.Entry) bool {
 		return true
 	case strings.Contains(e.Text, "status of 404") && u.Path == "/v1/usage":
 		return true
+	case strings.Contains(e.Text, "status of 422") && strings.HasSuffix(u.Path, "/search") && u.Query().Get("mode") != "":
+		return true // a search by meaning where nothing embeds the words: the page withdraws it
+	}
+	for k := range p.allowed {
+		status, path, _ := strings.Cut(k, " ")
+		if strings.Contains(e.Text, "status of "+status) && u.Path == path {
+			return true
+		}
 	}
 	return false
 }
@@ -939,5 +1115,61 @@ func (p *tab) checkModules() {
 	want := `{"parsed":["{\"evs\":[{\"id\":\"8\",\"event\":\"message.appended\",\"data\":\"{\\\"a\\\":\\n1}\"},{\"id\":\"8\",\"event\":\"message\",\"data\":\"x\\n\"},{\"id\":\"9\",\"event\":\"e\",\"data\":\"last\"}],\"ids\":[\"7\",\"8\",\"9\"],\"retries\":[1000]}"],"diffs":[" a|-b| c|+d","+x"," same"]}`
 	if got != want {
 		p.t.Errorf("modules in the page:\n got %s\nwant %s", got, want)
+	}
+	p.checkMarkdown()
+}
+
+// checkMarkdown renders hostile and ordinary Markdown with the page's own
+// renderer: whatever the input, only the renderer's few elements and
+// attributes come out, links only to http(s) with rel="noopener noreferrer";
+// and ordinary Markdown comes out as it means.
+func (p *tab) checkMarkdown() {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, stepTimeout)
+	defer cancel()
+	got, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(async () => {
+		const { markdown } = await import("/ui/js/markdown.js");
+		const hostile = [
+			"<script>window.__xss=1</script>", "<img src=x onerror=window.__xss=1>", "<svg/onload=window.__xss=1>",
+			"[x](javascript:window.__xss=1)", "[x](JAVASCRIPT:window.__xss=1)", "[x]( javascript:window.__xss=1)", "[x](java\tscript:window.__xss=1)",
+			"[x](vbscript:x)", "[x](data:text/html;base64,PHNjcmlwdD4=)", "[x](//evil.example/a)", "[x](/relative)", "[x](#frag)",
+			"<javascript:window.__xss=1>", "<a href=\"https://x.example\" onclick=\"window.__xss=1\">y</a>",
+			"`+"```"+`\n</code></pre><script>window.__xss=1</script>\n`+"```"+`", "`+"`"+`<iframe src=x>`+"`"+`",
+			"**<svg onload=window.__xss=1>**", "[<img src=x onerror=window.__xss=1>](https://ok.example)",
+			"[ok](https://ok.example/\"onmouseover=\"window.__xss=1)", "https://ok.example/<script>window.__xss=1</script>",
+			"> <style>*{display:none}</style>", "- <object data=x>", "# <h1>x</h1>", "1. <form action=x><button>go</button></form>",
+			"*".repeat(3000) + "a", "_".repeat(3000), "[".repeat(2000) + "x", "**a".repeat(1500), "<".repeat(2000), "http://".repeat(500),
+		];
+		const allowedTags = new Set(["DIV", "P", "BR", "STRONG", "EM", "DEL", "CODE", "PRE", "UL", "OL", "LI", "BLOCKQUOTE", "HR", "A", "SPAN"]);
+		const allowedAttrs = new Set(["class", "href", "rel", "target", "start", "data-lang"]);
+		const bad = [];
+		for (const text of hostile) {
+			const el = markdown(text);
+			for (const e of [el, ...el.querySelectorAll("*")]) {
+				if (!allowedTags.has(e.tagName)) bad.push(text.slice(0, 40) + ": <" + e.tagName + ">");
+				for (const a of e.attributes) if (!allowedAttrs.has(a.name)) bad.push(text.slice(0, 40) + ": " + a.name);
+				if (e.tagName === "A" && (!/^https?:\/\//.test(e.getAttribute("href")) || e.rel !== "noopener noreferrer")) bad.push(text.slice(0, 40) + ": href " + e.getAttribute("href"));
+			}
+		}
+		const cases = [
+			["a **b** *c* ~~d~~ `+"`e`"+`", "<p>a <strong>b</strong> <em>c</em> <del>d</del> <code>e</code></p>"],
+			["snake_case_name and a.__dunder", "<p>snake_case_name and a.__dunder</p>"],
+			["line one\nline two\n\nnext", "<p>line one<br>line two</p><p>next</p>"],
+			["1. a\n2. b\n\n- c\n  - d", "<ol><li><p>a</p></li><li><p>b</p></li></ol><ul><li><p>c</p><ul><li><p>d</p></li></ul></li></ul>"],
+			["[t](https://e.example/a?b=1)", '<p><a href="https://e.example/a?b=1" rel="noopener noreferrer" target="_blank" class="md-link">t</a></p>'],
+			["> quoted\n\n---\n## Title", "<blockquote><p>quoted</p></blockquote><hr><p class=\"md-h md-h2\"><strong>Title</strong></p>"],
+			["`+"```go"+`\nx := 1\n`+"```"+`", '<pre class="md-code" data-lang="go"><code>x := 1</code></pre>'],
+		];
+		for (const [text, want] of cases) {
+			const got = markdown(text).innerHTML;
+			if (got !== want) bad.push("render " + JSON.stringify(text) + ": got " + got);
+		}
+		return JSON.stringify({ bad, ran: String(window.__xss) });
+	})()`, chromedp.EvalAwaitPromise))
+	if err != nil {
+		p.fail("markdown: %v", err)
+	}
+	if want := `{"bad":[],"ran":"undefined"}`; got != want {
+		p.t.Errorf("markdown in the page:\n got %s\nwant %s", got, want)
 	}
 }

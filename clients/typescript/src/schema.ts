@@ -78,9 +78,13 @@ export interface paths {
         /**
          * This API reference, as a web page
          * @description Returns an HTML page that renders this document (`/openapi.yaml`) with Redoc,
-         *     whose script the binary embeds and serves at `/docs/redoc.standalone.js`.
-         *     The page loads nothing from anywhere but this server: its
-         *     `Content-Security-Policy` allows this origin alone.
+         *     whose script the binary embeds and serves at `/docs/redoc.standalone.js`,
+         *     under a line naming the build's version (as `GET /healthz` reports it)
+         *     and linking to the dashboard. The page loads nothing from anywhere but
+         *     this server: its `Content-Security-Policy` allows this origin alone.
+         *     `/docs/` leads here (a `301` to `../docs`, relative so that it keeps a
+         *     proxy's path prefix; not an operation of this document, whose paths
+         *     take no trailing slash).
          */
         get: operations["getDocs"];
         put?: never;
@@ -122,8 +126,29 @@ export interface paths {
         };
         /**
          * List sessions
-         * @description Lists the sessions, **newest first** (keyset on `(created_at, id)`), one page at
-         *     a time. Every given filter must match.
+         * @description Lists the sessions, **newest first** (keyset on `(created_at, id)`; `order=asc`
+         *     for oldest first), one page at a time. Every given filter must match.
+         *
+         *     **Title** (`title=TEXT`): sessions whose title contains `TEXT`, ASCII
+         *     letters compared without regard to case (`refund` finds "Refund for
+         *     order 1234"; other characters must match exactly). A trigram index
+         *     answers it (an FTS5 table on SQLite; a GIN index on PostgreSQL when the
+         *     database has the `pg_trgm` extension, which the migration creates when
+         *     it may): a text of three or more characters that few titles contain
+         *     reads just those sessions (about a millisecond among 100,000). A
+         *     shorter or common text is tested title by title along the list's
+         *     order, where matches are usually dense enough to fill a page soon;
+         *     when they are not (a one- or two-character text few titles contain, a
+         *     text other tenants' titles hold by the thousand, any rare text on a
+         *     PostgreSQL without `pg_trgm`), a page may read every title of the
+         *     tenant: about 140 ms per 100,000 sessions on SQLite.
+         *
+         *     **Count** (`count=true`): `total` says how many sessions the filters
+         *     select, every page together, counted from the same rows a list reads,
+         *     up to 10,000 (`{"count": 10000, "exact": false}` beyond, so that a
+         *     count never reads a large tenant whole). Without it `total` is `null`
+         *     and a page costs what it always did: ask for the count once, with the
+         *     first page, not with every page.
          *
          *     **Metadata filters** (the `metadata` parameter). Any number of
          *     `metadata[KEY]=VALUE` query parameters may be given (OpenAPI's
@@ -1579,6 +1604,31 @@ export interface paths {
          *     ```
          */
         post: operations["runTool"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/whoami": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Who this key acts as
+         * @description The caller's own identity: the tenant its key belongs to, its scope, the
+         *     end user it is bound to and its id; in open mode (no key), tenant
+         *     `default` with `admin` scope and `open_mode: true`. A client reads it to
+         *     offer only what the key may do (the dashboard shows no write action to
+         *     a `read` key). It tells a key nothing it was not made with. Needs `read`
+         *     scope.
+         */
+        get: operations["getWhoAmI"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -3108,6 +3158,18 @@ export interface components {
             /** @description Pass as `cursor` to get the next page; `null` on the last page. */
             next_cursor: string | null;
         };
+        /** @description Who a request acts as (`GET /v1/whoami`). */
+        Identity: {
+            /** @description The tenant every request of this key is scoped to. */
+            tenant: string;
+            scope: components["schemas"]["Scope"];
+            /** @description The end user the key is bound to; `null` for a key that sees every user's sessions. */
+            user_id: string | null;
+            /** @description The key's id (as `GET /v1/admin/keys` lists it); `null` in open mode. */
+            key_id: string | null;
+            /** @description The request carried no key and the server is in open mode. */
+            open_mode: boolean;
+        };
         /**
          * @description `read`: every GET. `write`: and every data write. `admin`: and the tenant's keys, purges (hard deletes), integrity checks and backups.
          * @enum {string}
@@ -3271,7 +3333,7 @@ export interface components {
                 [key: string]: unknown;
             } | null;
         };
-        /** @description One page of sessions, newest first. */
+        /** @description One page of sessions, newest first (or oldest first with `order=asc`). */
         SessionPage: {
             /** @description The sessions of this page. */
             data: components["schemas"]["Session"][];
@@ -3279,6 +3341,21 @@ export interface components {
             has_more: boolean;
             /** @description Pass as `cursor` to get the next page; `null` on the last page. */
             next_cursor: string | null;
+            /** @description How many sessions the filters select, every page together, with `count=true`; `null` without it. */
+            total: components["schemas"]["SessionCount"] | null;
+        };
+        /**
+         * @description How many sessions a list's filters select. Counting stops past 10,000:
+         *     then `count` is 10,000 and `exact` is `false` ("more than 10,000").
+         */
+        SessionCount: {
+            /**
+             * Format: int64
+             * @description The number of sessions, or 10,000 when there are more.
+             */
+            count: number;
+            /** @description `false` when there are more than `count`. */
+            exact: boolean;
         };
         /**
          * @description Who wrote the message. `developer` is OpenAI's instructions from the
@@ -5783,6 +5860,17 @@ export interface operations {
                 metadata?: {
                     [key: string]: string;
                 };
+                /**
+                 * @description Only sessions whose title contains this text, ASCII letters compared
+                 *     without regard to case (see the operation's description); at most
+                 *     1000 characters.
+                 * @example refund
+                 */
+                title?: string;
+                /** @description `desc` (the default) lists newest first, `asc` oldest first. A cursor is bound to its order. */
+                order?: "desc" | "asc";
+                /** @description `true` adds `total`, how many sessions the filters select (up to 10,000; see the description). */
+                count?: boolean;
                 /** @description Page size, 1–200. Outside that range is `400 invalid_query`. */
                 limit?: components["parameters"]["Limit"];
                 /**
@@ -5831,7 +5919,8 @@ export interface operations {
                      *         }
                      *       ],
                      *       "has_more": true,
-                     *       "next_cursor": "eyJxIjoiWm1sc2RHVnkiLCJuIjoxNzk1MzE5ODE0MzIzLCJzIjoic2VzXzAxOTMifQ"
+                     *       "next_cursor": "eyJxIjoiWm1sc2RHVnkiLCJuIjoxNzk1MzE5ODE0MzIzLCJzIjoic2VzXzAxOTMifQ",
+                     *       "total": null
                      *     }
                      */
                     "application/json": components["schemas"]["SessionPage"];
@@ -8847,6 +8936,40 @@ export interface operations {
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
+            default: components["responses"]["Default"];
+        };
+    };
+    getWhoAmI: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller's identity. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "tenant": "default",
+                     *       "scope": "read",
+                     *       "user_id": null,
+                     *       "key_id": "key_9f86d081884c7d65",
+                     *       "open_mode": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Identity"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
             default: components["responses"]["Default"];
         };
     };

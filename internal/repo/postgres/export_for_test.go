@@ -2,8 +2,11 @@ package postgres
 
 import (
 	"context"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/logbook/logbook/internal/model"
 )
 
 // FilesReleaseForTest runs releaseFilesPG in a transaction of its own, for the
@@ -34,4 +37,25 @@ func SetEfSearchForTest(ef int) { efSearchMin = ef }
 // PGVectorAtLeastForTest is pgvectorAtLeast.
 func PGVectorAtLeastForTest(version string, major, minor int) bool {
 	return pgvectorAtLeast(version, major, minor)
+}
+
+// SessionsPlanForTest is PostgreSQL's plan for the first page of a list of
+// the tenant's sessions with f's filters, as ListSessions asks for it.
+func SessionsPlanForTest(ctx context.Context, s *Store, tenant string, f model.SessionFilter) (string, error) {
+	where, args := sessionsWherePG(tenant, f)
+	rows, err := s.pool.Query(ctx, `EXPLAIN SELECT `+sessionColumnsPG+` FROM sessions WHERE `+strings.Join(where, " AND ")+
+		` ORDER BY created_at DESC, id COLLATE "C" DESC LIMIT 51`, args...)
+	if err != nil {
+		return "", err
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return "", err
+		}
+		plan = append(plan, line)
+	}
+	return strings.Join(plan, "\n"), rows.Err()
 }

@@ -157,3 +157,7 @@ func pinEmbedding(ctx context.Context, tx pgx.Tx, tenant, agentID string, in mod
 		tenant, agentID, in.EmbeddingModel, len(in.Embedding))
 	return err
 }
+
+// VectorCacheStats says what the embeddings cache holds and how it has
+// served searches since the store opened (read by the metrics at scrape time).
+func (s *Store) VectorCacheStats() vecindex.Stats { return s.vectors.Stats() }

@@ -25,14 +25,80 @@ const sessionMetaValuePG = `CASE json_typeof(j.value)
 		ELSE regexp_replace((j.value::text)::float8::text, '^(-?[0-9]+)(e.*)?$', '\1.0\2') END
 	ELSE j.value::text END`
 
-// ListSessions returns one page of the tenant's sessions, newest first.
-// A cursor from another filter is KindBadRequest (invalid_cursor).
+// titleFoldedPG is a session's title as model.FoldTitle folds it, whatever
+// the database's locale: the expression of the trigram index
+// sessions_by_title (migration 00021), which a query must spell the same
+// way to use it.
+const titleFoldedPG = `translate(title, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')`
+
+// likeEscaper makes a text a LIKE pattern's literal part (backslash is
+// LIKE's default escape).
+var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+
+// ListSessions returns one page of the tenant's sessions, newest first (or
+// oldest first). A cursor from another filter is KindBadRequest
+// (invalid_cursor).
 func (s *Store) ListSessions(ctx context.Context, tenant string, f model.SessionFilter, p repo.PageRequest) (model.Page[model.Session], error) {
 	q := repo.Fingerprint("sessions", f)
 	cur, hasCur, err := repo.DecodeCursor(p.Cursor, q)
 	if err != nil {
 		return model.Page[model.Session]{}, err
 	}
+	where, args := sessionsWherePG(tenant, f)
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	// Ids compare byte by byte (COLLATE "C"), as SQLite's BINARY collation
+	// does, whatever the database's locale: otherwise pages would follow
+	// another order than SQLite's, and a cursor could skip rows.
+	dir, cmp := "DESC", "<"
+	if f.Oldest {
+		dir, cmp = "ASC", ">"
+	}
+	if hasCur {
+		n, id := arg(cur.N), arg(cur.S)
+		where = append(where, `(created_at `+cmp+` `+n+` OR (created_at = `+n+` AND id COLLATE "C" `+cmp+` `+id+`))`)
+	}
+	limit := p.Clamp()
+	rows, err := s.pool.Query(ctx, `SELECT `+sessionColumnsPG+` FROM sessions WHERE `+strings.Join(where, " AND ")+
+		` ORDER BY created_at `+dir+`, id COLLATE "C" `+dir+` LIMIT `+arg(limit+1), args...)
+	if err != nil {
+		return model.Page[model.Session]{}, mapErr(err)
+	}
+	defer rows.Close()
+	var out []model.Session
+	for rows.Next() {
+		ses, err := scanSessionPG(rows)
+		if err != nil {
+			return model.Page[model.Session]{}, mapErr(err)
+		}
+		out = append(out, ses)
+	}
+	if err := rows.Err(); err != nil {
+		return model.Page[model.Session]{}, mapErr(err)
+	}
+	return repo.NewPage(out, limit, func(last model.Session) repo.Cursor {
+		return repo.Cursor{Q: q, N: int64(last.CreatedAt), S: last.ID}
+	}), nil
+}
+
+// CountSessions counts the sessions f selects, up to model.SessionCountMax.
+func (s *Store) CountSessions(ctx context.Context, tenant string, f model.SessionFilter) (model.SessionCount, error) {
+	where, args := sessionsWherePG(tenant, f)
+	args = append(args, model.SessionCountMax+1)
+	var n int64
+	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM sessions WHERE `+strings.Join(where, " AND ")+
+		` LIMIT $`+strconv.Itoa(len(args))+`) x`, args...).Scan(&n)
+	if err != nil {
+		return model.SessionCount{}, mapErr(err)
+	}
+	return repo.CountOf(n), nil
+}
+
+// sessionsWherePG is the condition of a list of the tenant's sessions with
+// f's filters, the cursor aside, and its arguments ($1 is the tenant).
+func sessionsWherePG(tenant string, f model.SessionFilter) ([]string, []any) {
 	var (
 		where = []string{"tenant_id = $1"}
 		args  = []any{tenant}
@@ -63,33 +129,11 @@ func (s *Store) ListSessions(ctx context.Context, tenant string, f model.Session
 	if f.DueBefore != nil {
 		where = append(where, "pause_until IS NOT NULL AND pause_until <= "+arg(int64(*f.DueBefore)))
 	}
-	// Ids compare byte by byte (COLLATE "C"), as SQLite's BINARY collation
-	// does, whatever the database's locale: otherwise pages would follow
-	// another order than SQLite's, and a cursor could skip rows.
+	if f.Title != "" {
+		// A LIKE the trigram index answers, when the database has pg_trgm;
+		// the planner weighs it against walking the list's own index.
+		where = append(where, titleFoldedPG+" LIKE "+arg("%"+likeEscaper.Replace(model.FoldTitle(f.Title))+"%"))
+	}
 	where = append(where, "(expires_at IS NULL OR expires_at > "+arg(int64(model.Now()))+")")
-	if hasCur {
-		n, id := arg(cur.N), arg(cur.S)
-		where = append(where, `(created_at < `+n+` OR (created_at = `+n+` AND id COLLATE "C" < `+id+`))`)
-	}
-	limit := p.Clamp()
-	rows, err := s.pool.Query(ctx, `SELECT `+sessionColumnsPG+` FROM sessions WHERE `+strings.Join(where, " AND ")+
-		` ORDER BY created_at DESC, id COLLATE "C" DESC LIMIT `+arg(limit+1), args...)
-	if err != nil {
-		return model.Page[model.Session]{}, mapErr(err)
-	}
-	defer rows.Close()
-	var out []model.Session
-	for rows.Next() {
-		ses, err := scanSessionPG(rows)
-		if err != nil {
-			return model.Page[model.Session]{}, mapErr(err)
-		}
-		out = append(out, ses)
-	}
-	if err := rows.Err(); err != nil {
-		return model.Page[model.Session]{}, mapErr(err)
-	}
-	return repo.NewPage(out, limit, func(last model.Session) repo.Cursor {
-		return repo.Cursor{Q: q, N: int64(last.CreatedAt), S: last.ID}
-	}), nil
+	return where, args
 }

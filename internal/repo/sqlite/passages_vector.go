@@ -154,3 +154,7 @@ func pinEmbedding(ctx context.Context, tx *sql.Tx, tenant, agentID string, in mo
 		in.EmbeddingModel, len(in.Embedding), tenant, agentID)
 	return err
 }
+
+// VectorCacheStats says what the embeddings cache holds and how it has
+// served searches since the store opened (read by the metrics at scrape time).
+func (s *Store) VectorCacheStats() vecindex.Stats { return s.vectors.Stats() }

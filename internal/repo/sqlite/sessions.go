@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"strings"
 
 	"github.com/logbook/logbook/internal/model"
 	"github.com/logbook/logbook/internal/repo"
@@ -134,80 +133,6 @@ func scanSession(sc scanner) (model.Session, error) {
 	}
 	ses.Metadata = model.Object(meta)
 	return ses, nil
-}
-
-// ListSessions returns one page of the tenant's sessions, newest first.
-// A cursor from another filter is KindBadRequest (invalid_cursor).
-func (s *Store) ListSessions(ctx context.Context, tenant string, f model.SessionFilter, p repo.PageRequest) (model.Page[model.Session], error) {
-	q := repo.Fingerprint("sessions", f)
-	cur, hasCur, err := repo.DecodeCursor(p.Cursor, q)
-	if err != nil {
-		return model.Page[model.Session]{}, err
-	}
-	var (
-		where = []string{"tenant_id = ?"}
-		args  = []any{tenant}
-	)
-	if f.Status != "" {
-		where = append(where, "status = ?")
-		args = append(args, f.Status)
-	}
-	if f.AgentID != "" {
-		where = append(where, "agent_id = ?")
-		args = append(args, f.AgentID)
-	}
-	if f.UserID != "" {
-		where = append(where, "user_id = ?")
-		args = append(args, f.UserID)
-	}
-	for _, m := range f.Metadata {
-		// json_each names keys literally, so a key with dots or quotes needs no
-		// path escaping; the CASE renders values the way JSON writes them.
-		where = append(where, `EXISTS (SELECT 1 FROM json_each(sessions.metadata) j WHERE j.key = ? AND
-			CASE j.type WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' WHEN 'null' THEN 'null'
-			ELSE CAST(j.value AS TEXT) END = ?)`)
-		args = append(args, m.Key, m.Value)
-	}
-	if f.CreatedAfter != nil {
-		where = append(where, "created_at > ?")
-		args = append(args, int64(*f.CreatedAfter))
-	}
-	if f.CreatedBefore != nil {
-		where = append(where, "created_at < ?")
-		args = append(args, int64(*f.CreatedBefore))
-	}
-	if f.DueBefore != nil {
-		where = append(where, "pause_until IS NOT NULL AND pause_until <= ?")
-		args = append(args, int64(*f.DueBefore))
-	}
-	where = append(where, "(expires_at IS NULL OR expires_at > ?)")
-	args = append(args, int64(model.Now()))
-	if hasCur {
-		where = append(where, "(created_at, id) < (?, ?)")
-		args = append(args, cur.N, cur.S)
-	}
-	limit := p.Clamp()
-	args = append(args, limit+1)
-	rows, err := s.rdb.QueryContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE `+
-		strings.Join(where, " AND ")+` ORDER BY created_at DESC, id DESC LIMIT ?`, args...)
-	if err != nil {
-		return model.Page[model.Session]{}, mapErr(err)
-	}
-	defer rows.Close()
-	var out []model.Session
-	for rows.Next() {
-		ses, err := scanSession(rows)
-		if err != nil {
-			return model.Page[model.Session]{}, mapErr(err)
-		}
-		out = append(out, ses)
-	}
-	if err := rows.Err(); err != nil {
-		return model.Page[model.Session]{}, mapErr(err)
-	}
-	return repo.NewPage(out, limit, func(last model.Session) repo.Cursor {
-		return repo.Cursor{Q: q, N: int64(last.CreatedAt), S: last.ID}
-	}), nil
 }
 
 // notExpired is a condition for a read of a session's rows (checkpoints,

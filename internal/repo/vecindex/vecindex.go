@@ -100,6 +100,9 @@ type Index struct {
 
 	bytes atomic.Int64 // the loaded agents' bytes (agent.bytes summed)
 	clock atomic.Int64 // ticks for agent.used
+
+	// What Stats reports of the index's use since it was made.
+	hits, misses, evictions atomic.Int64
 }
 
 type key struct{ tenant, agent string }
@@ -162,11 +165,16 @@ func BytesPerVector(dims, idLen int) int64 {
 	return int64(4*dims + idLen + idHeader + times + mapEntry)
 }
 
-// Stats is the index's size.
+// Stats is the index's size, and how it has served since it was made.
 type Stats struct {
 	Agents  int
 	Vectors int
 	Bytes   int64
+	// Hits are searches (and Loads) that found the agent loaded; Misses
+	// those that waited for it to load (theirs or another's).
+	Hits, Misses int64
+	// Evictions are agents dropped to stay within MaxBytes.
+	Evictions int64
 }
 
 // Stats counts the loaded agents and their vectors.
@@ -177,7 +185,7 @@ func (x *Index) Stats() Stats {
 		as = append(as, a)
 	}
 	x.mu.Unlock()
-	st := Stats{Bytes: x.bytes.Load()}
+	st := Stats{Bytes: x.bytes.Load(), Hits: x.hits.Load(), Misses: x.misses.Load(), Evictions: x.evictions.Load()}
 	for _, a := range as {
 		a.mu.RLock()
 		if !a.loading && !a.stale {
@@ -199,6 +207,7 @@ func (x *Index) Load(ctx context.Context, tenant, agentID string) error {
 // entry returns the agent loaded, loading it first if need be (one load per
 // agent at a time; other callers wait for it).
 func (x *Index) entry(ctx context.Context, k key) (*agent, error) {
+	hit := true
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -206,12 +215,18 @@ func (x *Index) entry(ctx context.Context, k key) (*agent, error) {
 		x.mu.Lock()
 		a := x.agents[k]
 		if a == nil {
+			hit = false
 			a = &agent{ready: make(chan struct{}), loading: true}
 			x.agents[k] = a
 			x.mu.Unlock()
 			x.fill(ctx, k, a)
 		} else {
 			x.mu.Unlock()
+			select {
+			case <-a.ready:
+			default:
+				hit = false // another caller's load under way
+			}
 		}
 		select {
 		case <-a.ready:
@@ -230,8 +245,14 @@ func (x *Index) entry(ctx context.Context, k key) (*agent, error) {
 		a.mu.RUnlock()
 		if !stale {
 			a.used.Store(x.clock.Add(1))
+			if hit {
+				x.hits.Add(1)
+			} else {
+				x.misses.Add(1)
+			}
 			return a, nil
 		}
+		hit = false // dropped meanwhile: loaded again
 	}
 }
 
@@ -440,6 +461,7 @@ func (x *Index) evict(keep *agent) {
 		delete(x.agents, oldest)
 		x.mu.Unlock()
 		x.retire(victim)
+		x.evictions.Add(1)
 	}
 }
 

@@ -394,6 +394,14 @@ func TestEvictsLeastRecentlySearched(t *testing.T) {
 	if st := x.Stats(); st.Bytes != 2*10*per || st.Agents != 2 {
 		t.Fatalf("Stats %+v, want 2 agents within the bound", st)
 	}
+	// a, b, c loaded; a found loaded once; b evicted.
+	if st := x.Stats(); st.Misses != 3 || st.Hits != 1 || st.Evictions != 1 {
+		t.Errorf("Stats %+v, want 3 misses, 1 hit, 1 eviction", st)
+	}
+	mustTopK(t, x, "t", "b", q) // back in, c or a out
+	if st := x.Stats(); st.Misses != 4 || st.Hits != 1 || st.Evictions != 2 {
+		t.Errorf("Stats %+v, want 4 misses, 1 hit, 2 evictions", st)
+	}
 }
 
 // Searches run beside a writer; go test -race checks the locking, and every

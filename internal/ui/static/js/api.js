@@ -69,6 +69,29 @@ export async function post(path, body, query, signal) {
   return res.json();
 }
 
+/** newIdempotencyKey names one write, so that sending it again (a retry after a lost answer) applies it once. */
+export function newIdempotencyKey() {
+  // getRandomValues, not randomUUID: the page may be served over plain HTTP
+  // from another host than localhost, where randomUUID does not exist.
+  const b = crypto.getRandomValues(new Uint8Array(16));
+  return "ui-" + [...b].map((x) => x.toString(16).padStart(2, "0")).join("");
+}
+
+/**
+ * write sends a write (POST, PUT, PATCH, DELETE) with an Idempotency-Key,
+ * a JSON body when there is one, and any extra headers (If-Match); it
+ * answers the JSON of the answer (null for a 204), or throws ApiError with
+ * the problem.
+ */
+export async function write(method, path, { body, query, headers = {}, idempotencyKey, signal } = {}) {
+  const h = { "Idempotency-Key": idempotencyKey || newIdempotencyKey(), ...headers };
+  if (body !== undefined) h["Content-Type"] = "application/json";
+  const res = await send(path, { query, method, signal, headers: h, body: body === undefined ? undefined : JSON.stringify(body) });
+  if (!res.ok) throw new ApiError(res.status, await problemOf(res), path);
+  if (res.status === 204) return null;
+  return res.json();
+}
+
 /** blob answers the bytes of a GET (a file), or throws ApiError. */
 export async function blob(path, signal) {
   const res = await send(path, { signal, headers: { Accept: "*/*" } });

@@ -5,6 +5,7 @@
 
 import { askForKey, key, onKeyChange } from "./auth.js";
 import { h, notice, replace } from "./dom.js";
+import { identity } from "./identity.js";
 import { setLive } from "./live.js";
 import * as sessions from "./views/sessions.js";
 import * as session from "./views/session.js";
@@ -68,7 +69,25 @@ document.getElementById("key-button").addEventListener("click", async () => {
   await askForKey(key() ? "Replace or forget the key this tab uses." : "Set the key this tab sends.", true);
   show();
 });
+// scopeBadge says what the key may do, as the server says (GET /v1/whoami).
+async function scopeBadge() {
+  const el = document.getElementById("scope");
+  try {
+    const who = await identity();
+    el.hidden = Boolean(who.unknown);
+    el.dataset.scope = who.scope;
+    el.textContent = who.open_mode ? "open mode" : `${who.scope} key`;
+    el.title = who.open_mode ? "No key: this server is in open mode (every scope)"
+      : `tenant ${who.tenant}${who.user_id ? `, bound to user ${who.user_id}` : ""}; key ${who.key_id}`;
+  } catch {
+    el.hidden = true;
+  }
+}
+
+document.getElementById("key-origin").textContent = location.origin;
 onKeyChange(keyButton);
+onKeyChange(() => scopeBadge());
 keyButton();
+scopeBadge();
 window.addEventListener("hashchange", show);
 show();

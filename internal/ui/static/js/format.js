@@ -6,14 +6,17 @@ export function int(n) {
   return intFmt.format(Number(n) || 0);
 }
 
-/** cost shows an amount with as many decimals as a small one needs. */
+// Every amount of money on every page has this one precision: dollars with
+// four decimals, enough for a single message's cost ($0.0004) and the same
+// digits whether a page shows a message, a session or a month.
+const costFmt = new Intl.NumberFormat("en-US", { style: "currency", currency: "USD", minimumFractionDigits: 4, maximumFractionDigits: 4 });
+const COST_STEP = 0.0001;
+
+/** cost shows an amount of dollars with four decimals; a positive one below $0.0001 as "<$0.0001", never as $0. */
 export function cost(n) {
   const v = Number(n) || 0;
-  if (v === 0) return "$0";
-  if (v >= 100) return "$" + v.toFixed(2);
-  if (v >= 1) return "$" + v.toFixed(3);
-  const digits = Math.min(8, Math.max(4, 2 - Math.floor(Math.log10(v)) + 1));
-  return "$" + v.toFixed(digits).replace(/0+$/, "").replace(/\.$/, "");
+  if (v > 0 && v < COST_STEP / 2) return "<" + costFmt.format(COST_STEP);
+  return costFmt.format(v);
 }
 
 function pad(n) {

@@ -5,6 +5,12 @@
 import { blob, describe } from "./api.js";
 import { h } from "./dom.js";
 import * as fmt from "./format.js";
+import { markdown } from "./markdown.js";
+
+// A tool's output longer than this is folded: its first line shows, the
+// rest opens on demand.
+const FOLD_LINES = 12;
+const FOLD_CHARS = 1500;
 
 /** Files is one view's cache of file blobs, revoked when the view ends. */
 export class Files {
@@ -24,8 +30,33 @@ export class Files {
   }
 }
 
-function textPart(text, cls) {
-  return h("div", { class: ["part", "text", cls] }, text);
+/** toolOutput shows what a tool answered: JSON pretty-printed, anything else as it is, in monospace; long output folded. */
+export function toolOutput(text, cls) {
+  let shown = text;
+  let json = false;
+  const t = text.trim();
+  if ((t.startsWith("{") && t.endsWith("}")) || (t.startsWith("[") && t.endsWith("]"))) {
+    try {
+      shown = JSON.stringify(JSON.parse(t), null, 2);
+      json = true;
+    } catch {
+      /* not JSON after all: as it is */
+    }
+  }
+  const pre = h("pre", { class: ["tool-output", json ? "json" : null] }, shown);
+  const lines = shown.split("\n").length;
+  if (lines <= FOLD_LINES && shown.length <= FOLD_CHARS) return h("div", { class: ["part", "text", "output", cls] }, pre);
+  const first = fmt.short(shown.split("\n", 1)[0], 100);
+  return h("div", { class: ["part", "text", "output", cls] },
+    h("details", { class: "fold" },
+      h("summary", null, h("code", null, first), h("span", { class: "muted small" }, ` ${fmt.int(lines)} lines, ${fmt.int(shown.length)} characters${json ? ", JSON" : ""}`)),
+      pre));
+}
+
+function textPart(text, cls, tool) {
+  if (tool) return toolOutput(text, cls);
+  if (cls === "refusal") return h("div", { class: ["part", "text", cls] }, text);
+  return h("div", { class: ["part", "text", cls] }, markdown(text));
 }
 
 function imagePart(p, files) {
@@ -75,15 +106,18 @@ function reasoningPart(p) {
     p.signature ? h("div", { class: "small muted" }, `signature: ${fmt.short(p.signature, 40)}`) : null);
 }
 
-/** content renders a message's content (or a compaction's summary). */
-export function content(c, files) {
+/**
+ * content renders a message's content (or a compaction's summary): text as
+ * Markdown, or, for a tool's message (tool: true), as the tool's output.
+ */
+export function content(c, files, { tool = false } = {}) {
   if (typeof c === "string") {
-    return c === "" ? h("div", { class: "part empty" }, "(no text)") : textPart(c);
+    return c === "" ? h("div", { class: "part empty" }, "(no text)") : textPart(c, null, tool);
   }
-  if (!Array.isArray(c)) return textPart(JSON.stringify(c));
+  if (!Array.isArray(c)) return textPart(JSON.stringify(c), null, true);
   return h("div", { class: "parts" }, c.map((p) => {
     switch (p?.type) {
-      case "text": return textPart(p.text ?? "");
+      case "text": return textPart(p.text ?? "", null, tool);
       case "refusal": return textPart(p.text ?? "", "refusal");
       case "image": return imagePart(p, files);
       case "file": return filePart(p, files);

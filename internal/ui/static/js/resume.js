@@ -16,15 +16,22 @@ function problem(p, kind, onSeq) {
       r.body ? h("pre", null, fmt.json(r.body)) : null));
 }
 
-/** resumeReport renders the report; onSeq(seq) shows a message a problem names. */
-export function resumeReport(r, onSeq) {
+/**
+ * resumeReport renders the report; onSeq(seq) shows a message a problem
+ * names; onRepair, when given (a write key), is what the button that applies
+ * the automatic repairs does.
+ */
+export function resumeReport(r, onSeq, onRepair) {
   const v = r.validation || { ok: true, problems: [], warnings: [] };
   const ck = r.checkpoint;
+  const automatic = v.problems.concat(v.warnings).filter((p) => p.repair?.automatic).length;
   return h("div", { class: "resume", id: "resume" },
     h("p", null,
       v.ok ? h("span", { class: "badge ok", id: "resume-status" }, "ready to resume")
         : h("span", { class: "badge bad", id: "resume-status" }, `${v.problems.length} problem${v.problems.length === 1 ? "" : "s"}`),
-      v.warnings.length ? h("span", { class: "badge warn" }, ` ${v.warnings.length} warning${v.warnings.length === 1 ? "" : "s"}`) : null),
+      v.warnings.length ? h("span", { class: "badge warn" }, ` ${v.warnings.length} warning${v.warnings.length === 1 ? "" : "s"}`) : null,
+      onRepair && automatic ? [" ", h("button", { type: "button", class: "small act", id: "resume-repair", onclick: onRepair },
+        `Apply ${automatic} repair${automatic === 1 ? "" : "s"}…`)] : null),
     h("dl", { class: "kv" },
       h("dt", null, "Checkpoint"), h("dd", null, ck ? `iteration ${ck.iteration} at #${ck.last_seq}` : "none"),
       h("dt", null, "Since it"), h("dd", null, `${fmt.int(r.messages_since_checkpoint?.length || 0)} message(s)${r.more_messages ? " and more" : ""}`),

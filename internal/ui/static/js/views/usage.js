@@ -17,12 +17,23 @@ function days(from, to) {
   return out;
 }
 
+// splitTokens says whether the server tells input and output tokens apart
+// (newer servers do); the page shows them apart then, and only then.
+function splitTokens(rows) {
+  return rows.some((r) => r.input_tokens !== undefined || r.output_tokens !== undefined);
+}
+
 function table(rows, keyName) {
+  const split = splitTokens(rows);
   return h("details", null, h("summary", { class: "small" }, "Table"),
     h("table", { class: "usage-table", dataset: { group: keyName } },
-      h("thead", null, h("tr", null, h("th", null, keyName), h("th", { class: "num" }, "Messages"), h("th", { class: "num" }, "Tokens"), h("th", { class: "num" }, "Cost"))),
+      h("thead", null, h("tr", null, h("th", null, keyName), h("th", { class: "num" }, "Messages"),
+        split ? [h("th", { class: "num" }, "Input"), h("th", { class: "num" }, "Output")] : null,
+        h("th", { class: "num" }, "Tokens"), h("th", { class: "num" }, "Cost"))),
       h("tbody", null, rows.map((r) => h("tr", null,
-        h("td", null, r.key ?? "(none)"), h("td", { class: "num" }, fmt.int(r.messages)), h("td", { class: "num" }, fmt.int(r.tokens)), h("td", { class: "num" }, fmt.cost(r.cost)))))));
+        h("td", null, r.key ?? "(none)"), h("td", { class: "num" }, fmt.int(r.messages)),
+        split ? [h("td", { class: "num input" }, fmt.int(r.input_tokens)), h("td", { class: "num output" }, fmt.int(r.output_tokens))] : null,
+        h("td", { class: "num" }, fmt.int(r.tokens)), h("td", { class: "num" }, fmt.cost(r.cost)))))));
 }
 
 function section(title, id, rows, chart, keyName) {
@@ -81,6 +92,9 @@ export async function render(root, { query, signal }) {
     h("div", { class: "panel" }, h("div", { class: "stats", id: "usage-total" },
       h("div", { class: "stat" }, h("b", { id: "usage-messages" }, fmt.int(t.messages)), h("span", null, "messages")),
       h("div", { class: "stat" }, h("b", { id: "usage-tokens" }, fmt.int(t.tokens)), h("span", null, "tokens")),
+      splitTokens([t]) ? [
+        h("div", { class: "stat" }, h("b", { id: "usage-input-tokens" }, fmt.int(t.input_tokens)), h("span", null, "input tokens")),
+        h("div", { class: "stat" }, h("b", { id: "usage-output-tokens" }, fmt.int(t.output_tokens)), h("span", null, "output tokens"))] : null,
       h("div", { class: "stat" }, h("b", { id: "usage-cost" }, fmt.cost(t.cost)), h("span", null, "cost")))),
     section("Per day", "usage-day", dayRows, columns, "day"),
     h("div", { class: "grid-2" },
