@@ -116,7 +116,7 @@ func globalFlags(getenv func(string) string) []cli.Flag {
 			Usage: "how often to erase every tenant's sessions and archival passages past their expires_at (a `DURATION` such as 30s or 1h); 0 turns the sweep off"},
 		&cli.DurationFlag{Name: "idempotency-ttl", Value: 24 * time.Hour, Sources: env("LOGBOOK_IDEMPOTENCY_TTL"),
 			Usage: "how long an Idempotency-Key of a write other than an append is remembered (a `DURATION`, at least 1m): a retry within it gets the first answer; the expiry sweep deletes older keys"},
-		&cli.IntFlag{Name: "events-max-streams", Value: 64, Sources: env("LOGBOOK_EVENTS_MAX_STREAMS"),
+		&cli.IntFlag{Name: "events-max-streams", Value: 256, Sources: env("LOGBOOK_EVENTS_MAX_STREAMS"),
 			Usage: "live feeds one tenant (one end user of it, for a key bound to a user) may hold open at once; past it a new feed is 429"},
 		&cli.StringFlag{Name: "cors-origins", Sources: env("LOGBOOK_CORS_ORIGINS"), DefaultText: "none: no CORS headers",
 			Usage: "comma-separated `ORIGINS` (https://dash.example.com) whose pages may call the API from a browser; * allows every origin and is refused in open mode"},

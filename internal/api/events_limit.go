@@ -13,8 +13,9 @@ import (
 // (EventsBatchBytes, or one event larger than it) for as long as its client
 // keeps it open, so without a bound one client could open feeds until the
 // server's memory or file descriptors ran out; per principal, so that one
-// end user cannot take another's share.
-const defaultEventsMaxStreams = 64
+// end user cannot take another's share. 256 leaves room for a backend that
+// watches each of its users' sessions under one key.
+const defaultEventsMaxStreams = 256
 
 // feedSlots counts the open feeds of each principal.
 type feedSlots struct {

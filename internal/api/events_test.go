@@ -308,7 +308,7 @@ func TestSessionEventsResumeExactly(t *testing.T) {
 // and it resumes from its last id, missing nothing.
 func TestManyReadersWhileManyWritersAppend(t *testing.T) {
 	const readers, writers, each = 100, 16, 10
-	c := newClient(t)
+	c := newClient(t, withEventsMaxStreams(readers+1)) // reader 0 reopens before its first stream is reaped
 	s := mustCreateSession(t, c, map[string]any{"id": "hot"})
 	feeds := make([]*feed, readers)
 	for i := range feeds {

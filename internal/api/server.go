@@ -70,7 +70,7 @@ type Config struct {
 	EventsBatchBytes int
 	// EventsMaxStreams bounds the live feeds one tenant (one end user of it,
 	// for a key bound to a user) holds open at once; past it a new feed is
-	// 429. 0 means 64.
+	// 429. 0 means 256.
 	EventsMaxStreams int
 	// CORSOrigins are the origins (scheme://host[:port], or "*" for any) whose
 	// pages may call the API from a browser; none, the default, sends no CORS

@@ -27,7 +27,7 @@ const sessionMetaValuePG = `CASE json_typeof(j.value)
 
 // titleFoldedPG is a session's title as model.FoldTitle folds it, whatever
 // the database's locale: the expression of the trigram index
-// sessions_by_title (migration 00021), which a query must spell the same
+// sessions_by_title (migration 00022), which a query must spell the same
 // way to use it.
 const titleFoldedPG = `translate(title, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')`
 
