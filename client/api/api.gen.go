@@ -1241,7 +1241,7 @@ type CheckpointCreate struct {
 	// ClientID The client's name for the checkpoint, unique in the session and namespace; default its `id`.
 	ClientID *string `json:"client_id,omitempty"`
 
-	// CreateSession Make the session first when it does not exist.
+	// CreateSession Make the session first when it does not exist. With a key bound to a user, the session made is that user's, in that user's own id space (as `POST /v1/sessions` makes it); without it, a session the user does not hold is `404`.
 	CreateSession *bool `json:"create_session,omitempty"`
 
 	// ExpectedIteration When given, must equal the namespace's latest iteration (0 when it has none).
@@ -1368,7 +1368,7 @@ type CheckpointWrites struct {
 	// CheckpointID The client id of the checkpoint the writes belong to (it need not exist yet).
 	CheckpointID string `json:"checkpoint_id"`
 
-	// CreateSession Make the session first when it does not exist.
+	// CreateSession Make the session first when it does not exist. With a key bound to a user, the session made is that user's, in that user's own id space (as `POST /v1/sessions` makes it); without it, a session the user does not hold is `404`.
 	CreateSession *bool `json:"create_session,omitempty"`
 
 	// Namespace The checkpoint's namespace (default `""`).

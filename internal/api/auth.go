@@ -96,11 +96,16 @@ func (s *Server) userRoute(w http.ResponseWriter, r *http.Request, p model.Princ
 		return
 	case strings.HasPrefix(pattern, "/v1/sessions/{id}"):
 		id, err := s.userSession(r.Context(), p, chi.URLParam(r, "id"))
-		if err != nil {
+		switch {
+		case model.IsNotFound(err, "session") && createsSession[pattern] && r.Method == http.MethodPost &&
+			model.ValidClientID(chi.URLParam(r, "id")):
+			r = markUnresolved(r) // the handler may make it: writeSessionID
+		case err != nil:
 			s.writeError(w, r, err)
 			return
+		default:
+			setURLParam(r, "id", id)
 		}
-		setURLParam(r, "id", id)
 	}
 	next.ServeHTTP(w, r)
 }

@@ -55,7 +55,12 @@ func (s *Server) createCheckpoint(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	c, created, err := s.store.CreateCheckpoint(r.Context(), tenantOf(r), chi.URLParam(r, "id"), in, s.checkpointKeep)
+	id, err := s.writeSessionID(r, in.CreateSession)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	c, created, err := s.store.CreateCheckpoint(r.Context(), tenantOf(r), id, in, s.checkpointKeep)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -75,7 +80,12 @@ func (s *Server) putCheckpointWrites(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if err := s.store.PutCheckpointWrites(r.Context(), tenantOf(r), chi.URLParam(r, "id"), in); err != nil {
+	id, err := s.writeSessionID(r, in.CreateSession)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := s.store.PutCheckpointWrites(r.Context(), tenantOf(r), id, in); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

@@ -2885,7 +2885,7 @@ export interface components {
              * @description When given, must equal the namespace's latest iteration (0 when it has none).
              */
             expected_iteration?: number;
-            /** @description Make the session first when it does not exist. */
+            /** @description Make the session first when it does not exist. With a key bound to a user, the session made is that user's, in that user's own id space (as `POST /v1/sessions` makes it); without it, a session the user does not hold is `404`. */
             create_session?: boolean;
         };
         /** @description The body of `POST /v1/sessions/{id}/checkpoint-writes`. Unknown fields are `422`. */
@@ -2900,7 +2900,7 @@ export interface components {
             task_path?: string;
             /** @description The task's writes, in order. */
             writes: components["schemas"]["CheckpointWrite"][];
-            /** @description Make the session first when it does not exist. */
+            /** @description Make the session first when it does not exist. With a key bound to a user, the session made is that user's, in that user's own id space (as `POST /v1/sessions` makes it); without it, a session the user does not hold is `404`. */
             create_session?: boolean;
         };
         /** @description One write of a task, as `POST /v1/sessions/{id}/checkpoint-writes` takes it. */

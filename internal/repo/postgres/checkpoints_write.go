@@ -99,11 +99,9 @@ type ckTxPG struct {
 }
 
 func (t *ckTxPG) Session(ctx context.Context, create bool) (int64, *model.CheckpointRetention, error) {
-	if create {
-		if !model.ValidClientID(t.session) {
-			return 0, nil, model.Invalid(model.FieldError{Field: "create_session",
-				Message: "the session id must be 1 to 128 characters of A-Z a-z 0-9 _ . : - to be created"})
-		}
+	// An id no client could choose (a stored form in a user's space) is
+	// never made, but names a session that exists as any id does.
+	if create && model.ValidClientID(t.session) {
 		now := model.Now()
 		ses := model.Session{ID: t.session, Status: model.StatusCreated, Metadata: model.Object("{}"), CreatedAt: now, UpdatedAt: now}
 		tag, err := t.tx.Exec(ctx, `INSERT INTO sessions (tenant_id, id, status, metadata, created_at, updated_at)
@@ -118,6 +116,10 @@ func (t *ckTxPG) Session(ctx context.Context, create bool) (int64, *model.Checkp
 		}
 	}
 	lastSeq, err := ckSessionPG(ctx, t.tx, t.tenant, t.session, true)
+	if create && model.IsNotFound(err, "session") && !model.ValidClientID(t.session) {
+		return 0, nil, model.Invalid(model.FieldError{Field: "create_session",
+			Message: "the session id must be 1 to 128 characters of A-Z a-z 0-9 _ . : - to be created"})
+	}
 	if err != nil {
 		return 0, nil, err
 	}
