@@ -7930,10 +7930,14 @@ type ClientInterface interface {
 	//    server's), in `seq` order, `{"type":"embedding","embedding":{"seq","message_id","model","embedding"}}`
 	// 5. every checkpoint, oldest first, `{"type":"checkpoint","checkpoint":{…Checkpoint…}}`
 	//    (each with its whole state, however it is stored)
-	// 6. every compaction, oldest first, `{"type":"compaction","compaction":{…Compaction…}}`
-	// 7. `{"type":"end","counts":{"messages":N,"checkpoints":M,"files":F,"compactions":C,"embeddings":E},"sha256":"<hex>"}`,
+	// 6. every pending write (`POST /v1/sessions/{id}/checkpoint-writes`), by namespace,
+	//    checkpoint id, task id and index, `{"type":"checkpoint_write","checkpoint_write":{"namespace",
+	//    "checkpoint_id","task_id","task_path","idx","channel","value","created_at"}}` (a write
+	//    may name a checkpoint the export does not hold: runtimes record writes first)
+	// 7. every compaction, oldest first, `{"type":"compaction","compaction":{…Compaction…}}`
+	// 8. `{"type":"end","counts":{"messages":N,"checkpoints":M,"files":F,"compactions":C,"embeddings":E,"checkpoint_writes":W},"sha256":"<hex>"}`,
 	//    where `sha256` is the SHA-256 of every byte of the lines before it,
-	//    newlines included (`files`, `compactions` and `embeddings` are left out when 0).
+	//    newlines included (`files`, `compactions`, `embeddings` and `checkpoint_writes` are left out when 0).
 	//
 	// `POST /v1/sessions/import` restores the file exactly, and exporting what it
 	// restored gives the same bytes. The server's memory use does not grow with the
@@ -11388,10 +11392,14 @@ func (c *Client) StreamSessionEvents(ctx context.Context, id SessionID, params *
 //     server's), in `seq` order, `{"type":"embedding","embedding":{"seq","message_id","model","embedding"}}`
 //  5. every checkpoint, oldest first, `{"type":"checkpoint","checkpoint":{…Checkpoint…}}`
 //     (each with its whole state, however it is stored)
-//  6. every compaction, oldest first, `{"type":"compaction","compaction":{…Compaction…}}`
-//  7. `{"type":"end","counts":{"messages":N,"checkpoints":M,"files":F,"compactions":C,"embeddings":E},"sha256":"<hex>"}`,
+//  6. every pending write (`POST /v1/sessions/{id}/checkpoint-writes`), by namespace,
+//     checkpoint id, task id and index, `{"type":"checkpoint_write","checkpoint_write":{"namespace",
+//     "checkpoint_id","task_id","task_path","idx","channel","value","created_at"}}` (a write
+//     may name a checkpoint the export does not hold: runtimes record writes first)
+//  7. every compaction, oldest first, `{"type":"compaction","compaction":{…Compaction…}}`
+//  8. `{"type":"end","counts":{"messages":N,"checkpoints":M,"files":F,"compactions":C,"embeddings":E,"checkpoint_writes":W},"sha256":"<hex>"}`,
 //     where `sha256` is the SHA-256 of every byte of the lines before it,
-//     newlines included (`files`, `compactions` and `embeddings` are left out when 0).
+//     newlines included (`files`, `compactions`, `embeddings` and `checkpoint_writes` are left out when 0).
 //
 // `POST /v1/sessions/import` restores the file exactly, and exporting what it
 // restored gives the same bytes. The server's memory use does not grow with the
@@ -19733,10 +19741,14 @@ type ClientWithResponsesInterface interface {
 	//    server's), in `seq` order, `{"type":"embedding","embedding":{"seq","message_id","model","embedding"}}`
 	// 5. every checkpoint, oldest first, `{"type":"checkpoint","checkpoint":{…Checkpoint…}}`
 	//    (each with its whole state, however it is stored)
-	// 6. every compaction, oldest first, `{"type":"compaction","compaction":{…Compaction…}}`
-	// 7. `{"type":"end","counts":{"messages":N,"checkpoints":M,"files":F,"compactions":C,"embeddings":E},"sha256":"<hex>"}`,
+	// 6. every pending write (`POST /v1/sessions/{id}/checkpoint-writes`), by namespace,
+	//    checkpoint id, task id and index, `{"type":"checkpoint_write","checkpoint_write":{"namespace",
+	//    "checkpoint_id","task_id","task_path","idx","channel","value","created_at"}}` (a write
+	//    may name a checkpoint the export does not hold: runtimes record writes first)
+	// 7. every compaction, oldest first, `{"type":"compaction","compaction":{…Compaction…}}`
+	// 8. `{"type":"end","counts":{"messages":N,"checkpoints":M,"files":F,"compactions":C,"embeddings":E,"checkpoint_writes":W},"sha256":"<hex>"}`,
 	//    where `sha256` is the SHA-256 of every byte of the lines before it,
-	//    newlines included (`files`, `compactions` and `embeddings` are left out when 0).
+	//    newlines included (`files`, `compactions`, `embeddings` and `checkpoint_writes` are left out when 0).
 	//
 	// `POST /v1/sessions/import` restores the file exactly, and exporting what it
 	// restored gives the same bytes. The server's memory use does not grow with the
@@ -37402,10 +37414,14 @@ func (c *ClientWithResponses) StreamSessionEventsWithResponse(ctx context.Contex
 //     server's), in `seq` order, `{"type":"embedding","embedding":{"seq","message_id","model","embedding"}}`
 //  5. every checkpoint, oldest first, `{"type":"checkpoint","checkpoint":{…Checkpoint…}}`
 //     (each with its whole state, however it is stored)
-//  6. every compaction, oldest first, `{"type":"compaction","compaction":{…Compaction…}}`
-//  7. `{"type":"end","counts":{"messages":N,"checkpoints":M,"files":F,"compactions":C,"embeddings":E},"sha256":"<hex>"}`,
+//  6. every pending write (`POST /v1/sessions/{id}/checkpoint-writes`), by namespace,
+//     checkpoint id, task id and index, `{"type":"checkpoint_write","checkpoint_write":{"namespace",
+//     "checkpoint_id","task_id","task_path","idx","channel","value","created_at"}}` (a write
+//     may name a checkpoint the export does not hold: runtimes record writes first)
+//  7. every compaction, oldest first, `{"type":"compaction","compaction":{…Compaction…}}`
+//  8. `{"type":"end","counts":{"messages":N,"checkpoints":M,"files":F,"compactions":C,"embeddings":E,"checkpoint_writes":W},"sha256":"<hex>"}`,
 //     where `sha256` is the SHA-256 of every byte of the lines before it,
-//     newlines included (`files`, `compactions` and `embeddings` are left out when 0).
+//     newlines included (`files`, `compactions`, `embeddings` and `checkpoint_writes` are left out when 0).
 //
 // `POST /v1/sessions/import` restores the file exactly, and exporting what it
 // restored gives the same bytes. The server's memory use does not grow with the

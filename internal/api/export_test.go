@@ -53,7 +53,8 @@ func mustExport(t *testing.T, c *client, id string) []byte {
 				t.Errorf("end line sha256 %s, want %x", line.SHA256, sum)
 			}
 			if line.Counts.Messages != counts[model.LineMessage] || line.Counts.Checkpoints != counts[model.LineCheckpoint] ||
-				line.Counts.Compactions != counts[model.LineCompaction] || line.Counts.Files != int64(len(files)) {
+				line.Counts.Compactions != counts[model.LineCompaction] || line.Counts.Files != int64(len(files)) ||
+				line.Counts.CheckpointWrites != counts[model.LineCheckpointWrite] {
 				t.Errorf("end line counts %+v, the export holds %v", *line.Counts, counts)
 			}
 		}
@@ -95,8 +96,10 @@ func reseal(t *testing.T, lines [][]byte) []byte {
 			counts.Compactions++
 		case bytes.HasPrefix(l, []byte(`{"type":"message"`)):
 			counts.Messages++
-		case bytes.HasPrefix(l, []byte(`{"type":"checkpoint"`)):
+		case bytes.HasPrefix(l, []byte(`{"type":"checkpoint",`)):
 			counts.Checkpoints++
+		case bytes.HasPrefix(l, []byte(`{"type":"checkpoint_write",`)):
+			counts.CheckpointWrites++
 		}
 	}
 	sum := sha256.Sum256(body)

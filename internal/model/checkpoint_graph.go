@@ -1,6 +1,7 @@
 package model
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 	"unicode/utf8"
@@ -294,4 +295,33 @@ func CheckpointExists(id, namespace string) *Error {
 		Msg: fmt.Sprintf("namespace %q of this session already holds a checkpoint %q with other content: a client id names one checkpoint",
 			namespace, id),
 		Extra: map[string]any{"client_id": id, "namespace": namespace}}
+}
+
+// Check refuses a pending write an import could not have stored through
+// POST /v1/sessions/{id}/checkpoint-writes: its names as that route checks
+// them, a JSON value, and the index WriteIndex gives its channel (a special
+// channel's own, else a position, from 0).
+func (w ExportCheckpointWrite) Check() error {
+	var fields []FieldError
+	for _, f := range []*FieldError{
+		checkName("namespace", w.Namespace, MaxNamespaceBytes, true),
+		checkName("checkpoint_id", w.CheckpointID, MaxCheckpointIDSize, false),
+		checkName("task_id", w.TaskID, MaxTaskIDBytes, false),
+		checkName("task_path", w.TaskPath, MaxNamespaceBytes, true),
+		checkName("channel", w.Channel, MaxChannelBytes, false),
+	} {
+		if f != nil {
+			fields = append(fields, *f)
+		}
+	}
+	if len(w.Value) == 0 || !json.Valid(w.Value) {
+		fields = append(fields, FieldError{Field: "value", Message: "must be a JSON value"})
+	}
+	if special, ok := specialChannels[w.Channel]; (ok && w.Idx != special) || (!ok && w.Idx < 0) {
+		fields = append(fields, FieldError{Field: "idx", Message: fmt.Sprintf("%d is not an index channel %q is written at", w.Idx, w.Channel)})
+	}
+	if fields != nil {
+		return Invalid(fields...)
+	}
+	return nil
 }

@@ -15,11 +15,15 @@ const (
 	LineEmbedding  = "embedding"
 	LineCheckpoint = "checkpoint"
 	LineCompaction = "compaction"
-	LineEnd        = "end"
+	// LineCheckpointWrite is one pending write of a task (PendingWrite),
+	// with the checkpoint it belongs to.
+	LineCheckpointWrite = "checkpoint_write"
+	LineEnd             = "end"
 )
 
 // LineOrder ranks the line types as an export orders them.
-var LineOrder = map[string]int{LineSession: 1, LineFile: 2, LineMessage: 3, LineEmbedding: 4, LineCheckpoint: 5, LineCompaction: 6}
+var LineOrder = map[string]int{LineSession: 1, LineFile: 2, LineMessage: 3, LineEmbedding: 4, LineCheckpoint: 5,
+	LineCheckpointWrite: 6, LineCompaction: 7}
 
 // ExportEmbedding is a message's embedding, whoever made it (the client, on
 // its append or by PUT, or the server's endpoint), bit for bit: an import
@@ -62,8 +66,10 @@ type ExportLine struct {
 	File       *ExportFile      `json:"file,omitempty"`
 	Compaction *Compaction      `json:"compaction,omitempty"`
 	Embedding  *ExportEmbedding `json:"embedding,omitempty"`
-	Counts     *ExportCounts    `json:"counts,omitempty"`
-	SHA256     string           `json:"sha256,omitempty"`
+	// CheckpointWrite is named so in JSON as its line type is.
+	CheckpointWrite *ExportCheckpointWrite `json:"checkpoint_write,omitempty"`
+	Counts          *ExportCounts          `json:"counts,omitempty"`
+	SHA256          string                 `json:"sha256,omitempty"`
 }
 
 // ExportCounts is what the end line says the export holds.
@@ -76,6 +82,21 @@ type ExportCounts struct {
 	Compactions int64 `json:"compactions,omitempty"`
 	// Absent from exports made before messages' embeddings travelled.
 	Embeddings int64 `json:"embeddings,omitempty"`
+	// Absent from exports made before pending writes travelled.
+	CheckpointWrites int64 `json:"checkpoint_writes,omitempty"`
+}
+
+// ExportCheckpointWrite is one stored pending write: a task's write against
+// a checkpoint of a namespace (which need not exist: writes may come first).
+type ExportCheckpointWrite struct {
+	Namespace    string `json:"namespace"`
+	CheckpointID string `json:"checkpoint_id"`
+	TaskID       string `json:"task_id"`
+	TaskPath     string `json:"task_path"`
+	Idx          int64  `json:"idx"`
+	Channel      string `json:"channel"`
+	Value        JSON   `json:"value"`
+	CreatedAt    Time   `json:"created_at"`
 }
 
 // ImportOptions changes how an export is restored.

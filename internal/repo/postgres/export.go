@@ -90,6 +90,9 @@ func exportSessionTxPG(ctx context.Context, tx pgx.Tx, e *transfer.Writer, tenan
 	if err := exportEachCheckpointPG(ctx, tx, tenant, id, iters, e.Checkpoint); err != nil {
 		return err
 	}
+	if err := exportCheckpointWritesPG(ctx, tx, e, tenant, id); err != nil {
+		return err
+	}
 	if err := exportCompactionsPG(ctx, tx, e, tenant, id); err != nil {
 		return err
 	}

@@ -122,6 +122,8 @@ func (im *importTxPG) take(ctx context.Context, line int, l model.ExportLine) er
 		err = im.message(ctx, line, l.Message)
 	case model.LineCheckpoint:
 		err = im.checkpoint(ctx, line, l.Checkpoint)
+	case model.LineCheckpointWrite:
+		err = im.checkpointWrite(ctx, l.CheckpointWrite)
 	case model.LineCompaction:
 		err = im.compaction(ctx, line, l.Compaction)
 	case model.LineEmbedding:

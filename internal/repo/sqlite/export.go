@@ -83,6 +83,9 @@ func exportSessionTx(ctx context.Context, tx *sql.Tx, e *transfer.Writer, tenant
 	if err != nil {
 		return err
 	}
+	if err := exportCheckpointWrites(ctx, tx, e, tenant, id); err != nil {
+		return err
+	}
 	if err := exportCompactions(ctx, tx, e, tenant, id); err != nil {
 		return err
 	}

@@ -196,6 +196,8 @@ func (im *sessionImport) take(ctx context.Context, line int, l model.ExportLine)
 			return transfer.Conflict(line, "a compaction with id %q already exists", c.ID)
 		}
 		return err
+	case model.LineCheckpointWrite:
+		return importCheckpointWrite(ctx, tx, tenant, im.ses.ID, l.CheckpointWrite)
 	case model.LineCheckpoint:
 		c := l.Checkpoint
 		if opts.AsNew {

@@ -167,3 +167,12 @@ func (e *Writer) End() error {
 	}
 	return nil
 }
+
+// CheckpointWrite writes one pending write line, after every checkpoint line.
+func (e *Writer) CheckpointWrite(w *model.ExportCheckpointWrite) error {
+	if err := e.line(model.ExportLine{Type: model.LineCheckpointWrite, CheckpointWrite: w}); err != nil {
+		return err
+	}
+	e.counts.CheckpointWrites++
+	return nil
+}

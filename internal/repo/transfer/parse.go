@@ -73,6 +73,8 @@ type importParser struct {
 	embSeq   int64  // the latest embedding's seq
 	embModel string // the model and length every embedding of the export shares
 	embDims  int
+	writes   int64
+	writeIDs map[writePlace]bool
 
 	err     error // the first problem found
 	end     *model.ExportLine
@@ -155,7 +157,7 @@ func (p *importParser) take(raw []byte, whole bool) {
 	if derr == nil && l.Type == model.LineEnd {
 		p.end, p.endLine, p.sum = &l, p.line, hex.EncodeToString(p.h.Sum(nil))
 		if p.err == nil && (l.Counts == nil || l.SHA256 == "" || l.Session != nil || l.Message != nil || l.Checkpoint != nil ||
-			l.File != nil || l.Compaction != nil || l.Embedding != nil) {
+			l.File != nil || l.Compaction != nil || l.Embedding != nil || l.CheckpointWrite != nil) {
 			p.err = model.InvalidImport(p.line, `an end line holds "counts" and "sha256" and nothing else`)
 		}
 		return
@@ -215,7 +217,7 @@ func malformedLine(line int, msg string) *model.Error {
 func (p *importParser) add(l model.ExportLine) error {
 	set := 0
 	for _, ok := range []bool{l.Session != nil, l.Message != nil, l.Checkpoint != nil, l.File != nil, l.Compaction != nil,
-		l.Embedding != nil, l.Counts != nil, l.SHA256 != ""} {
+		l.Embedding != nil, l.CheckpointWrite != nil, l.Counts != nil, l.SHA256 != ""} {
 		if ok {
 			set++
 		}
@@ -223,10 +225,10 @@ func (p *importParser) add(l model.ExportLine) error {
 	rank, known := model.LineOrder[l.Type]
 	holds := map[string]bool{model.LineSession: l.Session != nil, model.LineMessage: l.Message != nil,
 		model.LineCheckpoint: l.Checkpoint != nil, model.LineFile: l.File != nil, model.LineCompaction: l.Compaction != nil,
-		model.LineEmbedding: l.Embedding != nil}
+		model.LineEmbedding: l.Embedding != nil, model.LineCheckpointWrite: l.CheckpointWrite != nil}
 	switch {
 	case !known:
-		return model.InvalidImport(p.line, fmt.Sprintf("unknown line type %q; want session, file, message, embedding, checkpoint, compaction or end", l.Type))
+		return model.InvalidImport(p.line, fmt.Sprintf("unknown line type %q; want session, file, message, embedding, checkpoint, checkpoint_write, compaction or end", l.Type))
 	case set != 1 || !holds[l.Type]:
 		return model.InvalidImport(p.line, fmt.Sprintf("a %s line holds %q and nothing else", l.Type, l.Type))
 	case p.section == "" && l.Type != model.LineSession:
@@ -234,7 +236,7 @@ func (p *importParser) add(l model.ExportLine) error {
 	case p.section != "" && l.Type == model.LineSession:
 		return model.InvalidImport(p.line, "a second session line: an export holds one session")
 	case rank < model.LineOrder[p.section]:
-		return model.InvalidImport(p.line, fmt.Sprintf("a %s line after the %s lines: an export holds the session, files, messages, embeddings, checkpoints, then compactions",
+		return model.InvalidImport(p.line, fmt.Sprintf("a %s line after the %s lines: an export holds the session, files, messages, embeddings, checkpoints, checkpoint writes, then compactions",
 			l.Type, p.section))
 	case p.file != nil && l.Type != model.LineFile:
 		return model.InvalidImport(p.line, fmt.Sprintf("file %s ends at %d of its %d bytes: its chunks are missing", p.file.f.ID, p.file.offset, p.file.f.Size))
@@ -251,6 +253,8 @@ func (p *importParser) add(l model.ExportLine) error {
 		return p.addCompaction(*l.Compaction)
 	case model.LineEmbedding:
 		return p.addEmbedding(l.Embedding)
+	case model.LineCheckpointWrite:
+		return p.addCheckpointWrite(*l.CheckpointWrite)
 	}
 	return p.addCheckpoint(*l.Checkpoint)
 }
@@ -452,9 +456,9 @@ func (p *importParser) finish() error {
 		return model.InvalidImport(p.endLine, fmt.Sprintf("file %s ends at %d of its %d bytes: its chunks are missing", p.file.f.ID, p.file.offset, p.file.f.Size))
 	}
 	if c := p.end.Counts; c.Messages != p.messages || c.Checkpoints != p.ckps || c.Files != p.files || c.Compactions != p.cmps ||
-		c.Embeddings != p.embs {
-		return model.InvalidImport(p.endLine, fmt.Sprintf("counts say %d files, %d messages, %d embeddings, %d checkpoints and %d compactions; the export holds %d, %d, %d, %d and %d",
-			c.Files, c.Messages, c.Embeddings, c.Checkpoints, c.Compactions, p.files, p.messages, p.embs, p.ckps, p.cmps))
+		c.Embeddings != p.embs || c.CheckpointWrites != p.writes {
+		return model.InvalidImport(p.endLine, fmt.Sprintf("counts say %d files, %d messages, %d embeddings, %d checkpoints, %d checkpoint writes and %d compactions; the export holds %d, %d, %d, %d, %d and %d",
+			c.Files, c.Messages, c.Embeddings, c.Checkpoints, c.CheckpointWrites, c.Compactions, p.files, p.messages, p.embs, p.ckps, p.writes, p.cmps))
 	}
 	ses := p.session
 	switch {
@@ -493,4 +497,29 @@ func InLine(line int, err error) error {
 // checks anyway says it in these words.
 func MissingFile(line, part int) *model.Error {
 	return model.InvalidImport(line, "message.content["+strconv.Itoa(part)+"].file_id: names a file that is neither in this tenant nor in the export")
+}
+
+// addCheckpointWrite checks one pending write: what the writes route would
+// have stored, once per place (namespace, checkpoint, task, index). Its
+// checkpoint need not be in the export: a runtime may record writes first.
+func (p *importParser) addCheckpointWrite(w model.ExportCheckpointWrite) error {
+	if err := w.Check(); err != nil {
+		return lineError(p.line, "checkpoint_write", model.AsError(err))
+	}
+	key := writePlace{w.Namespace, w.CheckpointID, w.TaskID, w.Idx}
+	if p.writeIDs[key] {
+		return p.fail("checkpoint_write %q/%q/%q/%d is in the export twice", w.Namespace, w.CheckpointID, w.TaskID, w.Idx)
+	}
+	if p.writeIDs == nil {
+		p.writeIDs = map[writePlace]bool{}
+	}
+	p.writeIDs[key] = true
+	p.writes++
+	return nil
+}
+
+// writePlace is where a pending write is kept: its table's key in a session.
+type writePlace struct {
+	namespace, checkpoint, task string
+	idx                         int64
 }
