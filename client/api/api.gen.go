@@ -5888,7 +5888,7 @@ type ClientInterface interface {
 	// GetHealth Liveness probe
 	//
 	// Answers `200 {"status":"ok","version":"…"}` while the process is up, with the
-	// server's version (`server version` prints the same). It touches nothing else,
+	// server's version (`logbook version` prints the same). It touches nothing else,
 	// not even the database.
 	//
 	// Corresponds with GET /healthz (the `GetHealth` operationId).
@@ -5918,7 +5918,7 @@ type ClientInterface interface {
 	// file) and nowhere else. `name` is a plain file name; by default
 	// `logbook-<UTC time>.db`. An existing file is never overwritten
 	// (`409 conflict`). The copy is synced to disk before the answer. The CLI
-	// does the same with `server backup PATH`. Because the copy holds every
+	// does the same with `logbook backup PATH`. Because the copy holds every
 	// tenant's data, only an admin key of the operator's tenant `default` (or open
 	// mode) may make one; any other tenant's key gets `403 forbidden`.
 	//
@@ -5935,7 +5935,7 @@ type ClientInterface interface {
 	// file) and nowhere else. `name` is a plain file name; by default
 	// `logbook-<UTC time>.db`. An existing file is never overwritten
 	// (`409 conflict`). The copy is synced to disk before the answer. The CLI
-	// does the same with `server backup PATH`. Because the copy holds every
+	// does the same with `logbook backup PATH`. Because the copy holds every
 	// tenant's data, only an admin key of the operator's tenant `default` (or open
 	// mode) may make one; any other tenant's key gets `403 forbidden`.
 	//
@@ -6016,7 +6016,7 @@ type ClientInterface interface {
 	//
 	// Makes a key for the caller's tenant with the given scope. The answer is the
 	// only time the key text (`key`) is shown: only its SHA-256 is stored. Keys for
-	// a new tenant are made with the CLI: `server keys create --tenant NAME --scope write`.
+	// a new tenant are made with the CLI: `logbook keys create --tenant NAME --scope write`.
 	// In open mode, the first key created ends open mode. With `user_id`, the key
 	// is bound to that end user and sees only its sessions (see Authentication).
 	//
@@ -6029,7 +6029,7 @@ type ClientInterface interface {
 	//
 	// Makes a key for the caller's tenant with the given scope. The answer is the
 	// only time the key text (`key`) is shown: only its SHA-256 is stored. Keys for
-	// a new tenant are made with the CLI: `server keys create --tenant NAME --scope write`.
+	// a new tenant are made with the CLI: `logbook keys create --tenant NAME --scope write`.
 	// In open mode, the first key created ends open mode. With `user_id`, the key
 	// is bound to that end user and sees only its sessions (see Authentication).
 	//
@@ -8349,7 +8349,7 @@ func (c *Client) GetDocsScript(ctx context.Context, reqEditors ...RequestEditorF
 // GetHealth Liveness probe
 //
 // Answers `200 {"status":"ok","version":"…"}` while the process is up, with the
-// server's version (`server version` prints the same). It touches nothing else,
+// server's version (`logbook version` prints the same). It touches nothing else,
 // not even the database.
 //
 // Corresponds with GET /healthz (the `GetHealth` operationId).
@@ -8409,7 +8409,7 @@ func (c *Client) GetReadiness(ctx context.Context, reqEditors ...RequestEditorFn
 // file) and nowhere else. `name` is a plain file name; by default
 // `logbook-<UTC time>.db`. An existing file is never overwritten
 // (`409 conflict`). The copy is synced to disk before the answer. The CLI
-// does the same with `server backup PATH`. Because the copy holds every
+// does the same with `logbook backup PATH`. Because the copy holds every
 // tenant's data, only an admin key of the operator's tenant `default` (or open
 // mode) may make one; any other tenant's key gets `403 forbidden`.
 //
@@ -8436,7 +8436,7 @@ func (c *Client) BackupDatabaseWithBody(ctx context.Context, params *BackupDatab
 // file) and nowhere else. `name` is a plain file name; by default
 // `logbook-<UTC time>.db`. An existing file is never overwritten
 // (`409 conflict`). The copy is synced to disk before the answer. The CLI
-// does the same with `server backup PATH`. Because the copy holds every
+// does the same with `logbook backup PATH`. Because the copy holds every
 // tenant's data, only an admin key of the operator's tenant `default` (or open
 // mode) may make one; any other tenant's key gets `403 forbidden`.
 //
@@ -8587,7 +8587,7 @@ func (c *Client) ListAPIKeys(ctx context.Context, params *ListAPIKeysParams, req
 //
 // Makes a key for the caller's tenant with the given scope. The answer is the
 // only time the key text (`key`) is shown: only its SHA-256 is stored. Keys for
-// a new tenant are made with the CLI: `server keys create --tenant NAME --scope write`.
+// a new tenant are made with the CLI: `logbook keys create --tenant NAME --scope write`.
 // In open mode, the first key created ends open mode. With `user_id`, the key
 // is bound to that end user and sees only its sessions (see Authentication).
 //
@@ -8610,7 +8610,7 @@ func (c *Client) CreateAPIKeyWithBody(ctx context.Context, params *CreateAPIKeyP
 //
 // Makes a key for the caller's tenant with the given scope. The answer is the
 // only time the key text (`key`) is shown: only its SHA-256 is stored. Keys for
-// a new tenant are made with the CLI: `server keys create --tenant NAME --scope write`.
+// a new tenant are made with the CLI: `logbook keys create --tenant NAME --scope write`.
 // In open mode, the first key created ends open mode. With `user_id`, the key
 // is bound to that end user and sees only its sessions (see Authentication).
 //
@@ -17462,7 +17462,7 @@ type ClientWithResponsesInterface interface {
 	// GetHealthWithResponse Liveness probe
 	//
 	// Answers `200 {"status":"ok","version":"…"}` while the process is up, with the
-	// server's version (`server version` prints the same). It touches nothing else,
+	// server's version (`logbook version` prints the same). It touches nothing else,
 	// not even the database.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -17498,7 +17498,7 @@ type ClientWithResponsesInterface interface {
 	// file) and nowhere else. `name` is a plain file name; by default
 	// `logbook-<UTC time>.db`. An existing file is never overwritten
 	// (`409 conflict`). The copy is synced to disk before the answer. The CLI
-	// does the same with `server backup PATH`. Because the copy holds every
+	// does the same with `logbook backup PATH`. Because the copy holds every
 	// tenant's data, only an admin key of the operator's tenant `default` (or open
 	// mode) may make one; any other tenant's key gets `403 forbidden`.
 	//
@@ -17515,7 +17515,7 @@ type ClientWithResponsesInterface interface {
 	// file) and nowhere else. `name` is a plain file name; by default
 	// `logbook-<UTC time>.db`. An existing file is never overwritten
 	// (`409 conflict`). The copy is synced to disk before the answer. The CLI
-	// does the same with `server backup PATH`. Because the copy holds every
+	// does the same with `logbook backup PATH`. Because the copy holds every
 	// tenant's data, only an admin key of the operator's tenant `default` (or open
 	// mode) may make one; any other tenant's key gets `403 forbidden`.
 	//
@@ -17604,7 +17604,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Makes a key for the caller's tenant with the given scope. The answer is the
 	// only time the key text (`key`) is shown: only its SHA-256 is stored. Keys for
-	// a new tenant are made with the CLI: `server keys create --tenant NAME --scope write`.
+	// a new tenant are made with the CLI: `logbook keys create --tenant NAME --scope write`.
 	// In open mode, the first key created ends open mode. With `user_id`, the key
 	// is bound to that end user and sees only its sessions (see Authentication).
 	//
@@ -17617,7 +17617,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Makes a key for the caller's tenant with the given scope. The answer is the
 	// only time the key text (`key`) is shown: only its SHA-256 is stored. Keys for
-	// a new tenant are made with the CLI: `server keys create --tenant NAME --scope write`.
+	// a new tenant are made with the CLI: `logbook keys create --tenant NAME --scope write`.
 	// In open mode, the first key created ends open mode. With `user_id`, the key
 	// is bound to that end user and sees only its sessions (see Authentication).
 	//
@@ -34406,7 +34406,7 @@ func (c *ClientWithResponses) GetDocsScriptWithResponse(ctx context.Context, req
 // GetHealthWithResponse Liveness probe
 //
 // Answers `200 {"status":"ok","version":"…"}` while the process is up, with the
-// server's version (`server version` prints the same). It touches nothing else,
+// server's version (`logbook version` prints the same). It touches nothing else,
 // not even the database.
 //
 // Returns a wrapper object for the known response body format(s).
@@ -34460,7 +34460,7 @@ func (c *ClientWithResponses) GetReadinessWithResponse(ctx context.Context, reqE
 // file) and nowhere else. `name` is a plain file name; by default
 // `logbook-<UTC time>.db`. An existing file is never overwritten
 // (`409 conflict`). The copy is synced to disk before the answer. The CLI
-// does the same with `server backup PATH`. Because the copy holds every
+// does the same with `logbook backup PATH`. Because the copy holds every
 // tenant's data, only an admin key of the operator's tenant `default` (or open
 // mode) may make one; any other tenant's key gets `403 forbidden`.
 //
@@ -34483,7 +34483,7 @@ func (c *ClientWithResponses) BackupDatabaseWithBodyWithResponse(ctx context.Con
 // file) and nowhere else. `name` is a plain file name; by default
 // `logbook-<UTC time>.db`. An existing file is never overwritten
 // (`409 conflict`). The copy is synced to disk before the answer. The CLI
-// does the same with `server backup PATH`. Because the copy holds every
+// does the same with `logbook backup PATH`. Because the copy holds every
 // tenant's data, only an admin key of the operator's tenant `default` (or open
 // mode) may make one; any other tenant's key gets `403 forbidden`.
 //
@@ -34614,7 +34614,7 @@ func (c *ClientWithResponses) ListAPIKeysWithResponse(ctx context.Context, param
 //
 // Makes a key for the caller's tenant with the given scope. The answer is the
 // only time the key text (`key`) is shown: only its SHA-256 is stored. Keys for
-// a new tenant are made with the CLI: `server keys create --tenant NAME --scope write`.
+// a new tenant are made with the CLI: `logbook keys create --tenant NAME --scope write`.
 // In open mode, the first key created ends open mode. With `user_id`, the key
 // is bound to that end user and sees only its sessions (see Authentication).
 //
@@ -34633,7 +34633,7 @@ func (c *ClientWithResponses) CreateAPIKeyWithBodyWithResponse(ctx context.Conte
 //
 // Makes a key for the caller's tenant with the given scope. The answer is the
 // only time the key text (`key`) is shown: only its SHA-256 is stored. Keys for
-// a new tenant are made with the CLI: `server keys create --tenant NAME --scope write`.
+// a new tenant are made with the CLI: `logbook keys create --tenant NAME --scope write`.
 // In open mode, the first key created ends open mode. With `user_id`, the key
 // is bound to that end user and sees only its sessions (see Authentication).
 //
