@@ -7,12 +7,14 @@ PKGS := ./...
 
 .PHONY: run build test test-go test-postgres test-python test-typescript test-ui vecbench pgvecbench chromium soak check check-generated fmt vet lint lint-openapi deps tools bench profile gobench crash fuzz sim pg-failover clean
 
-# The binary is bin/logbook; its source is cmd/server.
+# The binary is bin/logbook; its source is cmd/server. bin/embedserver is the
+# stand-in embedding endpoint that docs/guides/embeddings.md starts.
 run: build
 	bin/logbook $(ARGS)
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-X main.version=$$(git describe --tags --always --dirty 2>/dev/null || echo dev)" -o bin/logbook ./cmd/server
+	CGO_ENABLED=0 $(GO) build -trimpath -o bin/embedserver ./cmd/embedserver
 
 # The whole suite, with the race detector: unit, API (spec-validated), in-process
 # run(), and the short kill -9 crash test. It refuses to pass on unformatted code,
@@ -75,12 +77,13 @@ check-generated:
 		echo "client/api/api.gen.go is not what openapi.yaml generates now: run go generate ./client/..."; exit 1; \
 	fi
 
-# The README walkthrough test runs the README's commands with bash, curl and jq.
+# The guides' test (internal/api/guides_test.go) runs README.md's and
+# docs/guides' commands with bash, curl and jq.
 # CI starts from a clean machine: install what is missing (apt-get, as root).
 tools:
 	@missing=""; for t in curl jq; do command -v $$t >/dev/null 2>&1 || missing="$$missing $$t"; done; \
 	if [ -n "$$missing" ]; then \
-		echo "installing$$missing for the README walkthrough"; \
+		echo "installing$$missing for the guides' test"; \
 		sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
 		$$sudo apt-get update -qq && $$sudo apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
