@@ -4,8 +4,11 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-# The binary is logbook; cmd/server is its source folder.
-RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/logbook ./cmd/server
+# The binary is logbook; cmd/server is its source folder. .git stays out of the
+# image's context, so the version `logbook version` and /healthz report comes in
+# as an argument: docker build --build-arg VERSION=$(git describe --tags --always) .
+ARG VERSION=dev
+RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w -X main.version=${VERSION}" -o /out/logbook ./cmd/server
 
 FROM alpine:3.22
 RUN adduser -D -u 10001 logbook && mkdir /data && chown logbook /data
