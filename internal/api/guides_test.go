@@ -127,6 +127,28 @@ func TestAPIDocListsEveryErrorCode(t *testing.T) {
 	}
 }
 
+// docs/development.md, which the README says lists every make target, does:
+// a target added to the Makefile without a line there fails here.
+func TestDevelopmentDocListsEveryMakeTarget(t *testing.T) {
+	mk, err := os.ReadFile("../../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile("../../docs/development.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	targets := regexp.MustCompile(`(?m)^([a-z][a-z-]*):`).FindAllStringSubmatch(string(mk), -1)
+	if len(targets) < 20 {
+		t.Fatalf("found %d targets in the Makefile; it has more", len(targets))
+	}
+	for _, m := range targets {
+		if !strings.Contains(string(md), "`make "+m[1]+"`") {
+			t.Errorf("docs/development.md does not list `make %s`", m[1])
+		}
+	}
+}
+
 // guidesInOrder is README.md, then the guides in the order of its numbered
 // list of them. Every guide must be in it: one that is not would never run.
 func guidesInOrder(t *testing.T, root string) []guide {
