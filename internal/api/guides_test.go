@@ -149,6 +149,45 @@ func TestDevelopmentDocListsEveryMakeTarget(t *testing.T) {
 	}
 }
 
+// The program is logbook (built as bin/logbook from cmd/server): a doc, a
+// build file or a message that says `server keys …` or bin/server sends a
+// reader to a command that does not exist.
+func TestDocsNameTheBinaryLogbook(t *testing.T) {
+	old := regexp.MustCompile("(^|[\\s`(])(bin/server|go run \\./cmd/server|server (migrate|keys|export|import|backup|agents|version|help)\\b|server --[a-z-]+)")
+	var files []string
+	for _, f := range []string{"README.md", "Makefile", "Dockerfile", "docker-compose.yml", ".ci/run", "openapi.yaml"} {
+		files = append(files, filepath.Join("../..", f))
+	}
+	for _, dir := range []string{"docs", "scripts", "cmd", "internal", "examples"} {
+		err := filepath.WalkDir(filepath.Join("../..", dir), func(path string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || strings.HasSuffix(path, "_test.go") {
+				return err
+			}
+			if ext := filepath.Ext(path); ext == ".md" || ext == ".go" || ext == ".sh" {
+				files = append(files, path)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(files) < 100 {
+		t.Fatalf("%d files to read; there are more", len(files))
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if m := old.FindStringSubmatch(line); m != nil {
+				t.Errorf("%s:%d: %q: the program is logbook (bin/logbook)", strings.TrimPrefix(f, "../../"), i+1, m[2])
+			}
+		}
+	}
+}
+
 // guidesInOrder is README.md, then the guides in the order of its numbered
 // list of them. Every guide must be in it: one that is not would never run.
 func guidesInOrder(t *testing.T, root string) []guide {
