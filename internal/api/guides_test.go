@@ -49,6 +49,10 @@ func TestGuides(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the server and runs bash, curl and jq")
 	}
+	// The guides' CLI commands open make run's database file, so the server
+	// is on that file whatever backend the suite runs on: a second run would
+	// only repeat the first.
+	requireSQLite(t, "the guides run against make run's SQLite file, which their CLI commands open")
 	for _, tool := range []string{"bash", "curl", "jq"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Fatalf("the guides need %s (make test installs it): %v", tool, err)
