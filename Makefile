@@ -1,16 +1,20 @@
-# Logbook. `make run` serves on 127.0.0.1:8080 over data/logbook.db; `make test`
-# runs the whole suite (CI runs exactly that through .ci/run).
+# Logbook. `make run` builds bin/logbook and serves on 127.0.0.1:8080 over
+# data/logbook.db (ARGS='--flag …' passes flags); `make test` runs the whole
+# suite (CI runs exactly that through .ci/run).
 
 GO ?= go
 PKGS := ./...
 
 .PHONY: run build test test-go test-postgres test-python test-typescript test-ui vecbench pgvecbench chromium soak check check-generated fmt vet lint lint-openapi deps tools bench profile gobench crash fuzz sim pg-failover clean
 
-run:
-	$(GO) run ./cmd/server
+# The binary is bin/logbook; its source is cmd/server. bin/embedserver is the
+# stand-in embedding endpoint that docs/guides/embeddings.md starts.
+run: build
+	bin/logbook $(ARGS)
 
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-X main.version=$$(git describe --tags --always --dirty 2>/dev/null || echo dev)" -o bin/server ./cmd/server
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-X main.version=$$(git describe --tags --always --dirty 2>/dev/null || echo dev)" -o bin/logbook ./cmd/server
+	CGO_ENABLED=0 $(GO) build -trimpath -o bin/embedserver ./cmd/embedserver
 
 # The whole suite, with the race detector: unit, API (spec-validated), in-process
 # run(), and the short kill -9 crash test. It refuses to pass on unformatted code,
@@ -73,12 +77,13 @@ check-generated:
 		echo "client/api/api.gen.go is not what openapi.yaml generates now: run go generate ./client/..."; exit 1; \
 	fi
 
-# The README walkthrough test runs the README's commands with bash, curl and jq.
+# The guides' test (internal/api/guides_test.go) runs README.md's and
+# docs/guides' commands with bash, curl and jq.
 # CI starts from a clean machine: install what is missing (apt-get, as root).
 tools:
 	@missing=""; for t in curl jq; do command -v $$t >/dev/null 2>&1 || missing="$$missing $$t"; done; \
 	if [ -n "$$missing" ]; then \
-		echo "installing$$missing for the README walkthrough"; \
+		echo "installing$$missing for the guides' test"; \
 		sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
 		$$sudo apt-get update -qq && $$sudo apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
@@ -137,17 +142,17 @@ $(OPENAPI_TOOLS)/node_modules/.package-lock.json: $(OPENAPI_TOOLS)/package-lock.
 # tenant's big messages beside another's. Figures go to docs/benchmarks.md.
 bench: build
 	bash scripts/pocketbase.sh bin/pocketbase
-	$(GO) run ./cmd/loadtest -server bin/server -pocketbase bin/pocketbase
+	$(GO) run ./cmd/loadtest -server bin/logbook -pocketbase bin/pocketbase
 
 # CPU profiles of the server under the load tool's appends, streams, batches and pages,
 # written to profiles/ (go tool pprof -http=: profiles/appends.pprof to browse).
 profile: build
 	@mkdir -p profiles
-	$(GO) run ./cmd/loadtest -server bin/server -only appends -rounds 1 -server-flag=--cpu-profile=$(CURDIR)/profiles/appends.pprof
-	$(GO) run ./cmd/loadtest -server bin/server -only stream -stream-rounds 1 -server-flag=--cpu-profile=$(CURDIR)/profiles/stream.pprof
-	$(GO) run ./cmd/loadtest -server bin/server -only batch -batch-rounds 1 -server-flag=--cpu-profile=$(CURDIR)/profiles/batch.pprof
-	$(GO) run ./cmd/loadtest -server bin/server -only paging -server-flag=--cpu-profile=$(CURDIR)/profiles/paging.pprof
-	@for p in appends stream batch paging; do echo "== $$p"; $(GO) tool pprof -top -nodecount=25 bin/server profiles/$$p.pprof 2>/dev/null | tail -n +6; done
+	$(GO) run ./cmd/loadtest -server bin/logbook -only appends -rounds 1 -server-flag=--cpu-profile=$(CURDIR)/profiles/appends.pprof
+	$(GO) run ./cmd/loadtest -server bin/logbook -only stream -stream-rounds 1 -server-flag=--cpu-profile=$(CURDIR)/profiles/stream.pprof
+	$(GO) run ./cmd/loadtest -server bin/logbook -only batch -batch-rounds 1 -server-flag=--cpu-profile=$(CURDIR)/profiles/batch.pprof
+	$(GO) run ./cmd/loadtest -server bin/logbook -only paging -server-flag=--cpu-profile=$(CURDIR)/profiles/paging.pprof
+	@for p in appends stream batch paging; do echo "== $$p"; $(GO) tool pprof -top -nodecount=25 bin/logbook profiles/$$p.pprof 2>/dev/null | tail -n +6; done
 
 # PostgreSQL with a synchronous standby: kill the primary under load, promote the
 # standby, count the acknowledged appends lost (docs/scale.md).

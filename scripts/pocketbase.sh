@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds PocketBase's examples/base from source, as a baseline for the load tool
-# (go run ./cmd/loadtest -server bin/server -pocketbase bin/pocketbase).
+# (go run ./cmd/loadtest -server bin/logbook -pocketbase bin/pocketbase).
 # The repo keeps this script, not PocketBase's code: the source comes through the
 # Go module proxy at a pinned version and only the binary is left behind, in bin/
 # by default, which git ignores.

@@ -5955,7 +5955,7 @@ type ClientInterface interface {
 	// GetHealth Liveness probe
 	//
 	// Answers `200 {"status":"ok","version":"…"}` while the process is up, with the
-	// server's version (`server version` prints the same). It touches nothing else,
+	// server's version (`logbook version` prints the same). It touches nothing else,
 	// not even the database.
 	//
 	// Corresponds with GET /healthz (the `GetHealth` operationId).
@@ -5985,7 +5985,7 @@ type ClientInterface interface {
 	// file) and nowhere else. `name` is a plain file name; by default
 	// `logbook-<UTC time>.db`. An existing file is never overwritten
 	// (`409 conflict`). The copy is synced to disk before the answer. The CLI
-	// does the same with `server backup PATH`. Because the copy holds every
+	// does the same with `logbook backup PATH`. Because the copy holds every
 	// tenant's data, only an admin key of the operator's tenant `default` (or open
 	// mode) may make one; any other tenant's key gets `403 forbidden`.
 	//
@@ -6002,7 +6002,7 @@ type ClientInterface interface {
 	// file) and nowhere else. `name` is a plain file name; by default
 	// `logbook-<UTC time>.db`. An existing file is never overwritten
 	// (`409 conflict`). The copy is synced to disk before the answer. The CLI
-	// does the same with `server backup PATH`. Because the copy holds every
+	// does the same with `logbook backup PATH`. Because the copy holds every
 	// tenant's data, only an admin key of the operator's tenant `default` (or open
 	// mode) may make one; any other tenant's key gets `403 forbidden`.
 	//
@@ -6083,7 +6083,7 @@ type ClientInterface interface {
 	//
 	// Makes a key for the caller's tenant with the given scope. The answer is the
 	// only time the key text (`key`) is shown: only its SHA-256 is stored. Keys for
-	// a new tenant are made with the CLI: `server keys create --tenant NAME --scope write`.
+	// a new tenant are made with the CLI: `logbook keys create --tenant NAME --scope write`.
 	// In open mode, the first key created ends open mode. With `user_id`, the key
 	// is bound to that end user and sees only its sessions (see Authentication).
 	//
@@ -6096,7 +6096,7 @@ type ClientInterface interface {
 	//
 	// Makes a key for the caller's tenant with the given scope. The answer is the
 	// only time the key text (`key`) is shown: only its SHA-256 is stored. Keys for
-	// a new tenant are made with the CLI: `server keys create --tenant NAME --scope write`.
+	// a new tenant are made with the CLI: `logbook keys create --tenant NAME --scope write`.
 	// In open mode, the first key created ends open mode. With `user_id`, the key
 	// is bound to that end user and sees only its sessions (see Authentication).
 	//
@@ -8457,7 +8457,7 @@ func (c *Client) GetDocsScript(ctx context.Context, reqEditors ...RequestEditorF
 // GetHealth Liveness probe
 //
 // Answers `200 {"status":"ok","version":"…"}` while the process is up, with the
-// server's version (`server version` prints the same). It touches nothing else,
+// server's version (`logbook version` prints the same). It touches nothing else,
 // not even the database.
 //
 // Corresponds with GET /healthz (the `GetHealth` operationId).
@@ -8517,7 +8517,7 @@ func (c *Client) GetReadiness(ctx context.Context, reqEditors ...RequestEditorFn
 // file) and nowhere else. `name` is a plain file name; by default
 // `logbook-<UTC time>.db`. An existing file is never overwritten
 // (`409 conflict`). The copy is synced to disk before the answer. The CLI
-// does the same with `server backup PATH`. Because the copy holds every
+// does the same with `logbook backup PATH`. Because the copy holds every
 // tenant's data, only an admin key of the operator's tenant `default` (or open
 // mode) may make one; any other tenant's key gets `403 forbidden`.
 //
@@ -8544,7 +8544,7 @@ func (c *Client) BackupDatabaseWithBody(ctx context.Context, params *BackupDatab
 // file) and nowhere else. `name` is a plain file name; by default
 // `logbook-<UTC time>.db`. An existing file is never overwritten
 // (`409 conflict`). The copy is synced to disk before the answer. The CLI
-// does the same with `server backup PATH`. Because the copy holds every
+// does the same with `logbook backup PATH`. Because the copy holds every
 // tenant's data, only an admin key of the operator's tenant `default` (or open
 // mode) may make one; any other tenant's key gets `403 forbidden`.
 //
@@ -8695,7 +8695,7 @@ func (c *Client) ListAPIKeys(ctx context.Context, params *ListAPIKeysParams, req
 //
 // Makes a key for the caller's tenant with the given scope. The answer is the
 // only time the key text (`key`) is shown: only its SHA-256 is stored. Keys for
-// a new tenant are made with the CLI: `server keys create --tenant NAME --scope write`.
+// a new tenant are made with the CLI: `logbook keys create --tenant NAME --scope write`.
 // In open mode, the first key created ends open mode. With `user_id`, the key
 // is bound to that end user and sees only its sessions (see Authentication).
 //
@@ -8718,7 +8718,7 @@ func (c *Client) CreateAPIKeyWithBody(ctx context.Context, params *CreateAPIKeyP
 //
 // Makes a key for the caller's tenant with the given scope. The answer is the
 // only time the key text (`key`) is shown: only its SHA-256 is stored. Keys for
-// a new tenant are made with the CLI: `server keys create --tenant NAME --scope write`.
+// a new tenant are made with the CLI: `logbook keys create --tenant NAME --scope write`.
 // In open mode, the first key created ends open mode. With `user_id`, the key
 // is bound to that end user and sees only its sessions (see Authentication).
 //
@@ -17684,7 +17684,7 @@ type ClientWithResponsesInterface interface {
 	// GetHealthWithResponse Liveness probe
 	//
 	// Answers `200 {"status":"ok","version":"…"}` while the process is up, with the
-	// server's version (`server version` prints the same). It touches nothing else,
+	// server's version (`logbook version` prints the same). It touches nothing else,
 	// not even the database.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -17720,7 +17720,7 @@ type ClientWithResponsesInterface interface {
 	// file) and nowhere else. `name` is a plain file name; by default
 	// `logbook-<UTC time>.db`. An existing file is never overwritten
 	// (`409 conflict`). The copy is synced to disk before the answer. The CLI
-	// does the same with `server backup PATH`. Because the copy holds every
+	// does the same with `logbook backup PATH`. Because the copy holds every
 	// tenant's data, only an admin key of the operator's tenant `default` (or open
 	// mode) may make one; any other tenant's key gets `403 forbidden`.
 	//
@@ -17737,7 +17737,7 @@ type ClientWithResponsesInterface interface {
 	// file) and nowhere else. `name` is a plain file name; by default
 	// `logbook-<UTC time>.db`. An existing file is never overwritten
 	// (`409 conflict`). The copy is synced to disk before the answer. The CLI
-	// does the same with `server backup PATH`. Because the copy holds every
+	// does the same with `logbook backup PATH`. Because the copy holds every
 	// tenant's data, only an admin key of the operator's tenant `default` (or open
 	// mode) may make one; any other tenant's key gets `403 forbidden`.
 	//
@@ -17826,7 +17826,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Makes a key for the caller's tenant with the given scope. The answer is the
 	// only time the key text (`key`) is shown: only its SHA-256 is stored. Keys for
-	// a new tenant are made with the CLI: `server keys create --tenant NAME --scope write`.
+	// a new tenant are made with the CLI: `logbook keys create --tenant NAME --scope write`.
 	// In open mode, the first key created ends open mode. With `user_id`, the key
 	// is bound to that end user and sees only its sessions (see Authentication).
 	//
@@ -17839,7 +17839,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Makes a key for the caller's tenant with the given scope. The answer is the
 	// only time the key text (`key`) is shown: only its SHA-256 is stored. Keys for
-	// a new tenant are made with the CLI: `server keys create --tenant NAME --scope write`.
+	// a new tenant are made with the CLI: `logbook keys create --tenant NAME --scope write`.
 	// In open mode, the first key created ends open mode. With `user_id`, the key
 	// is bound to that end user and sees only its sessions (see Authentication).
 	//
@@ -34777,7 +34777,7 @@ func (c *ClientWithResponses) GetDocsScriptWithResponse(ctx context.Context, req
 // GetHealthWithResponse Liveness probe
 //
 // Answers `200 {"status":"ok","version":"…"}` while the process is up, with the
-// server's version (`server version` prints the same). It touches nothing else,
+// server's version (`logbook version` prints the same). It touches nothing else,
 // not even the database.
 //
 // Returns a wrapper object for the known response body format(s).
@@ -34831,7 +34831,7 @@ func (c *ClientWithResponses) GetReadinessWithResponse(ctx context.Context, reqE
 // file) and nowhere else. `name` is a plain file name; by default
 // `logbook-<UTC time>.db`. An existing file is never overwritten
 // (`409 conflict`). The copy is synced to disk before the answer. The CLI
-// does the same with `server backup PATH`. Because the copy holds every
+// does the same with `logbook backup PATH`. Because the copy holds every
 // tenant's data, only an admin key of the operator's tenant `default` (or open
 // mode) may make one; any other tenant's key gets `403 forbidden`.
 //
@@ -34854,7 +34854,7 @@ func (c *ClientWithResponses) BackupDatabaseWithBodyWithResponse(ctx context.Con
 // file) and nowhere else. `name` is a plain file name; by default
 // `logbook-<UTC time>.db`. An existing file is never overwritten
 // (`409 conflict`). The copy is synced to disk before the answer. The CLI
-// does the same with `server backup PATH`. Because the copy holds every
+// does the same with `logbook backup PATH`. Because the copy holds every
 // tenant's data, only an admin key of the operator's tenant `default` (or open
 // mode) may make one; any other tenant's key gets `403 forbidden`.
 //
@@ -34985,7 +34985,7 @@ func (c *ClientWithResponses) ListAPIKeysWithResponse(ctx context.Context, param
 //
 // Makes a key for the caller's tenant with the given scope. The answer is the
 // only time the key text (`key`) is shown: only its SHA-256 is stored. Keys for
-// a new tenant are made with the CLI: `server keys create --tenant NAME --scope write`.
+// a new tenant are made with the CLI: `logbook keys create --tenant NAME --scope write`.
 // In open mode, the first key created ends open mode. With `user_id`, the key
 // is bound to that end user and sees only its sessions (see Authentication).
 //
@@ -35004,7 +35004,7 @@ func (c *ClientWithResponses) CreateAPIKeyWithBodyWithResponse(ctx context.Conte
 //
 // Makes a key for the caller's tenant with the given scope. The answer is the
 // only time the key text (`key`) is shown: only its SHA-256 is stored. Keys for
-// a new tenant are made with the CLI: `server keys create --tenant NAME --scope write`.
+// a new tenant are made with the CLI: `logbook keys create --tenant NAME --scope write`.
 // In open mode, the first key created ends open mode. With `user_id`, the key
 // is bound to that end user and sees only its sessions (see Authentication).
 //

@@ -2,8 +2,8 @@
 // (internal/embed/standin) on loopback, for trying server-computed
 // embeddings without a provider:
 //
-//	go run ./cmd/embedserver -addr 127.0.0.1:11435
-//	go run ./cmd/server --embedding-url http://127.0.0.1:11435/v1/embeddings --embedding-model logbook-standin
+//	bin/embedserver -addr 127.0.0.1:11435   # make build builds both
+//	bin/logbook --embedding-url http://127.0.0.1:11435/v1/embeddings --embedding-model logbook-standin
 //
 // Its vectors know only a small thesaurus; use a real provider (Ollama,
 // OpenAI) for real memory.

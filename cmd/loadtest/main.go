@@ -11,7 +11,7 @@
 // throwaway PostgreSQL cluster, with one server process and with two on one
 // database, beside Logbook on SQLite (-postgres=false skips that).
 //
-//	go build -o bin/server ./cmd/server && go run ./cmd/loadtest -server bin/server
+//	make build && go run ./cmd/loadtest            # -server bin/logbook, the default
 //	bash scripts/pocketbase.sh bin/pocketbase   # PocketBase from source, for -pocketbase bin/pocketbase
 //
 // Every server runs as its own process on a fresh temporary database, on
@@ -105,7 +105,7 @@ func main() {
 func parseFlags(args []string) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("loadtest", flag.ContinueOnError)
-	fs.StringVar(&o.server, "server", "", "path to the built Logbook server binary (required)")
+	fs.StringVar(&o.server, "server", "bin/logbook", "path to the built Logbook binary (make build writes bin/logbook)")
 	fs.Func("server-flag", "an extra flag for Logbook's server, repeatable (e.g. -server-flag=--search-index=false)", func(v string) error {
 		o.serverFlags = append(o.serverFlags, v)
 		return nil
@@ -139,7 +139,7 @@ func parseFlags(args []string) (options, error) {
 	}
 	switch {
 	case o.server == "":
-		return o, errors.New("-server PATH is required (build it with: go build -o bin/server ./cmd/server)")
+		return o, errors.New("-server PATH names Logbook's binary (build it with: make build, which writes bin/logbook)")
 	case fs.NArg() > 0:
 		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
 	case o.naiveMaxConns < 0:
@@ -173,7 +173,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	if fi, err := os.Stat(bin); err != nil || fi.IsDir() {
-		return fmt.Errorf("-server %s: not a file (build it with: go build -o bin/server ./cmd/server)", opts.server)
+		return fmt.Errorf("-server %s: not a file (build it with: make build, which writes bin/logbook)", opts.server)
 	}
 	self, err := os.Executable()
 	if err != nil {

@@ -28,15 +28,15 @@ func decideOpenMode(ctx context.Context, store repo.Keys, addr net.Addr, insecur
 	loopback := isLoopback(addr)
 	switch {
 	case hasKeys:
-		log.Info().Str("addr", addr.String()).Msg("API keys exist: every /v1 request needs one. To go back to open mode, revoke every key (server keys revoke) and restart the server")
+		log.Info().Str("addr", addr.String()).Msg("API keys exist: every /v1 request needs one. To go back to open mode, revoke every key (logbook keys revoke) and restart the server")
 		return false, nil
 	case loopback:
-		log.Warn().Str("addr", addr.String()).Msg("open mode: no API key exists, so requests without a key act as tenant \"default\"; the first key created (server keys create, or POST /v1/admin/keys) ends open mode until the server restarts")
+		log.Warn().Str("addr", addr.String()).Msg("open mode: no API key exists, so requests without a key act as tenant \"default\"; the first key created (logbook keys create, or POST /v1/admin/keys) ends open mode until the server restarts")
 		return true, nil
 	case insecure:
 		log.Warn().Str("addr", addr.String()).Msg("open mode on a non-loopback address (--insecure-no-auth): anyone who can reach this port can read and write everything until the first key is created")
 		return true, nil
 	}
 	return false, fmt.Errorf("refusing to serve %s without authentication: no API key exists and the address is not loopback; "+
-		"create a key first (server keys create --tenant NAME --scope admin) or pass --insecure-no-auth", addr)
+		"create a key first (logbook keys create --tenant NAME --scope admin) or pass --insecure-no-auth", addr)
 }

@@ -25,7 +25,7 @@ func TestWALMaxBytesReachesTheStore(t *testing.T) {
 		{"one_shot_command", []string{"LOGBOOK_WAL_MAX_BYTES", "1048576"}, false, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, _, err := parseConfig("server", []string{"--db", filepath.Join(t.TempDir(), "l.db")}, envOf(tc.env...), io.Discard)
+			cfg, _, err := parseConfig("logbook", []string{"--db", filepath.Join(t.TempDir(), "l.db")}, envOf(tc.env...), io.Discard)
 			if err != nil {
 				t.Fatal(err)
 			}

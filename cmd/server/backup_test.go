@@ -104,7 +104,7 @@ func TestBackupDirConfig(t *testing.T) {
 		{"flag_wins", []string{"--backup-dir", "/f"}, []string{"LOGBOOK_BACKUP_DIR", "/b"}, "/f"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, _, err := parseConfig("server", tc.args, envOf(tc.env...), io.Discard)
+			cfg, _, err := parseConfig("logbook", tc.args, envOf(tc.env...), io.Discard)
 			if err != nil {
 				t.Fatal(err)
 			}

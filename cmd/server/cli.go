@@ -11,6 +11,8 @@ import (
 	"strconv"
 
 	"github.com/urfave/cli/v3"
+
+	"github.com/logbook/logbook/internal/model"
 )
 
 // newCommand is the whole command line: serving at the root, the maintenance
@@ -18,10 +20,10 @@ import (
 // environment only through getenv, so that run stays testable in-process.
 func newCommand(getenv func(string) string, stdout, stderr io.Writer) *cli.Command {
 	root := &cli.Command{
-		Name:  "server",
-		Usage: "Logbook: a REST server for AI-agent sessions over one SQLite file",
-		UsageText: "server [flags]                 serve the HTTP API\n" +
-			"server [flags] COMMAND [args]  work on the database file; flags may also follow COMMAND",
+		Name:  programName,
+		Usage: "a durable session, message, checkpoint and memory store for AI agents, over SQLite or PostgreSQL",
+		UsageText: programName + " [flags]                 serve the HTTP API\n" +
+			programName + " [flags] COMMAND [args]  work on the database; flags may also follow COMMAND",
 		Flags:  globalFlags(getenv),
 		Action: serveAction(getenv, stdout),
 		Commands: []*cli.Command{
@@ -29,6 +31,7 @@ func newCommand(getenv func(string) string, stdout, stderr io.Writer) *cli.Comma
 			keysCommand(stdout, stderr),
 			exportCommand(stdout),
 			importCommand(stdout, stderr),
+			agentsCommand(stdout, stderr),
 			backupCommand(stdout),
 			versionCommand(stdout),
 		},
@@ -40,14 +43,94 @@ func newCommand(getenv func(string) string, stdout, stderr io.Writer) *cli.Comma
 	}
 	_ = root.Walk(func(c *cli.Command) error {
 		c.OnUsageError = usageError
-		if len(c.Commands) == 0 && c != root {
+		if len(c.Commands) > 0 {
+			c.Commands = append(c.Commands, helpCommand())
+		} else {
 			// A leaf's words are data (a path, an id): "backup help" is a file named
 			// help, not a request for help, which -h and --help are there for.
 			c.HideHelpCommand = true
 		}
+		if c != root {
+			c.CustomHelpTemplate = commandHelpTemplate(c.Name != "version" && c.Name != "help")
+		}
 		return nil
 	})
 	return root
+}
+
+// programName is what the binary calls itself: make build writes bin/logbook,
+// the image installs /usr/local/bin/logbook, whatever the source folder.
+const programName = "logbook"
+
+// commandHelpTemplate is a command's help: its own flags, and of the server's
+// ~40 flags only --db, the one a command on the database needs (the others
+// are accepted anywhere but are the server's business: logbook --help). The
+// library's default lists every one of them under every command.
+func commandHelpTemplate(showDB bool) string {
+	t := `NAME:
+   {{template "helpNameTemplate" .}}
+
+USAGE:
+   {{template "usageTemplate" .}}{{if .Description}}
+
+DESCRIPTION:
+   {{template "descriptionTemplate" .}}{{end}}{{if .VisibleCommands}}
+
+COMMANDS:{{template "visibleCommandTemplate" .}}{{end}}{{if .VisibleFlags}}
+
+OPTIONS:{{template "visibleFlagTemplate" .}}{{end}}`
+	if showDB {
+		t += `{{range .VisiblePersistentFlags}}{{if eq (index .Names 0) "db"}}
+
+GLOBAL OPTIONS:
+   {{wrap .String 6}}{{end}}{{end}}`
+	}
+	return t + "\n"
+}
+
+// The library shows a group's help ("keys --help") with its default template,
+// whatever the group's own; this one honours CustomHelpTemplate, as a leaf's
+// help does.
+func init() {
+	cli.ShowSubcommandHelp = func(cmd *cli.Command) error {
+		tmpl := cmd.CustomHelpTemplate
+		if tmpl == "" {
+			tmpl = cli.SubcommandHelpTemplate
+		}
+		cli.HelpPrinter(cmd.Root().Writer, tmpl, cmd)
+		return nil
+	}
+}
+
+// helpCommand stands in for the library's help command, which takes no flags,
+// so that "logbook help --help" answers with help, as every command does,
+// rather than an error. "help [COMMAND [SUB-COMMAND]]" shows that command's help.
+func helpCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "help",
+		Aliases:   []string{"h"},
+		Usage:     "show the commands, or one command's help",
+		ArgsUsage: "[COMMAND [SUB-COMMAND]]",
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			lineage := cmd.Lineage() // help, the command it belongs to, …, the root
+			var owner *cli.Command
+			target := lineage[1]
+			if len(lineage) > 2 {
+				owner = lineage[2]
+			}
+			for _, name := range cmd.Args().Slice() {
+				sub := target.Command(name)
+				if sub == nil || sub.Name == "help" {
+					return fmt.Errorf("no command %q in %s (see %s --help)", name, target.FullName(), target.FullName())
+				}
+				owner, target = target, sub
+			}
+			if owner == nil {
+				return cli.ShowRootCommandHelp(target)
+			}
+			return cli.ShowCommandHelp(ctx, owner, target.Name)
+		},
+	}
 }
 
 // usageError keeps a parse error to one line that says where help is, instead
@@ -138,8 +221,22 @@ func createFlag() *cli.BoolFlag {
 	return &cli.BoolFlag{Name: "create", Usage: "create the database file (and its directory) if it does not exist"}
 }
 
-// tenantFlag names the tenant a command acts for. Commands check the value
-// themselves, so that a bad or missing tenant reads as it does from the API.
+// tenantFlag names the tenant a command acts for; def "" makes it required.
+// Commands check the value with tenantArg, so that a bad tenant reads as it
+// does from the API.
 func tenantFlag(def, usage string) *cli.StringFlag {
 	return &cli.StringFlag{Name: "tenant", Value: def, Usage: usage}
+}
+
+// tenantArg is --tenant, checked: a command whose flag has no default needs
+// it, and says so rather than that an empty name is too short.
+func tenantArg(cmd *cli.Command) (string, error) {
+	tenant := cmd.String("tenant")
+	if tenant == "" && !cmd.IsSet("tenant") {
+		return "", fmt.Errorf("%s needs --tenant NAME, which is required (see %s --help)", cmd.FullName(), cmd.FullName())
+	}
+	if !model.ValidClientID(tenant) {
+		return "", fmt.Errorf("--tenant must be 1 to 128 characters of A-Z a-z 0-9 _ . : -")
+	}
+	return tenant, nil
 }

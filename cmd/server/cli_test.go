@@ -125,7 +125,7 @@ func TestGlobalFlagForms(t *testing.T) {
 			func(c config) bool { return c.DB == "data/logbook.db" && c.Addr == "127.0.0.1:8080" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, _, err := parseConfig("server", tc.args, envOf(tc.env...), io.Discard)
+			cfg, _, err := parseConfig("logbook", tc.args, envOf(tc.env...), io.Discard)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -136,17 +136,19 @@ func TestGlobalFlagForms(t *testing.T) {
 	}
 }
 
-// Help is asked for, so it is an answer: stdout, exit 0, no side effects, and
-// every flag shown with its variable.
+// Help is asked for, so it is an answer: stdout, exit 0, no side effects. The
+// root lists every server flag with its variable; a command lists its own
+// flags and, of the server's, only --db, which it works on.
 func TestHelpOnEveryCommand(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "missing.db")
 	for _, path := range [][]string{
 		{}, {"migrate"}, {"migrate", "status"}, {"migrate", "up"}, {"migrate", "down"},
 		{"keys"}, {"keys", "create"}, {"keys", "list"}, {"keys", "revoke"},
-		{"export"}, {"import"}, {"backup"}, {"version"},
+		{"export"}, {"import"}, {"agents"}, {"agents", "export"}, {"agents", "import"},
+		{"backup"}, {"version"}, {"help"}, {"keys", "help"},
 	} {
 		for _, flag := range []string{"-h", "--help", "-help"} {
-			name := strings.Join(append([]string{"server"}, path...), " ")
+			name := strings.Join(append([]string{"logbook"}, path...), " ")
 			t.Run(strings.ReplaceAll(name, " ", "_")+flag, func(t *testing.T) {
 				args := append(append([]string{"--db", missing}, path...), flag)
 				stdout, stderr, err := runEnv(t, envOf(), args...)
@@ -156,9 +158,29 @@ func TestHelpOnEveryCommand(t *testing.T) {
 				if stderr != "" {
 					t.Errorf("stderr = %q, want nothing", stderr)
 				}
-				for _, want := range []string{"NAME:\n   " + name + " ", "--db DB", "[$LOGBOOK_DB]", "--sync", "[$LOGBOOK_SYNC]", "--help, -h"} {
-					if !strings.Contains(stdout, want) {
-						t.Errorf("help lacks %q:\n%s", want, stdout)
+				want := []string{"NAME:\n   " + name + " ", "--help, -h"}
+				var unwanted []string
+				last := ""
+				if len(path) > 0 {
+					last = path[len(path)-1]
+				}
+				switch {
+				case len(path) == 0:
+					want = append(want, "--db DB", "[$LOGBOOK_DB]", "--sync", "[$LOGBOOK_SYNC]", "--embedding-url", "[$LOGBOOK_ADDR]")
+				case last == "version" || last == "help":
+					unwanted = []string{"--db", "--sync", "GLOBAL OPTIONS"}
+				default:
+					want = append(want, "--db DB", "[$LOGBOOK_DB]")
+					unwanted = []string{"--sync", "--addr", "--embedding-url", "[$LOGBOOK_SYNC]"}
+				}
+				for _, w := range want {
+					if !strings.Contains(stdout, w) {
+						t.Errorf("help lacks %q:\n%s", w, stdout)
+					}
+				}
+				for _, u := range unwanted {
+					if strings.Contains(stdout, u) {
+						t.Errorf("help shows %q, a flag this command does not use:\n%s", u, stdout)
 					}
 				}
 			})
@@ -170,9 +192,11 @@ func TestHelpOnEveryCommand(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"help"}, []string{"COMMANDS:", "keys", "backup", "version", "[$LOGBOOK_ADDR]"}},
-		{[]string{"help", "keys"}, []string{"server keys", "create", "revoke", "[$LOGBOOK_DB]"}},
-		{[]string{"keys", "help", "create"}, []string{"server keys create", "--tenant", "--scope", "[$LOGBOOK_DB]"}},
+		{[]string{"help"}, []string{"COMMANDS:", "keys", "agents", "backup", "version", "[$LOGBOOK_ADDR]"}},
+		{[]string{"help", "keys"}, []string{"logbook keys", "create", "revoke", "[$LOGBOOK_DB]"}},
+		{[]string{"help", "keys", "create"}, []string{"logbook keys create", "--tenant", "--scope", "[$LOGBOOK_DB]"}},
+		{[]string{"keys", "help", "create"}, []string{"logbook keys create", "--tenant", "--scope", "[$LOGBOOK_DB]"}},
+		{[]string{"help", "agents", "import"}, []string{"logbook agents import", "--as-new", "FILE"}},
 		{[]string{"import", "--help"}, []string{"--create", "--as-new", "--file FILE"}},
 		{[]string{"migrate", "up", "--help"}, []string{"--create"}},
 	} {
@@ -185,6 +209,31 @@ func TestHelpOnEveryCommand(t *testing.T) {
 				t.Errorf("%v lacks %q:\n%s", tc.args, want, stdout)
 			}
 		}
+	}
+}
+
+// A flag with no default that a command needs is named as required, not
+// refused for the length of a value nobody gave.
+func TestRequiredFlagsSayRequired(t *testing.T) {
+	db := newDB(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"keys", "create", "--scope", "admin"}, "logbook keys create needs --tenant NAME, which is required"},
+		{[]string{"keys", "create", "--tenant", "acme"}, "logbook keys create needs --scope read|write|admin, which is required"},
+		{[]string{"keys", "create", "--tenant", "", "--scope", "admin"}, "--tenant must be 1 to 128 characters"},
+		{[]string{"keys", "create", "--tenant", "acme", "--scope", "root"}, "--scope must be read, write or admin"},
+	} {
+		t.Run(strings.Join(tc.args, "_"), func(t *testing.T) {
+			stdout, _, err := runEnv(t, envOf(), append([]string{"--db", db}, tc.args...)...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want one containing %q", err, tc.want)
+			}
+			if stdout != "" {
+				t.Errorf("stdout = %q, want no key", stdout)
+			}
+		})
 	}
 }
 
@@ -204,7 +253,7 @@ func TestVersion(t *testing.T) {
 	err = json.NewDecoder(res.Body).Decode(&health)
 	res.Body.Close()
 	if err != nil || health.Version != v {
-		t.Errorf("/healthz version = %q (%v), want %q as server version prints", health.Version, err, v)
+		t.Errorf("/healthz version = %q (%v), want %q as logbook version prints", health.Version, err, v)
 	}
 	if err := stop(); err != nil {
 		t.Fatal(err)
@@ -217,7 +266,7 @@ func TestVersionFromLinkerFlag(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a binary; skipped with -short")
 	}
-	bin := filepath.Join(t.TempDir(), "server")
+	bin := filepath.Join(t.TempDir(), "logbook")
 	goBin := os.Getenv("GO") // as TestCrash finds it
 	if goBin == "" {
 		goBin = "go"
@@ -348,13 +397,14 @@ func TestUnknownCommandsAndFlags(t *testing.T) {
 		want string
 	}{
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
-		{[]string{"keys", "frob"}, `unknown command "frob" for server keys`},
+		{[]string{"keys", "frob"}, `unknown command "frob" for logbook keys`},
 		{[]string{"keys"}, "create, list or revoke"},
 		{[]string{"migrate", "sideways"}, `unknown command "sideways"`},
 		{[]string{"migrate"}, "status, up or down"},
-		{[]string{"help", "frob"}, "frob"},
+		{[]string{"help", "frob"}, `no command "frob" in logbook`},
+		{[]string{"help", "keys", "frob"}, `no command "frob" in logbook keys`},
 		{[]string{"--nope"}, "flag provided but not defined: -nope"},
-		{[]string{"keys", "create", "--nope"}, "server keys create --help"},
+		{[]string{"keys", "create", "--nope"}, "logbook keys create --help"},
 		{[]string{"export", "--sesion", "s"}, "-sesion"},
 		// --migrate takes =false now; the old spaced form must not start a server.
 		{[]string{"--migrate", "false"}, "--migrate=false"},
@@ -378,7 +428,7 @@ func TestUnknownCommandsAndFlags(t *testing.T) {
 	}
 }
 
-// LOGBOOK_KEY=$(server keys create ...) must capture the key and nothing else.
+// LOGBOOK_KEY=$(logbook keys create ...) must capture the key and nothing else.
 func TestKeysCreateWritesOnlyTheKeyToStdout(t *testing.T) {
 	db := newDB(t)
 	stdout, stderr, err := runEnv(t, envOf(), "keys", "create", "--scope", "admin", "--tenant", "acme", "--db", db)
@@ -406,7 +456,7 @@ func TestRunReadsOnlyItsGetenv(t *testing.T) {
 	if _, _, err := runEnv(t, envOf("LOGBOOK_DB", db), "keys", "list"); err != nil {
 		t.Errorf("keys list read the process environment: %v", err)
 	}
-	cfg, _, err := parseConfig("server", nil, envOf(), io.Discard)
+	cfg, _, err := parseConfig("logbook", nil, envOf(), io.Discard)
 	if err != nil || cfg.DB != "data/logbook.db" || cfg.Sync != "full" {
 		t.Errorf("config from an empty getenv: %+v, %v", cfg, err)
 	}
@@ -430,7 +480,7 @@ func TestGCPercent(t *testing.T) {
 		{name: "negative", env: []string{"GOGC", "-5"}, err: "gc-percent"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, _, err := parseConfig("server", tc.args, envOf(tc.env...), io.Discard)
+			cfg, _, err := parseConfig("logbook", tc.args, envOf(tc.env...), io.Discard)
 			switch {
 			case tc.err != "":
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
@@ -460,7 +510,7 @@ func TestPGVectorFlag(t *testing.T) {
 		{name: "bad", args: []string{"--pgvector", "yes"}, err: "pgvector must be auto, on or off"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, _, err := parseConfig("server", tc.args, envOf(tc.env...), io.Discard)
+			cfg, _, err := parseConfig("logbook", tc.args, envOf(tc.env...), io.Discard)
 			switch {
 			case tc.err != "":
 				if err == nil || !strings.Contains(err.Error(), tc.err) {

@@ -45,7 +45,7 @@ func parseCORSOrigins(v string) ([]string, error) {
 func refuseOpenCORS(origins []string, allowOpen bool) error {
 	if allowOpen && slices.Contains(origins, "*") {
 		return fmt.Errorf("refusing --cors-origins '*' in open mode: every web page the user visits could read and write this server; " +
-			"list the dashboard's origin instead (--cors-origins http://localhost:5173), or create a key first (server keys create --tenant NAME --scope admin)")
+			"list the dashboard's origin instead (--cors-origins http://localhost:5173), or create a key first (logbook keys create --tenant NAME --scope admin)")
 	}
 	return nil
 }

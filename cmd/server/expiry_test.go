@@ -29,7 +29,7 @@ func TestExpirySweepFlag(t *testing.T) {
 		{name: "not_a_duration", env: []string{"LOGBOOK_EXPIRY_SWEEP", "often"}, err: "expiry-sweep"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, _, err := parseConfig("server", tc.args, envOf(tc.env...), io.Discard)
+			cfg, _, err := parseConfig("logbook", tc.args, envOf(tc.env...), io.Discard)
 			switch {
 			case tc.err != "":
 				if err == nil || !strings.Contains(err.Error(), tc.err) {

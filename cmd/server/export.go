@@ -18,15 +18,15 @@ func exportCommand(stdout io.Writer) *cli.Command {
 	return &cli.Command{
 		Name:      "export",
 		Usage:     "write one session, its messages and checkpoints as NDJSON to stdout",
-		UsageText: "server export [--tenant NAME] SESSION_ID > FILE.ndjson",
+		UsageText: "logbook export [--tenant NAME] SESSION_ID > FILE.ndjson",
 		Flags:     []cli.Flag{tenantFlag(model.DefaultTenant, "the tenant the session belongs to")},
 		Action: withConfig(func(ctx context.Context, cmd *cli.Command, cfg config) error {
 			if err := wantArgs(cmd, 1, "SESSION_ID"); err != nil {
 				return err
 			}
-			tenant := cmd.String("tenant")
-			if !model.ValidClientID(tenant) {
-				return fmt.Errorf("--tenant must be 1 to 128 characters of A-Z a-z 0-9 _ . : -")
+			tenant, err := tenantArg(cmd)
+			if err != nil {
+				return err
 			}
 			store, err := openForTransfer(ctx, cfg, false)
 			if err != nil {
@@ -51,7 +51,7 @@ func importCommand(stdout, stderr io.Writer) *cli.Command {
 	return &cli.Command{
 		Name:      "import",
 		Usage:     "restore a session from an export on stdin (or --file) and print its id",
-		UsageText: "server import [--tenant NAME] [--as-new] [--create] [--file FILE.ndjson] < FILE.ndjson",
+		UsageText: "logbook import [--tenant NAME] [--as-new] [--create] [--file FILE.ndjson] < FILE.ndjson",
 		Description: "It writes the database file directly. While a server runs on the same file,\n" +
 			"prefer POST /v1/sessions/import, which goes through that server's writer.",
 		Flags: []cli.Flag{
@@ -64,9 +64,9 @@ func importCommand(stdout, stderr io.Writer) *cli.Command {
 			if err := wantArgs(cmd, 0, ""); err != nil {
 				return fmt.Errorf("%w: import reads the export from stdin or --file", err)
 			}
-			tenant := cmd.String("tenant")
-			if !model.ValidClientID(tenant) {
-				return fmt.Errorf("--tenant must be 1 to 128 characters of A-Z a-z 0-9 _ . : -")
+			tenant, err := tenantArg(cmd)
+			if err != nil {
+				return err
 			}
 			// os.Stdin is read here, not captured earlier, so that tests can swap it.
 			var in io.Reader = os.Stdin

@@ -72,7 +72,7 @@ func TestExportImportCommands(t *testing.T) {
 		t.Fatalf("export → import → export changed the bytes:\n%s\n%s", export, again)
 	}
 
-	// From stdin, as `server import < file` does; the id exists now.
+	// From stdin, as `logbook import < file` does; the id exists now.
 	withStdin(t, file)
 	if _, err := runCLI(t, "--db", dst, "import", "--tenant", "acme"); err == nil || !strings.Contains(err.Error(), "conflict") {
 		t.Fatalf("importing an existing session: %v, want a conflict", err)
@@ -117,19 +117,19 @@ func withStdin(t *testing.T, path string) {
 }
 
 func TestImportMaxBytesConfig(t *testing.T) {
-	c, _, err := parseConfig("server", nil, envOf(), io.Discard)
+	c, _, err := parseConfig("logbook", nil, envOf(), io.Discard)
 	if err != nil || c.ImportMaxBytes != 256<<20 {
 		t.Fatalf("default: %d, %v", c.ImportMaxBytes, err)
 	}
-	c, _, err = parseConfig("server", []string{"--import-max-bytes", "1000"}, envOf("LOGBOOK_IMPORT_MAX_BYTES", "5"), io.Discard)
+	c, _, err = parseConfig("logbook", []string{"--import-max-bytes", "1000"}, envOf("LOGBOOK_IMPORT_MAX_BYTES", "5"), io.Discard)
 	if err != nil || c.ImportMaxBytes != 1000 {
 		t.Fatalf("flag over env: %d, %v", c.ImportMaxBytes, err)
 	}
-	c, _, err = parseConfig("server", nil, envOf("LOGBOOK_IMPORT_MAX_BYTES", "5"), io.Discard)
+	c, _, err = parseConfig("logbook", nil, envOf("LOGBOOK_IMPORT_MAX_BYTES", "5"), io.Discard)
 	if err != nil || c.ImportMaxBytes != 5 {
 		t.Fatalf("env: %d, %v", c.ImportMaxBytes, err)
 	}
-	if _, _, err := parseConfig("server", []string{"--import-max-bytes", "0"}, envOf(), io.Discard); err == nil {
+	if _, _, err := parseConfig("logbook", []string{"--import-max-bytes", "0"}, envOf(), io.Discard); err == nil {
 		t.Error("--import-max-bytes 0 accepted")
 	}
 }

@@ -21,9 +21,9 @@ func keysCommand(stdout, stderr io.Writer) *cli.Command {
 			{
 				Name:      "create",
 				Usage:     "make a key; it is shown once",
-				UsageText: "server keys create --tenant NAME --scope read|write|admin [--name LABEL] [--user USER_ID]",
+				UsageText: "logbook keys create --tenant NAME --scope read|write|admin [--name LABEL] [--user USER_ID]",
 				Description: "The key is the only thing written to stdout, so that\n" +
-					"LOGBOOK_KEY=$(server keys create ...) captures it; its id goes to stderr.",
+					"LOGBOOK_KEY=$(logbook keys create ...) captures it; its id goes to stderr.",
 				Flags: []cli.Flag{
 					tenantFlag("", "the tenant the key belongs to (required)"),
 					&cli.StringFlag{Name: "scope", Usage: "read, write or admin (required)"},
@@ -59,9 +59,13 @@ func createKey(ctx context.Context, cmd *cli.Command, cfg config, stdout, stderr
 	if err := wantArgs(cmd, 0, ""); err != nil {
 		return err
 	}
-	tenant, scope := cmd.String("tenant"), model.Scope(cmd.String("scope"))
-	if !model.ValidClientID(tenant) {
-		return fmt.Errorf("--tenant must be 1 to 128 characters of A-Z a-z 0-9 _ . : -")
+	tenant, err := tenantArg(cmd)
+	if err != nil {
+		return err
+	}
+	scope := model.Scope(cmd.String("scope"))
+	if !cmd.IsSet("scope") {
+		return fmt.Errorf("%s needs --scope read|write|admin, which is required (see %s --help)", cmd.FullName(), cmd.FullName())
 	}
 	if !scope.Valid() {
 		return fmt.Errorf("--scope must be read, write or admin")

@@ -1,6 +1,7 @@
-// Command server runs Logbook: the HTTP API over one SQLite file, plus the
-// commands that work on that file (migrate, keys, export, import, backup) and
-// version. `server --help` lists them; cli.go builds the command line.
+// Command server is the source of the logbook binary (make build writes
+// bin/logbook): the HTTP API over SQLite or PostgreSQL, plus the commands that
+// work on that database (migrate, keys, export, import, agents, backup) and
+// version. `logbook --help` lists them; cli.go builds the command line.
 package main
 
 import (

@@ -16,7 +16,8 @@ import (
 
 // --db postgres://… serves the same API from PostgreSQL: migrations at start,
 // the commands that work on the database (migrate, keys, export, import,
-// backup with pg_dump), and two server processes on one database at once.
+// agents export and import, backup with pg_dump), and two server processes on
+// one database at once.
 func TestServeOnPostgres(t *testing.T) {
 	cluster := pgtest.Start(t)
 	url := cluster.URL("postgres")
@@ -44,6 +45,13 @@ func TestServeOnPostgres(t *testing.T) {
 		if code != http.StatusCreated || json.Unmarshal(body, &m) != nil || m.Seq != int64(i+1) {
 			t.Fatalf("append %d: %d %s", i, code, body)
 		}
+	}
+	// An agent with a passage, for the agents commands below.
+	if code, out := post(a, "/v1/agents", `{"id": "pg-bot", "name": "Bot"}`); code != http.StatusCreated {
+		t.Fatalf("agent: %d %s", code, out)
+	}
+	if code, out := post(b, "/v1/agents/pg-bot/archival", `{"content": "Ann likes ramen"}`); code != http.StatusCreated {
+		t.Fatalf("passage: %d %s", code, out)
 	}
 	res, err := http.Get(b + "/v1/sessions/pg-1")
 	if err != nil {
@@ -81,6 +89,23 @@ func TestServeOnPostgres(t *testing.T) {
 	}
 	if out := cli("export", "pg-1"); !strings.Contains(out, `"type":"end"`) || strings.Count(out, `"type":"message"`) != 4 {
 		t.Errorf("export: %.300s", out)
+	}
+	// agents export and import work on PostgreSQL as on a file: the copy
+	// under a new id has the passage.
+	agent := cli("agents", "export", "pg-bot")
+	if !strings.Contains(agent, `"Ann likes ramen"`) || !strings.Contains(agent, `"type":"agent_end"`) {
+		t.Errorf("agents export: %.300s", agent)
+	}
+	file := filepath.Join(dir, "pg-bot.ndjson")
+	if err := os.WriteFile(file, []byte(agent), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	copyID := strings.TrimSpace(cli("agents", "import", "--as-new", file))
+	if copyID == "" || copyID == "pg-bot" {
+		t.Fatalf("agents import --as-new printed %q", copyID)
+	}
+	if out := cli("agents", "export", copyID); !strings.Contains(out, `"Ann likes ramen"`) {
+		t.Errorf("the imported agent %s lacks the passage: %.300s", copyID, out)
 	}
 	backup := filepath.Join(dir, "logbook.dump")
 	if out := cli("backup", backup); !strings.Contains(out, "pg_dump") {

@@ -20,7 +20,7 @@ import (
 // run is the whole program; main only wires it to the process. Tests call it with
 // their own args, environment and writers, and stop it by cancelling ctx.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	return newCommand(getenv, stdout, stderr).Run(ctx, append([]string{"server"}, args...))
+	return newCommand(getenv, stdout, stderr).Run(ctx, append([]string{programName}, args...))
 }
 
 // serveAction is the root command: with no sub-command, serve. A word left over

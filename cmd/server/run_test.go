@@ -134,7 +134,7 @@ func TestRunRefusesBadConfig(t *testing.T) {
 }
 
 func TestFlagsWinOverEnvironment(t *testing.T) {
-	cfg, _, err := parseConfig("server", []string{"--addr", ":1"}, envOf("LOGBOOK_ADDR", ":2", "LOGBOOK_SYNC", "NORMAL"), io.Discard)
+	cfg, _, err := parseConfig("logbook", []string{"--addr", ":1"}, envOf("LOGBOOK_ADDR", ":2", "LOGBOOK_SYNC", "NORMAL"), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

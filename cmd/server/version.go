@@ -13,7 +13,7 @@ import (
 // -ldflags "-X main.version=$(git describe --tags --always --dirty)".
 var version string
 
-// buildVersion is what this binary calls itself, in `server version` and in
+// buildVersion is what this binary calls itself, in `logbook version` and in
 // GET /healthz. Without the linker flag (go build, go run) it falls back to the
 // commit Go stamps into the binary, then to the module version of a
 // `go install …@vX.Y.Z`, which carries no commit.

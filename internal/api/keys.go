@@ -8,7 +8,7 @@ import (
 )
 
 // Keys are managed per tenant: an admin key sees and makes only its own tenant's
-// keys. New tenants are made with the CLI (`server keys create --tenant`).
+// keys. New tenants are made with the CLI (`logbook keys create --tenant`).
 
 func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
 	in, err := decode[model.CreateAPIKey](s, w, r)

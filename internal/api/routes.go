@@ -1,6 +1,8 @@
 package api
 
 import (
+	"net/http"
+
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/logbook/logbook/internal/model"
@@ -18,6 +20,8 @@ func (s *Server) routes() *chi.Mux {
 	r.NotFound(s.notFound)
 	r.MethodNotAllowed(s.methodNotAllowed)
 
+	// The root is where a browser pointed at the server lands: the dashboard.
+	r.Get("/", http.RedirectHandler(ui.Prefix+"/", http.StatusFound).ServeHTTP)
 	r.Get("/healthz", s.healthz)
 	r.Get("/readyz", s.readyz)
 	r.Get("/openapi.yaml", s.openapi)

@@ -14,7 +14,7 @@ export interface paths {
         /**
          * Liveness probe
          * @description Answers `200 {"status":"ok","version":"…"}` while the process is up, with the
-         *     server's version (`server version` prints the same). It touches nothing else,
+         *     server's version (`logbook version` prints the same). It touches nothing else,
          *     not even the database.
          */
         get: operations["getHealth"];
@@ -1652,7 +1652,7 @@ export interface paths {
          * Create an API key for this tenant
          * @description Makes a key for the caller's tenant with the given scope. The answer is the
          *     only time the key text (`key`) is shown: only its SHA-256 is stored. Keys for
-         *     a new tenant are made with the CLI: `server keys create --tenant NAME --scope write`.
+         *     a new tenant are made with the CLI: `logbook keys create --tenant NAME --scope write`.
          *     In open mode, the first key created ends open mode. With `user_id`, the key
          *     is bound to that end user and sees only its sessions (see Authentication).
          */
@@ -2352,7 +2352,7 @@ export interface paths {
          *     file) and nowhere else. `name` is a plain file name; by default
          *     `logbook-<UTC time>.db`. An existing file is never overwritten
          *     (`409 conflict`). The copy is synced to disk before the answer. The CLI
-         *     does the same with `server backup PATH`. Because the copy holds every
+         *     does the same with `logbook backup PATH`. Because the copy holds every
          *     tenant's data, only an admin key of the operator's tenant `default` (or open
          *     mode) may make one; any other tenant's key gets `403 forbidden`.
          */

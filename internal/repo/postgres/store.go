@@ -86,7 +86,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	var one int
 	if err := pool.QueryRow(ctx, `SELECT 1 FROM sessions LIMIT 1`).Scan(&one); err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		pool.Close()
-		return nil, fmt.Errorf("postgres: is the schema migrated (server migrate up)? %w", err)
+		return nil, fmt.Errorf("postgres: is the schema migrated (logbook migrate up)? %w", err)
 	}
 	if s.feedSecret, err = loadFeedSecretPG(ctx, pool); err != nil {
 		pool.Close()
