@@ -23,13 +23,17 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/legacy"
 
-	logbook "github.com/logbook/logbook"
 	"github.com/logbook/logbook/client"
 )
 
-// The tests drive a real server: cmd/server built from this tree once, and
-// started as a process on a free loopback port over a fresh database (one
-// for the whole package; each test makes its own sessions).
+// The tests drive a real server: cmd/server built from this repository
+// (the module above this one) once, and started as a process on a free
+// loopback port over a fresh database (one for the whole package; each test
+// makes its own sessions).
+
+// repoRoot is the repository the client module sits in: its tests build the
+// server and read openapi.yaml from there.
+const repoRoot = ".."
 
 var server struct {
 	url string
@@ -58,7 +62,8 @@ func TestMain(m *testing.M) {
 // chose from its "listening" log line.
 func startServer(dir, db string) (stop func(), url string, err error) {
 	bin := filepath.Join(dir, "server")
-	build := exec.Command("go", "build", "-o", bin, "github.com/logbook/logbook/cmd/server")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/server")
+	build.Dir = repoRoot
 	if out, err := build.CombinedOutput(); err != nil {
 		return nil, "", fmt.Errorf("build the server: %v\n%s", err, out)
 	}
@@ -132,7 +137,12 @@ func specRouter(t *testing.T) routers.Router {
 			b, err := io.ReadAll(r)
 			return string(b), err
 		})
-		doc, err := openapi3.NewLoader().LoadFromData(logbook.OpenAPI)
+		data, err := os.ReadFile(filepath.Join(repoRoot, "openapi.yaml"))
+		if err != nil {
+			spec.err = err
+			return
+		}
+		doc, err := openapi3.NewLoader().LoadFromData(data)
 		if err != nil {
 			spec.err = err
 			return
