@@ -46,7 +46,8 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	stop, url, err := startServer(dir, filepath.Join(dir, "logbook.db"))
+	binDir = dir
+	stop, url, err := startServer(filepath.Join(dir, "logbook.db"))
 	server.url, server.err = url, err
 	os.Setenv("LOGBOOK_URL", url) // for the examples
 	code := m.Run()
@@ -57,15 +58,16 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// startServer builds cmd/server into dir, starts it over db (a SQLite file
-// or a postgres:// URL) with --addr 127.0.0.1:0 and reads the address it
-// chose from its "listening" log line.
-func startServer(dir, db string) (stop func(), url string, err error) {
-	bin := filepath.Join(dir, "server")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/server")
-	build.Dir = repoRoot
-	if out, err := build.CombinedOutput(); err != nil {
-		return nil, "", fmt.Errorf("build the server: %v\n%s", err, out)
+// binDir holds the server the tests build (TestMain's directory).
+var binDir string
+
+// startServer starts the server (built once) over db (a SQLite file or a
+// postgres:// URL) with --addr 127.0.0.1:0 and reads the address it chose
+// from its "listening" log line.
+func startServer(db string) (stop func(), url string, err error) {
+	bin, err := serverBinary()
+	if err != nil {
+		return nil, "", err
 	}
 	cmd := exec.Command(bin, "--addr", "127.0.0.1:0", "--db", db, "--log-level", "warn")
 	stdout, err := cmd.StdoutPipe()
@@ -106,6 +108,26 @@ func startServer(dir, db string) (stop func(), url string, err error) {
 	}
 }
 
+var built struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// serverBinary builds cmd/server once for the package's tests (in a
+// directory TestMain removes).
+func serverBinary() (string, error) {
+	built.once.Do(func() {
+		built.path = filepath.Join(binDir, "server")
+		build := exec.Command("go", "build", "-o", built.path, "./cmd/server")
+		build.Dir = repoRoot
+		if out, err := build.CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("build the server: %v\n%s", err, out)
+		}
+	})
+	return built.path, built.err
+}
+
 // newClient is a client of base (the server, or a proxy in front of it)
 // whose every answer is checked against openapi.yaml.
 func newClient(t *testing.T, base string, opts ...client.Option) (*client.Client, *checker) {
@@ -133,10 +155,12 @@ var spec struct {
 func specRouter(t *testing.T) routers.Router {
 	t.Helper()
 	spec.once.Do(func() {
-		openapi3filter.RegisterBodyDecoder("text/event-stream", func(r io.Reader, _ http.Header, _ *openapi3.SchemaRef, _ openapi3filter.EncodingFn) (any, error) {
+		asText := func(r io.Reader, _ http.Header, _ *openapi3.SchemaRef, _ openapi3filter.EncodingFn) (any, error) {
 			b, err := io.ReadAll(r)
 			return string(b), err
-		})
+		}
+		openapi3filter.RegisterBodyDecoder("text/event-stream", asText)
+		openapi3filter.RegisterBodyDecoder("application/x-ndjson", asText) // an export: a string of lines
 		data, err := os.ReadFile(filepath.Join(repoRoot, "openapi.yaml"))
 		if err != nil {
 			spec.err = err

@@ -57,7 +57,7 @@ func TestStreamsOnPostgres(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts PostgreSQL and a second server")
 	}
-	stop, url, err := startServer(t.TempDir(), startPostgres(t))
+	stop, url, err := startServer(startPostgres(t))
 	if err != nil {
 		t.Fatal(err)
 	}
