@@ -119,6 +119,7 @@ func partOf(op operation, name string) string {
 // spelled are the parameters the clients take under another name (the
 // same in the three), or that a method of their own stands for.
 var spelled = map[string]map[string]string{
+	"attachBlock":         {"as": "as_label"}, // as is a keyword in Python
 	"closeSession":        {"purge": "purgeSession"},
 	"streamSessionEvents": {"type": "types"},
 	"streamEvents":        {"type": "types"},
