@@ -4,7 +4,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: run build generate test test-go test-goclient test-postgres test-python test-typescript test-ui vecbench pgvecbench chromium soak check check-generated fmt vet lint lint-openapi deps tools bench profile gobench crash fuzz sim pg-failover clean
+.PHONY: run build generate test test-go test-postgres test-python test-typescript test-ui vecbench pgvecbench chromium soak check check-generated fmt vet lint lint-openapi deps tools bench profile gobench crash fuzz sim pg-failover clean
 
 run:
 	$(GO) run ./cmd/server
