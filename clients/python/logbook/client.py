@@ -50,6 +50,7 @@ from .types import (
     EmbeddingConfig,
     File,
     Health,
+    Identity,
     IntegrityReport,
     Item,
     ItemPage,
@@ -507,6 +508,12 @@ class Client:
         """``GET /readyz``: the database answers."""
         return cast(Health, self._call("GET", "/readyz"))
 
+    def get_who_am_i(self) -> Identity:
+        """The caller's own identity (``GET /v1/whoami``): its key's tenant,
+        scope, id and the end user it is bound to (``open_mode`` with no key),
+        to offer only what the key may do."""
+        return cast(Identity, self._call("GET", "/v1/whoami"))
+
     # The names before the clients' methods were named alike (clients/PARITY.md).
     healthz = get_health
     readyz = get_readiness
@@ -600,18 +607,28 @@ class Client:
         status: Optional[SessionStatus] = None,
         agent_id: Optional[str] = None,
         user_id: Optional[str] = None,
+        title: Optional[str] = None,
         metadata: Optional[Mapping[str, Any]] = None,
         created_after: Optional[str] = None,
         created_before: Optional[str] = None,
         due_before: Optional[str] = None,
+        order: Optional[str] = None,
+        count: bool = False,
         limit: Optional[int] = None,
         cursor: Optional[str] = None,
     ) -> Pager[Session]:
-        """Sessions, newest first. ``metadata={"channel": "web"}`` filters on
-        ``metadata.channel=web`` (values compare as their text). ``limit`` is the
-        page size (1-200), not a total: the pager fetches every page."""
+        """Sessions, newest first (``order="asc"``: oldest first); ``title``
+        keeps those whose title contains it. ``metadata={"channel": "web"}``
+        filters on ``metadata.channel=web`` (values compare as their text).
+        ``count=True`` adds the matching total to each page (``total``: ``count``,
+        and ``exact`` false when the server stopped counting at its maximum).
+        ``limit`` is the page size (1-200), not a total: the pager fetches
+        every page."""
         q: Dict[str, Any] = {
             "status": status,
+            "title": title,
+            "order": order,
+            "count": True if count else None,
             "agent_id": agent_id,
             "user_id": user_id,
             "created_after": created_after,

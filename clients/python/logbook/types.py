@@ -519,6 +519,16 @@ class RetentionPolicy(TypedDict, total=False):
     max_age_seconds: int
 
 
+class Identity(TypedDict):
+    """Who a key acts as (``GET /v1/whoami``)."""
+
+    tenant: str
+    scope: Scope
+    user_id: Optional[str]
+    key_id: Optional[str]
+    open_mode: bool
+
+
 ItemsImportResult = Dict[str, JSON]
 Usage = Dict[str, JSON]
 PurgeResult = Dict[str, JSON]

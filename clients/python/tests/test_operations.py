@@ -106,3 +106,29 @@ class AdminTest(ServerTestCase):
         admin = Client(self.server.url, api_key=k["key"])
         self.assertEqual([x["id"] for x in admin.list_api_keys()], [k["id"]])
         admin.revoke_api_key(k["id"])
+
+
+class WhoAmIAndTitlesTest(ServerTestCase):
+    """Calls the server gained with GET /v1/whoami (and the sessions list's
+    title, order and count beside it): skipped, saying so, on a server
+    built before them."""
+
+    def setUp(self) -> None:
+        try:
+            self.me = self.client.get_who_am_i()
+        except Problem as p:
+            if p.status != 404:
+                raise
+            self.skipTest("the server predates GET /v1/whoami")
+
+    def test_who_am_i(self) -> None:
+        self.assertEqual((self.me["tenant"], self.me["scope"], self.me["open_mode"]), ("default", "admin", True))
+
+    def test_sessions_by_title_in_either_order_with_a_count(self) -> None:
+        lb = self.client
+        first = lb.create_session(title="Refund for order 1042")
+        second = lb.create_session(title="refund, again")
+        lb.create_session(title="something else")
+        pager = lb.list_sessions(title="REFUND", order="asc", count=True)
+        self.assertEqual([s["id"] for s in pager], [first["id"], second["id"]])
+        self.assertEqual(lb.list_sessions(title="refund", count=True).first_page()["total"], {"count": 2, "exact": True})
