@@ -2,6 +2,8 @@
 FROM golang:1.26-alpine AS build
 WORKDIR /src
 COPY go.mod go.sum ./
+# The Go client is a module of its own that go.mod replaces with ./client.
+COPY client/go.mod client/go.sum ./client/
 RUN go mod download
 COPY . .
 # The binary is logbook; cmd/server is its source folder. .git stays out of the

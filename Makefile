@@ -5,7 +5,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: run build test test-go test-postgres test-python test-typescript test-ui vecbench pgvecbench chromium soak check check-generated fmt vet lint lint-openapi deps tools bench profile gobench crash fuzz sim pg-failover clean
+.PHONY: run build generate test test-go test-postgres test-python test-typescript test-ui vecbench pgvecbench chromium soak check check-generated fmt vet lint lint-openapi deps tools bench profile gobench crash fuzz sim pg-failover clean
 
 # The binary is bin/logbook; its source is cmd/server. bin/embedserver is the
 # stand-in embedding endpoint that docs/guides/embeddings.md starts.
@@ -36,6 +36,7 @@ test: deps fmt vet tools chromium lint-openapi check-generated
 # the detector slows ~50×).
 test-go:
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+	cd client && $(GO) test -race -count=1 -timeout 10m ./...
 	$(GO) test -count=1 -run 'TestLargestMessageRoundTrips|TestLegalObjectsFitAtDefaults|TestStreamLineLimit|TestBlockHistoryIsBounded|TestSimulation|TestForkChainsReadTheirWholeHistory' ./internal/api/
 	$(GO) test -count=1 -run '^TestWALStaysBounded$$' ./internal/repo/sqlite/
 
@@ -67,15 +68,22 @@ check: lint test
 
 # The Go client's generated layer (client/api/api.gen.go) must be what
 # oapi-codegen (a tool in go.mod) makes from openapi.yaml now: regenerate into a
-# temporary file and compare. After changing openapi.yaml: go generate ./client/...
+# temporary file and compare. After changing openapi.yaml: make generate.
 check-generated:
 	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
 	sed "s|^output: .*|output: $$tmp/api.gen.go|" client/api/oapi-codegen.yaml > "$$tmp/config.yaml" && \
-	(cd client/api && $(GO) tool oapi-codegen -config "$$tmp/config.yaml" ../../openapi.yaml) && \
+	$(GO) tool oapi-codegen -config "$$tmp/config.yaml" openapi.yaml && \
 	if ! cmp -s "$$tmp/api.gen.go" client/api/api.gen.go; then \
 		diff -u client/api/api.gen.go "$$tmp/api.gen.go" | head -40; \
-		echo "client/api/api.gen.go is not what openapi.yaml generates now: run go generate ./client/..."; exit 1; \
+		echo "client/api/api.gen.go is not what openapi.yaml generates now: run make generate"; exit 1; \
 	fi
+
+# Everything generated from openapi.yaml: the Go client's layer, the
+# TypeScript client's types, and the clients' parity table (clients/PARITY.md).
+generate: $(TS_CLIENT)/node_modules/.package-lock.json
+	cd client && $(GO) generate ./...
+	cd $(TS_CLIENT) && npm run generate
+	$(GO) generate ./tools/parity
 
 # The guides' test (internal/api/guides_test.go) runs README.md's and
 # docs/guides' commands with bash, curl and jq.
@@ -111,6 +119,7 @@ test-ui: chromium
 # the transpiled SQLite depends on libc's internals.
 deps:
 	@$(GO) mod tidy -diff || { echo "go mod tidy would change go.mod/go.sum (run it and commit)"; exit 1; }
+	@cd client && $(GO) mod tidy -diff || { echo "go mod tidy would change client/go.mod/go.sum (run it in client/ and commit)"; exit 1; }
 	@sqlite=$$($(GO) list -m -f '{{.Path}}@{{.Version}}' modernc.org/sqlite); \
 	want=$$($(GO) mod graph | awk -v s="$$sqlite" '$$1 == s && $$2 ~ /^modernc.org\/libc@/ {print $$2}'); \
 	have=$$($(GO) list -m -f '{{.Path}}@{{.Version}}' modernc.org/libc); \
@@ -122,9 +131,13 @@ fmt:
 
 vet:
 	$(GO) vet $(PKGS)
+	cd client && $(GO) vet ./...
 
+# staticcheck is a tool of this module; it checks the client module's
+# packages (client/go.mod) by their paths, which this module replaces with
+# client/.
 lint:
-	$(GO) tool staticcheck $(PKGS)
+	$(GO) tool staticcheck $(PKGS) github.com/logbook/logbook/client/...
 
 # openapi.yaml, linted by Redocly CLI (rules in redocly.yaml) at no warning and
 # no error. The CLI is pinned in tools/openapi/package-lock.json; npm ci installs

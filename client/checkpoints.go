@@ -15,6 +15,14 @@ import (
 // retention policy, and a thread's deletion. Each returns a *Problem for any
 // non-2xx answer.
 
+// GetCheckpoint reads one iteration's checkpoint (of params.Namespace, with
+// its parent's pending writes when params.ParentWrites).
+func (c *Client) GetCheckpoint(ctx context.Context, sessionID string, iteration int64, params *api.GetCheckpointParams) (*api.Checkpoint, error) {
+	p := deref(params)
+	p.IfNoneMatch = nil // a 304 has no checkpoint to answer
+	return decode[api.Checkpoint](c.raw.GetCheckpoint(ctx, sessionID, iteration, &p))
+}
+
 // CreateCheckpoint writes the next checkpoint of in.Namespace, numbered by the
 // server, named in.ClientID and hung under in.ParentId; its state whole, or a
 // merge patch of the parent's. The answer leaves the state out. Retrying is
@@ -42,9 +50,9 @@ func (c *Client) FindCheckpoint(ctx context.Context, sessionID string, params *a
 	return decode[api.Checkpoint](c.raw.GetLatestCheckpoint(ctx, sessionID, &p))
 }
 
-// AllCheckpoints walks the checkpoints of every session of the tenant, newest
+// ListAllCheckpoints walks the checkpoints of every session of the tenant, newest
 // first.
-func (c *Client) AllCheckpoints(ctx context.Context, params *api.ListAllCheckpointsParams) iter.Seq2[api.Checkpoint, error] {
+func (c *Client) ListAllCheckpoints(ctx context.Context, params *api.ListAllCheckpointsParams) iter.Seq2[api.Checkpoint, error] {
 	p := deref(params)
 	p.IfNoneMatch = nil // a 304 has no page to walk
 	return paginate(p.Cursor, func(cursor *string) ([]api.Checkpoint, *string, error) {
@@ -57,9 +65,9 @@ func (c *Client) AllCheckpoints(ctx context.Context, params *api.ListAllCheckpoi
 	})
 }
 
-// CheckpointRetention reads the session's retention policy: its own, or the
+// GetCheckpointRetention reads the session's retention policy: its own, or the
 // server's default.
-func (c *Client) CheckpointRetention(ctx context.Context, sessionID string) (*api.SessionRetention, error) {
+func (c *Client) GetCheckpointRetention(ctx context.Context, sessionID string) (*api.SessionRetention, error) {
 	return decode[api.SessionRetention](c.raw.GetCheckpointRetention(ctx, sessionID))
 }
 
@@ -70,12 +78,6 @@ func (c *Client) SetCheckpointRetention(ctx context.Context, sessionID string, p
 		return decode[api.SessionRetention](c.raw.DeleteCheckpointRetention(repeatable(ctx), sessionID))
 	}
 	return decode[api.SessionRetention](c.raw.PutCheckpointRetention(repeatable(ctx), sessionID, *policy))
-}
-
-// PurgeSession erases a session for good: its messages, checkpoints and
-// their pending writes (a write key that can see it may).
-func (c *Client) PurgeSession(ctx context.Context, id string) error {
-	return noContent(c.raw.CloseSession(repeatable(ctx), id, &api.CloseSessionParams{Purge: Ptr(true)}))
 }
 
 // noContent reads an answer that has no body.

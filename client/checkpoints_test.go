@@ -36,7 +36,7 @@ func TestGraphCheckpoints(t *testing.T) {
 		t.Fatalf("b %+v: %v", got, err)
 	}
 	var ids []string
-	for ck, err := range c.AllCheckpoints(ctx, &api.ListAllCheckpointsParams{SessionID: client.Ptr(thread),
+	for ck, err := range c.ListAllCheckpoints(ctx, &api.ListAllCheckpointsParams{SessionID: client.Ptr(thread),
 		Metadata: map[string]string{"source": "loop"}}) {
 		if err != nil {
 			t.Fatal(err)

@@ -9,14 +9,16 @@
 // retries: a retry whose first try was applied gets that try's answer, and
 // [Replayed] tells so), the live feed as an
 // iterator that reconnects where it left off, streams of many messages on one
-// request ([Client.AppendMany], [Client.OpenStream]), and short methods for
-// the calls an agent runtime makes on every turn. Everything else is on
-// [Client.API].
+// request ([Client.AppendMany], [Client.OpenStream]), helpers that build
+// message content ([Parts], [ToolCall], …), and a method for every operation,
+// named and taking parameters as the TypeScript and Python clients' do
+// (clients/PARITY.md in the repository lists them). [Client.API] is the
+// generated layer itself.
 //
 //	c, err := client.New("http://127.0.0.1:8080", client.WithAPIKey(os.Getenv("LOGBOOK_API_KEY")))
 //	s, err := c.CreateSession(ctx, api.SessionCreate{AgentID: client.Ptr("support-bot")})
-//	m, err := c.Append(ctx, s.ID, api.MessageAppend{Role: api.MessageRoleUser, Content: client.Text("Hi")})
-//	for m, err := range c.Messages(ctx, s.ID, nil) { … }
+//	m, err := c.AppendMessage(ctx, s.ID, api.MessageAppend{Role: api.MessageRoleUser, Content: client.Text("Hi")})
+//	for m, err := range c.ListMessages(ctx, s.ID, nil) { … }
 package client
 
 import (

@@ -31,12 +31,12 @@ func TestWholeTurnThenResume(t *testing.T) {
 		t.Fatalf("new session = %+v, want created with last_seq 0", s)
 	}
 
-	user, err := c.Append(ctx, s.ID, api.MessageAppend{Role: api.MessageRoleUser,
+	user, err := c.AppendMessage(ctx, s.ID, api.MessageAppend{Role: api.MessageRoleUser,
 		Content: client.Text("Can I get a refund for order 1042?"), Tokens: client.Ptr[int64](12)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	call, err := c.Append(ctx, s.ID, api.MessageAppend{Role: api.MessageRoleAssistant, Content: client.Text(""),
+	call, err := c.AppendMessage(ctx, s.ID, api.MessageAppend{Role: api.MessageRoleAssistant, Content: client.Text(""),
 		Model:     client.Ptr("gpt-4o"),
 		ToolCalls: []api.ToolCallInput{{ID: "call_1", Name: "lookup_order", Arguments: `{"order_id": 1042}`}}})
 	if err != nil {
@@ -50,12 +50,12 @@ func TestWholeTurnThenResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	result, err := c.Append(ctx, s.ID, api.MessageAppend{Role: api.MessageRoleTool, ToolCallID: client.Ptr("call_1"),
+	result, err := c.AppendMessage(ctx, s.ID, api.MessageAppend{Role: api.MessageRoleTool, ToolCallID: client.Ptr("call_1"),
 		Name: client.Ptr("lookup_order"), Content: client.Text(`{"status": "delivered", "refundable": true}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	reply, err := c.AppendBatch(ctx, s.ID, api.MessageBatch{ExpectedLastSeq: client.Ptr[int64](3), Messages: []api.MessageInput{
+	reply, err := c.AppendMessages(ctx, s.ID, api.MessageBatch{ExpectedLastSeq: client.Ptr[int64](3), Messages: []api.MessageInput{
 		{Role: api.MessageRoleAssistant, Content: client.Text("Yes: order 1042 is refundable."), Tokens: client.Ptr[int64](25)}}})
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +103,7 @@ func TestWholeTurnThenResume(t *testing.T) {
 	if err != nil || closed.Status != api.SessionStatusCompleted {
 		t.Fatalf("close = %v, %v; want completed", closed, err)
 	}
-	_, err = c.Append(ctx, s.ID, api.MessageAppend{Role: api.MessageRoleUser, Content: client.Text("one more thing")})
+	_, err = c.AppendMessage(ctx, s.ID, api.MessageAppend{Role: api.MessageRoleUser, Content: client.Text("one more thing")})
 	if client.Code(err) != api.ErrorCodeSessionClosed {
 		t.Errorf("append to a closed session: %v, want session_closed", err)
 	}
@@ -114,7 +114,7 @@ func TestRewindReplacesTheTail(t *testing.T) {
 	c, _ := newClient(t, server.url)
 	s := newSession(t, c)
 	for _, text := range []string{"one", "two", "three"} {
-		if _, err := c.Append(ctx, s.ID, api.MessageAppend{Role: api.MessageRoleUser, Content: client.Text(text)}); err != nil {
+		if _, err := c.AppendMessage(ctx, s.ID, api.MessageAppend{Role: api.MessageRoleUser, Content: client.Text(text)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -149,7 +149,7 @@ func TestProblems(t *testing.T) {
 	})
 
 	t.Run("invalid_field_is_named", func(t *testing.T) {
-		_, err := c.Append(ctx, s.ID, api.MessageAppend{Role: api.MessageRoleTool, Content: client.Text("a result for no call")})
+		_, err := c.AppendMessage(ctx, s.ID, api.MessageAppend{Role: api.MessageRoleTool, Content: client.Text("a result for no call")})
 		var p *client.Problem
 		if !errors.As(err, &p) || p.Status != http.StatusUnprocessableEntity || p.Code != api.ErrorCodeValidationFailed {
 			t.Fatalf("err = %v, want 422 validation_failed", err)
@@ -157,7 +157,7 @@ func TestProblems(t *testing.T) {
 		if msg, ok := p.Field("tool_call_id"); !ok || msg == "" {
 			t.Errorf("errors = %+v, want one naming tool_call_id", p.Errors)
 		}
-		_, err = c.Append(ctx, s.ID, api.MessageAppend{Role: "robot"})
+		_, err = c.AppendMessage(ctx, s.ID, api.MessageAppend{Role: "robot"})
 		if !errors.As(err, &p) {
 			t.Fatalf("err = %v, want a problem", err)
 		}
@@ -168,7 +168,7 @@ func TestProblems(t *testing.T) {
 
 	t.Run("other_4xx_are_not_retried", func(t *testing.T) {
 		before := chk.requests.Load()
-		_, err := c.Append(ctx, s.ID, api.MessageAppend{Role: api.MessageRoleTool, Content: client.Text("x")})
+		_, err := c.AppendMessage(ctx, s.ID, api.MessageAppend{Role: api.MessageRoleTool, Content: client.Text("x")})
 		if client.Code(err) != api.ErrorCodeValidationFailed {
 			t.Fatalf("err = %v", err)
 		}
@@ -212,14 +212,14 @@ func TestPagination(t *testing.T) {
 	for i := range 25 {
 		batch.Messages = append(batch.Messages, api.MessageInput{Role: api.MessageRoleUser, Content: client.Text(fmt.Sprint("m", i+1))})
 	}
-	if _, err := c.AppendBatch(ctx, s.ID, batch); err != nil {
+	if _, err := c.AppendMessages(ctx, s.ID, batch); err != nil {
 		t.Fatal(err)
 	}
 
 	t.Run("messages_across_pages", func(t *testing.T) {
 		before := chk.requests.Load()
 		var seqs []int64
-		for m, err := range c.Messages(ctx, s.ID, &api.ListMessagesParams{Limit: client.Ptr(7)}) {
+		for m, err := range c.ListMessages(ctx, s.ID, &api.ListMessagesParams{Limit: client.Ptr(7)}) {
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -239,7 +239,7 @@ func TestPagination(t *testing.T) {
 	t.Run("newest_first_and_early_break", func(t *testing.T) {
 		before := chk.requests.Load()
 		var seqs []int64
-		for m, err := range c.Messages(ctx, s.ID, &api.ListMessagesParams{Limit: client.Ptr(2), Order: client.Ptr(api.ListMessagesOrderDesc)}) {
+		for m, err := range c.ListMessages(ctx, s.ID, &api.ListMessagesParams{Limit: client.Ptr(2), Order: client.Ptr(api.ListMessagesOrderDesc)}) {
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -262,7 +262,7 @@ func TestPagination(t *testing.T) {
 			}
 		}
 		var its []int64
-		for ck, err := range c.Checkpoints(ctx, s.ID, &api.ListCheckpointsParams{Limit: client.Ptr(2)}) {
+		for ck, err := range c.ListCheckpoints(ctx, s.ID, &api.ListCheckpointsParams{Limit: client.Ptr(2)}) {
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -283,7 +283,7 @@ func TestPagination(t *testing.T) {
 			want = append([]string{s.ID}, want...) // newest first
 		}
 		var got []string
-		for s, err := range c.Sessions(ctx, &api.ListSessionsParams{Limit: client.Ptr(2), Metadata: map[string]string{"suite": "pages-" + s.ID}}) {
+		for s, err := range c.ListSessions(ctx, &api.ListSessionsParams{Limit: client.Ptr(2), Metadata: map[string]string{"suite": "pages-" + s.ID}}) {
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -296,7 +296,7 @@ func TestPagination(t *testing.T) {
 
 	t.Run("error_is_yielded_once", func(t *testing.T) {
 		n := 0
-		for _, err := range c.Messages(ctx, "no-such-session", nil) {
+		for _, err := range c.ListMessages(ctx, "no-such-session", nil) {
 			n++
 			if client.Code(err) != api.ErrorCodeNotFound {
 				t.Errorf("err = %v, want not_found", err)

@@ -15,7 +15,7 @@ import (
 	"github.com/logbook/logbook/client/api"
 )
 
-// SessionEvents follows one session live: each event as it commits
+// Events follows one session live: each event as it commits
 // (message.appended, checkpoint.created, session.updated, …), decoded from
 // the text/event-stream. Read an event's object with ev.Data.AsMessage(),
 // AsCheckpointEvent(), … according to ev.Event.
@@ -31,7 +31,7 @@ import (
 // params.After or params.LastEventID (after that event); with none, now. A
 // feed that starts now and drops before its first event reconnects from
 // the new now: pass AfterSeq (the session's last_seq) to miss nothing.
-func (c *Client) SessionEvents(ctx context.Context, sessionID string, params *api.StreamSessionEventsParams) iter.Seq2[api.Event, error] {
+func (c *Client) Events(ctx context.Context, sessionID string, params *api.StreamSessionEventsParams) iter.Seq2[api.Event, error] {
 	p := deref(params)
 	return c.follow(ctx, p.LastEventID, func(ctx context.Context, lastID *string) (*http.Response, error) {
 		p.LastEventID = lastID // wins over after and after_seq on the server
@@ -39,9 +39,9 @@ func (c *Client) SessionEvents(ctx context.Context, sessionID string, params *ap
 	})
 }
 
-// Events follows the whole tenant live (params.SessionID and params.Type
-// filter), as SessionEvents follows one session.
-func (c *Client) Events(ctx context.Context, params *api.StreamEventsParams) iter.Seq2[api.Event, error] {
+// TenantEvents follows the whole tenant live (params.SessionID and
+// params.Type filter), as Events follows one session.
+func (c *Client) TenantEvents(ctx context.Context, params *api.StreamEventsParams) iter.Seq2[api.Event, error] {
 	p := deref(params)
 	return c.follow(ctx, p.LastEventID, func(ctx context.Context, lastID *string) (*http.Response, error) {
 		p.LastEventID = lastID

@@ -68,7 +68,7 @@ func TestLiveFeedResumesAfterACut(t *testing.T) {
 	s := newSession(t, direct)
 	appendText := func(text string) {
 		t.Helper()
-		if _, err := direct.Append(ctx, s.ID, api.MessageAppend{Role: api.MessageRoleUser, Content: client.Text(text)}); err != nil {
+		if _, err := direct.AppendMessage(ctx, s.ID, api.MessageAppend{Role: api.MessageRoleUser, Content: client.Text(text)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -77,7 +77,7 @@ func TestLiveFeedResumesAfterACut(t *testing.T) {
 	}
 
 	feed, stop := follow(t, func(ctx context.Context) func(func(api.Event, error) bool) {
-		return c.SessionEvents(ctx, s.ID, &api.StreamSessionEventsParams{AfterSeq: client.Ptr[int64](0),
+		return c.Events(ctx, s.ID, &api.StreamSessionEventsParams{AfterSeq: client.Ptr[int64](0),
 			Type: []api.EventType{api.EventTypeMessageAppended}})
 	})
 	var firstID, lastID string
@@ -119,7 +119,7 @@ func TestLiveFeedResumesAfterACut(t *testing.T) {
 	// The tenant feed, filtered to the session, after the first message's
 	// event: an id of the session's feed is an id of the tenant's.
 	tenant, stopTenant := follow(t, func(ctx context.Context) func(func(api.Event, error) bool) {
-		return c.Events(ctx, &api.StreamEventsParams{After: client.Ptr(firstID), SessionID: client.Ptr(s.ID),
+		return c.TenantEvents(ctx, &api.StreamEventsParams{After: client.Ptr(firstID), SessionID: client.Ptr(s.ID),
 			Type: []api.EventType{api.EventTypeMessageAppended}})
 	})
 	for i := int64(2); i <= 6; i++ {
@@ -144,7 +144,7 @@ func TestLiveFeedResumesAfterACut(t *testing.T) {
 func TestLiveFeedOfUnknownSessionIsNotFound(t *testing.T) {
 	c, _ := newClient(t, server.url)
 	n := 0
-	for _, err := range c.SessionEvents(context.Background(), "no-such-session", nil) {
+	for _, err := range c.Events(context.Background(), "no-such-session", nil) {
 		n++
 		if client.Code(err) != api.ErrorCodeNotFound {
 			t.Errorf("err = %v, want not_found", err)

@@ -143,3 +143,17 @@ func IndexPaths(paths ...string) *api.ItemIndex {
 	_ = x.FromItemIndex1(paths) // a list of strings always encodes
 	return &x
 }
+
+// ExportItems streams a space's items as NDJSON (params.NamespacePrefix,
+// params.UserID, or params.AllUsers for every space), for ImportItems.
+// Close the reader when done.
+func (c *Client) ExportItems(ctx context.Context, params *api.ExportItemsParams) (io.ReadCloser, error) {
+	return body(c.raw.ExportItems(ctx, params))
+}
+
+// ImportItems stores the items of an export, all or nothing
+// (params.Replace: over the items of the same keys). data is read once, as
+// ImportSession reads it.
+func (c *Client) ImportItems(ctx context.Context, data io.Reader, params *api.ImportItemsParams) (*api.ItemsImportResult, error) {
+	return decode[api.ItemsImportResult](c.raw.ImportItemsWithBody(ctx, params, "application/x-ndjson", data))
+}

@@ -12,15 +12,15 @@ import (
 // error (yielded once, with a zero value). Leave params nil for the defaults;
 // params.Limit is the page size, params.Cursor where to start.
 //
-//	for m, err := range c.Messages(ctx, sessionID, nil) {
+//	for m, err := range c.ListMessages(ctx, sessionID, nil) {
 //		if err != nil {
 //			return err
 //		}
 //		fmt.Println(m.Seq, m.Role, client.TextOf(m.Content))
 //	}
 
-// Sessions walks the tenant's sessions, newest first, filtered by params.
-func (c *Client) Sessions(ctx context.Context, params *api.ListSessionsParams) iter.Seq2[api.Session, error] {
+// ListSessions walks the tenant's sessions, newest first, filtered by params.
+func (c *Client) ListSessions(ctx context.Context, params *api.ListSessionsParams) iter.Seq2[api.Session, error] {
 	p := deref(params)
 	return paginate(p.Cursor, func(cursor *string) ([]api.Session, *string, error) {
 		p.Cursor = cursor
@@ -32,9 +32,9 @@ func (c *Client) Sessions(ctx context.Context, params *api.ListSessionsParams) i
 	})
 }
 
-// Messages walks a session's messages in seq order (params.Order "desc" for
+// ListMessages walks a session's messages in seq order (params.Order "desc" for
 // newest first).
-func (c *Client) Messages(ctx context.Context, sessionID string, params *api.ListMessagesParams) iter.Seq2[api.Message, error] {
+func (c *Client) ListMessages(ctx context.Context, sessionID string, params *api.ListMessagesParams) iter.Seq2[api.Message, error] {
 	p := deref(params)
 	return paginate(p.Cursor, func(cursor *string) ([]api.Message, *string, error) {
 		p.Cursor = cursor
@@ -46,8 +46,8 @@ func (c *Client) Messages(ctx context.Context, sessionID string, params *api.Lis
 	})
 }
 
-// Checkpoints walks a session's checkpoints, newest iteration first.
-func (c *Client) Checkpoints(ctx context.Context, sessionID string, params *api.ListCheckpointsParams) iter.Seq2[api.Checkpoint, error] {
+// ListCheckpoints walks a session's checkpoints, newest iteration first.
+func (c *Client) ListCheckpoints(ctx context.Context, sessionID string, params *api.ListCheckpointsParams) iter.Seq2[api.Checkpoint, error] {
 	p := deref(params)
 	p.IfNoneMatch = nil // a 304 has no page to walk
 	return paginate(p.Cursor, func(cursor *string) ([]api.Checkpoint, *string, error) {
@@ -57,6 +57,24 @@ func (c *Client) Checkpoints(ctx context.Context, sessionID string, params *api.
 			return nil, nil, err
 		}
 		return page.Data, more(page.HasMore, page.NextCursor), nil
+	})
+}
+
+// page is one page of any list: every list answers this shape.
+type page[T any] struct {
+	Data       []T     `json:"data"`
+	HasMore    bool    `json:"has_more"`
+	NextCursor *string `json:"next_cursor"`
+}
+
+// list walks the pages fetch reads, from the one at cursor on.
+func list[T any](cursor *string, fetch func(cursor *string) (*page[T], error)) iter.Seq2[T, error] {
+	return paginate(cursor, func(cursor *string) ([]T, *string, error) {
+		p, err := fetch(cursor)
+		if err != nil {
+			return nil, nil, err
+		}
+		return p.Data, more(p.HasMore, p.NextCursor), nil
 	})
 }
 

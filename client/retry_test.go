@@ -32,7 +32,7 @@ func TestRetriesAreSafe(t *testing.T) {
 	t.Run("append_answer_lost_is_stored_once", func(t *testing.T) {
 		s := newSession(t, direct)
 		px.fail(fault{method: "POST", pathSuffix: "/messages", kind: dropAnswer})
-		m, err := c.Append(ctx, s.ID, api.MessageAppend{Role: api.MessageRoleUser, Content: client.Text("only once")})
+		m, err := c.AppendMessage(ctx, s.ID, api.MessageAppend{Role: api.MessageRoleUser, Content: client.Text("only once")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -48,7 +48,7 @@ func TestRetriesAreSafe(t *testing.T) {
 		}
 
 		// Another logical append gets its own key, so it is stored.
-		if _, err := c.Append(ctx, s.ID, api.MessageAppend{Role: api.MessageRoleUser, Content: client.Text("only once")}); err != nil {
+		if _, err := c.AppendMessage(ctx, s.ID, api.MessageAppend{Role: api.MessageRoleUser, Content: client.Text("only once")}); err != nil {
 			t.Fatal(err)
 		}
 		sent = px.requests("POST", "/"+s.ID+"/messages")
@@ -63,7 +63,7 @@ func TestRetriesAreSafe(t *testing.T) {
 	t.Run("batch_answer_lost_is_stored_once", func(t *testing.T) {
 		s := newSession(t, direct)
 		px.fail(fault{method: "POST", pathSuffix: "/messages/batch", kind: dropAnswer})
-		ms, err := c.AppendBatch(ctx, s.ID, api.MessageBatch{Messages: []api.MessageInput{
+		ms, err := c.AppendMessages(ctx, s.ID, api.MessageBatch{Messages: []api.MessageInput{
 			{Role: api.MessageRoleUser, Content: client.Text("a")},
 			{Role: api.MessageRoleAssistant, Content: client.Text("b")}}})
 		if err != nil {
@@ -105,7 +105,7 @@ func TestRetriesAreSafe(t *testing.T) {
 		s := newSession(t, direct)
 		px.fail(fault{method: "POST", pathSuffix: "/" + s.ID + "/messages", kind: "503", retryAfter: "0"})
 		px.fail(fault{method: "POST", pathSuffix: "/" + s.ID + "/messages", kind: "503", retryAfter: "0"})
-		if _, err := c.Append(ctx, s.ID, api.MessageAppend{Role: api.MessageRoleUser, Content: client.Text("x")}); err != nil {
+		if _, err := c.AppendMessage(ctx, s.ID, api.MessageAppend{Role: api.MessageRoleUser, Content: client.Text("x")}); err != nil {
 			t.Fatal(err)
 		}
 		if n := len(px.requests("POST", "/"+s.ID+"/messages")); n != 3 {
@@ -162,7 +162,7 @@ func TestRetriesAreSafe(t *testing.T) {
 	t.Run("lost_answer_of_a_fenced_rewind_is_replayed", func(t *testing.T) {
 		s := newSession(t, direct)
 		for _, text := range []string{"a", "b"} {
-			if _, err := direct.Append(ctx, s.ID, api.MessageAppend{Role: api.MessageRoleUser, Content: client.Text(text)}); err != nil {
+			if _, err := direct.AppendMessage(ctx, s.ID, api.MessageAppend{Role: api.MessageRoleUser, Content: client.Text(text)}); err != nil {
 				t.Fatal(err)
 			}
 		}

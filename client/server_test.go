@@ -23,13 +23,17 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/legacy"
 
-	logbook "github.com/logbook/logbook"
 	"github.com/logbook/logbook/client"
 )
 
-// The tests drive a real server: cmd/server built from this tree once, and
-// started as a process on a free loopback port over a fresh database (one
-// for the whole package; each test makes its own sessions).
+// The tests drive a real server: cmd/server built from this repository
+// (the module above this one) once, and started as a process on a free
+// loopback port over a fresh database (one for the whole package; each test
+// makes its own sessions).
+
+// repoRoot is the repository the client module sits in: its tests build the
+// server and read openapi.yaml from there.
+const repoRoot = ".."
 
 var server struct {
 	url string
@@ -42,7 +46,8 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	stop, url, err := startServer(dir, filepath.Join(dir, "logbook.db"))
+	binDir = dir
+	stop, url, err := startServer(filepath.Join(dir, "logbook.db"))
 	server.url, server.err = url, err
 	os.Setenv("LOGBOOK_URL", url) // for the examples
 	code := m.Run()
@@ -53,14 +58,16 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// startServer builds cmd/server into dir, starts it over db (a SQLite file
-// or a postgres:// URL) with --addr 127.0.0.1:0 and reads the address it
-// chose from its "listening" log line.
-func startServer(dir, db string) (stop func(), url string, err error) {
-	bin := filepath.Join(dir, "server")
-	build := exec.Command("go", "build", "-o", bin, "github.com/logbook/logbook/cmd/server")
-	if out, err := build.CombinedOutput(); err != nil {
-		return nil, "", fmt.Errorf("build the server: %v\n%s", err, out)
+// binDir holds the server the tests build (TestMain's directory).
+var binDir string
+
+// startServer starts the server (built once) over db (a SQLite file or a
+// postgres:// URL) with --addr 127.0.0.1:0 and reads the address it chose
+// from its "listening" log line.
+func startServer(db string) (stop func(), url string, err error) {
+	bin, err := serverBinary()
+	if err != nil {
+		return nil, "", err
 	}
 	cmd := exec.Command(bin, "--addr", "127.0.0.1:0", "--db", db, "--log-level", "warn")
 	stdout, err := cmd.StdoutPipe()
@@ -101,6 +108,26 @@ func startServer(dir, db string) (stop func(), url string, err error) {
 	}
 }
 
+var built struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// serverBinary builds cmd/server once for the package's tests (in a
+// directory TestMain removes).
+func serverBinary() (string, error) {
+	built.once.Do(func() {
+		built.path = filepath.Join(binDir, "server")
+		build := exec.Command("go", "build", "-o", built.path, "./cmd/server")
+		build.Dir = repoRoot
+		if out, err := build.CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("build the server: %v\n%s", err, out)
+		}
+	})
+	return built.path, built.err
+}
+
 // newClient is a client of base (the server, or a proxy in front of it)
 // whose every answer is checked against openapi.yaml.
 func newClient(t *testing.T, base string, opts ...client.Option) (*client.Client, *checker) {
@@ -128,11 +155,18 @@ var spec struct {
 func specRouter(t *testing.T) routers.Router {
 	t.Helper()
 	spec.once.Do(func() {
-		openapi3filter.RegisterBodyDecoder("text/event-stream", func(r io.Reader, _ http.Header, _ *openapi3.SchemaRef, _ openapi3filter.EncodingFn) (any, error) {
+		asText := func(r io.Reader, _ http.Header, _ *openapi3.SchemaRef, _ openapi3filter.EncodingFn) (any, error) {
 			b, err := io.ReadAll(r)
 			return string(b), err
-		})
-		doc, err := openapi3.NewLoader().LoadFromData(logbook.OpenAPI)
+		}
+		openapi3filter.RegisterBodyDecoder("text/event-stream", asText)
+		openapi3filter.RegisterBodyDecoder("application/x-ndjson", asText) // an export: a string of lines
+		data, err := os.ReadFile(filepath.Join(repoRoot, "openapi.yaml"))
+		if err != nil {
+			spec.err = err
+			return
+		}
+		doc, err := openapi3.NewLoader().LoadFromData(data)
 		if err != nil {
 			spec.err = err
 			return

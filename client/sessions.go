@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"io"
 	"reflect"
 
 	"github.com/logbook/logbook/client/api"
@@ -24,35 +25,44 @@ func (c *Client) GetSession(ctx context.Context, id string) (*api.Session, error
 	return decode[api.Session](c.raw.GetSession(ctx, id, nil))
 }
 
+// UpdateSession changes a session's status, title, expiry or metadata (a
+// merge patch: a nil value removes a key). A patch is idempotent, so it is
+// retried after a lost answer.
+func (c *Client) UpdateSession(ctx context.Context, id string, in api.SessionUpdate) (*api.Session, error) {
+	return decode[api.Session](c.raw.UpdateSession(repeatable(ctx), id, in))
+}
+
 // CloseSession closes a session (status completed; a no-op when closed).
 func (c *Client) CloseSession(ctx context.Context, id string) (*api.Session, error) {
 	return decode[api.Session](c.raw.CloseSession(repeatable(ctx), id, nil))
 }
 
-// Append appends one message and answers the stored message with its seq.
-//
-// The request carries a new Idempotency-Key, which its retries reuse: a retry
-// after an answer was lost is answered with what the first try stored,
-// never appended twice. For a key that also survives a crash of this
-// process, set m.IdempotencyKey (e.g. "turn-7-user") as well.
-func (c *Client) Append(ctx context.Context, sessionID string, m api.MessageAppend) (*api.Message, error) {
-	var body api.AppendRequest
-	if err := body.FromMessageAppend(m); err != nil {
-		return nil, err
-	}
-	key := newKey()
-	return decode[api.Message](c.raw.AppendMessage(ctx, sessionID, &api.AppendMessageParams{IdempotencyKey: &key}, body))
+// PurgeSession erases a session for good: its messages, checkpoints and
+// their pending writes (a write key that can see it may).
+func (c *Client) PurgeSession(ctx context.Context, id string) error {
+	return noContent(c.raw.CloseSession(repeatable(ctx), id, &api.CloseSessionParams{Purge: Ptr(true)}))
 }
 
-// AppendBatch appends 1–1000 messages, all or nothing, and answers them
-// stored, in order. Retries are safe as for [Client.Append].
-func (c *Client) AppendBatch(ctx context.Context, sessionID string, b api.MessageBatch) ([]api.Message, error) {
-	key := newKey()
-	res, err := decode[api.MessageBatchResult](c.raw.AppendMessageBatch(ctx, sessionID, &api.AppendMessageBatchParams{IdempotencyKey: &key}, b))
-	if err != nil {
-		return nil, err
-	}
-	return res.Data, nil
+// ForkSession makes a new session that shares the first in.AtSeq messages
+// of sessionID (all by default), or those up to a checkpoint
+// (in.AtCheckpoint), starting from a copy of it.
+func (c *Client) ForkSession(ctx context.Context, sessionID string, in api.ForkCreate) (*api.Session, error) {
+	return decode[api.Session](c.raw.ForkSession(ctx, sessionID, nil, in))
+}
+
+// ExportSession streams a session as NDJSON, one JSON object a line, ending
+// with a line that counts the others and holds their SHA-256: keep the bytes
+// as they are (ImportSession checks them). Close the reader when done.
+func (c *Client) ExportSession(ctx context.Context, id string) (io.ReadCloser, error) {
+	return body(c.raw.ExportSession(ctx, id))
+}
+
+// ImportSession restores a session from the bytes of an export, all or
+// nothing (params.AsNew: under new ids). data is read once: a failed
+// connection is not retried unless it is a *bytes.Reader, *bytes.Buffer or
+// *strings.Reader, which can be read again.
+func (c *Client) ImportSession(ctx context.Context, data io.Reader, params *api.ImportSessionParams) (*api.Session, error) {
+	return decode[api.Session](c.raw.ImportSessionWithBody(ctx, params, "application/x-ndjson", data))
 }
 
 // PutCheckpoint writes the loop state of an iteration. The fence holds: an

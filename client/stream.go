@@ -354,7 +354,7 @@ func stoppedBy(failed int) *Problem {
 
 // AppendMany appends msgs to a session in order on one stream and answers a
 // result for each, in order: the stored message, or why not. Unlike
-// AppendBatch it is not all or nothing: when a message is refused, those
+// AppendMessages it is not all or nothing: when a message is refused, those
 // before it are stored and those after it are not (stream_stopped), and the
 // error is that message's *LineError. Connection failures are retried as
 // OpenStream's writer retries them.

@@ -12,7 +12,6 @@ import (
 
 	"github.com/logbook/logbook/client"
 	"github.com/logbook/logbook/client/api"
-	"github.com/logbook/logbook/internal/repo/postgres/pgtest"
 )
 
 func userMessages(n int, format string) []api.MessageInput {
@@ -58,8 +57,7 @@ func TestStreamsOnPostgres(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts PostgreSQL and a second server")
 	}
-	pg := pgtest.Start(t)
-	stop, url, err := startServer(t.TempDir(), pg.URL("postgres"))
+	stop, url, err := startServer(startPostgres(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,7 +60,7 @@ func (a *agent) start(ctx context.Context) error {
 		return err
 	}
 	a.history = a.history[:0]
-	for m, err := range a.lb.Messages(ctx, a.sessionID, &api.ListMessagesParams{Limit: client.Ptr(200)}) {
+	for m, err := range a.lb.ListMessages(ctx, a.sessionID, &api.ListMessagesParams{Limit: client.Ptr(200)}) {
 		if err != nil {
 			return err
 		}
@@ -123,14 +123,14 @@ func (a *agent) iterate(ctx context.Context) (done bool, err error) {
 			a.say("done: %d messages, checkpoint %d", len(a.history), a.iteration)
 			return true, nil
 		}
-		m, err := a.lb.Append(ctx, a.sessionID, api.MessageAppend{Role: api.MessageRoleUser, Content: client.Text(a.script[turn])})
+		m, err := a.lb.AppendMessage(ctx, a.sessionID, api.MessageAppend{Role: api.MessageRoleUser, Content: client.Text(a.script[turn])})
 		if err != nil {
 			return false, err
 		}
 		a.stored(m)
 	}
 
-	m, err := a.lb.Append(ctx, a.sessionID, a.model.Next(a.history))
+	m, err := a.lb.AppendMessage(ctx, a.sessionID, a.model.Next(a.history))
 	if err != nil {
 		return false, err
 	}
@@ -147,7 +147,7 @@ func (a *agent) iterate(ctx context.Context) (done bool, err error) {
 		for i, call := range m.ToolCalls {
 			results[i] = a.runTool(call)
 		}
-		stored, err := a.lb.AppendBatch(ctx, a.sessionID, api.MessageBatch{Messages: results})
+		stored, err := a.lb.AppendMessages(ctx, a.sessionID, api.MessageBatch{Messages: results})
 		if err != nil {
 			return false, err
 		}

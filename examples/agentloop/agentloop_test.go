@@ -91,7 +91,7 @@ func checkFinalHistory(t *testing.T, lb *client.Client) {
 	ctx := context.Background()
 	var got []string
 	var msgs []api.Message
-	for m, err := range lb.Messages(ctx, "demo", nil) {
+	for m, err := range lb.ListMessages(ctx, "demo", nil) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,7 +126,7 @@ func checkFinalHistory(t *testing.T, lb *client.Client) {
 	}
 
 	var cks []string
-	for ck, err := range lb.Checkpoints(ctx, "demo", nil) {
+	for ck, err := range lb.ListCheckpoints(ctx, "demo", nil) {
 		if err != nil {
 			t.Fatal(err)
 		}

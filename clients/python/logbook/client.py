@@ -41,34 +41,45 @@ from .types import (
     JSON,
     Agent,
     APIKey,
+    Backup,
     Block,
     Checkpoint,
     CheckpointRetention,
     Compaction,
     Content,
+    EmbeddingConfig,
     File,
     Health,
+    Identity,
+    IntegrityReport,
     Item,
     ItemPage,
     ItemResult,
+    ItemsImportResult,
     Message,
+    MessageEmbedding,
     MessageInput,
     MessageSearchResult,
     NamespacePage,
     NewAPIKey,
     Page,
     Passage,
+    PassageSearchMode,
     PassageSearchResult,
+    PurgeResult,
     RepairResult,
     Resume,
+    RetentionPolicy,
     RewindResult,
     Role,
     Scope,
     Session,
     SessionContext,
     SessionStatus,
+    TenantEmbedding,
     ToolDef,
     ToolResult,
+    Usage,
 )
 
 __all__ = ["Client", "Response", "AppendResult", "DEFAULT_URL", "new_idempotency_key"]
@@ -489,13 +500,23 @@ class Client:
 
     # --- health --------------------------------------------------------------
 
-    def healthz(self) -> Health:
+    def get_health(self) -> Health:
         """``GET /healthz``: the process is up (with its version)."""
         return cast(Health, self._call("GET", "/healthz"))
 
-    def readyz(self) -> Health:
+    def get_readiness(self) -> Health:
         """``GET /readyz``: the database answers."""
         return cast(Health, self._call("GET", "/readyz"))
+
+    def get_who_am_i(self) -> Identity:
+        """The caller's own identity (``GET /v1/whoami``): its key's tenant,
+        scope, id and the end user it is bound to (``open_mode`` with no key),
+        to offer only what the key may do."""
+        return cast(Identity, self._call("GET", "/v1/whoami"))
+
+    # The names before the clients' methods were named alike (clients/PARITY.md).
+    healthz = get_health
+    readyz = get_readiness
 
     # --- sessions ------------------------------------------------------------
 
@@ -506,15 +527,23 @@ class Client:
         agent_id: Optional[str] = None,
         title: Optional[str] = None,
         metadata: Optional[Mapping[str, JSON]] = None,
+        user_id: Optional[str] = None,
+        expires_at: Optional[str] = None,
     ) -> Session:
         """Create a session (status ``created``). Without ``id`` the client makes
         one like the server's (``ses_`` + a UUIDv7), so that a resend after a
         connection failure cannot make a second session. A taken ``id`` is a
-        ``409 conflict``."""
+        ``409 conflict``. ``user_id`` is the end user it belongs to (a key bound
+        to a user may give only its own); ``expires_at`` (RFC 3339) when the
+        server may erase it."""
         sid = id or "ses_" + _uuid7_hex()
         body: Dict[str, Any] = {"id": sid}
         if agent_id is not None:
             body["agent_id"] = agent_id
+        if user_id is not None:
+            body["user_id"] = user_id
+        if expires_at is not None:
+            body["expires_at"] = expires_at
         if title is not None:
             body["title"] = title
         if metadata is not None:
@@ -527,6 +556,7 @@ class Client:
             s = self.get_session(sid)
             same = (
                 s["agent_id"] == agent_id
+                and s.get("user_id") == user_id
                 and s["title"] == title
                 and s["metadata"] == _canon(dict(metadata or {}))
                 and s["message_count"] == 0
@@ -545,10 +575,12 @@ class Client:
         status: Optional[SessionStatus] = None,
         title: Optional[str] = UNSET,
         metadata: Optional[Mapping[str, JSON]] = UNSET,
+        expires_at: Optional[str] = UNSET,
     ) -> Session:
         """``PATCH``: a new ``status`` (``invalid_transition`` if not allowed),
         ``title`` (``None`` clears it), ``metadata`` as an RFC 7396 merge patch
-        (a ``None`` value removes a key). Fields left out are kept."""
+        (a ``None`` value removes a key), ``expires_at`` (``None``: never).
+        Fields left out are kept."""
         body: Dict[str, Any] = {}
         if status is not None:
             body["status"] = status
@@ -556,6 +588,8 @@ class Client:
             body["title"] = title
         if metadata is not UNSET:
             body["metadata"] = None if metadata is None else dict(metadata)
+        if expires_at is not UNSET:
+            body["expires_at"] = expires_at
         return cast(Session, self._call("PATCH", "/v1/sessions/" + _seg(id), json_body=body, idempotent=True))
 
     def purge_session(self, id: str) -> None:
@@ -572,19 +606,31 @@ class Client:
         *,
         status: Optional[SessionStatus] = None,
         agent_id: Optional[str] = None,
+        user_id: Optional[str] = None,
+        title: Optional[str] = None,
         metadata: Optional[Mapping[str, Any]] = None,
         created_after: Optional[str] = None,
         created_before: Optional[str] = None,
         due_before: Optional[str] = None,
+        order: Optional[str] = None,
+        count: bool = False,
         limit: Optional[int] = None,
         cursor: Optional[str] = None,
     ) -> Pager[Session]:
-        """Sessions, newest first. ``metadata={"channel": "web"}`` filters on
-        ``metadata.channel=web`` (values compare as their text). ``limit`` is the
-        page size (1-200), not a total: the pager fetches every page."""
+        """Sessions, newest first (``order="asc"``: oldest first); ``title``
+        keeps those whose title contains it. ``metadata={"channel": "web"}``
+        filters on ``metadata.channel=web`` (values compare as their text).
+        ``count=True`` adds the matching total to each page (``total``: ``count``,
+        and ``exact`` false when the server stopped counting at its maximum).
+        ``limit`` is the page size (1-200), not a total: the pager fetches
+        every page."""
         q: Dict[str, Any] = {
             "status": status,
+            "title": title,
+            "order": order,
+            "count": True if count else None,
             "agent_id": agent_id,
+            "user_id": user_id,
             "created_after": created_after,
             "created_before": created_before,
             "due_before": due_before,
@@ -844,21 +890,81 @@ class Client:
         after: Optional[str] = None,
         before: Optional[str] = None,
         limit: Optional[int] = None,
+        mode: Optional[PassageSearchMode] = None,
+        query_embedding: Optional[Sequence[float]] = None,
     ) -> MessageSearchResult:
-        """Full-text search over the tenant's messages (or one agent's), best
-        first. ``index_lag`` in the answer says how many messages are not
-        searchable yet."""
+        """Search over the tenant's messages (or one agent's), best first: by
+        words (``mode="keyword"``, the default), by meaning (``"vector"``) or
+        both (``"hybrid"``), with ``query_embedding`` your embedding of ``q``
+        (left out, the server embeds ``q``). ``index_lag`` in the answer says
+        how many messages are not searchable yet."""
         path = "/v1/messages/search" if agent_id is None else "/v1/agents/%s/messages/search" % _seg(agent_id)
         roles = [role] if isinstance(role, str) else role
-        query = {"q": q, "role": roles, "session_id": session_id, "after": after, "before": before, "limit": limit}
+        query = {
+            "q": q,
+            "mode": mode,
+            "query_embedding": _floats(query_embedding),
+            "role": roles,
+            "session_id": session_id,
+            "after": after,
+            "before": before,
+            "limit": limit,
+        }
         return cast(MessageSearchResult, self._call("GET", path, query=query))
 
+    def search_agent_messages(
+        self,
+        agent_id: str,
+        q: str,
+        *,
+        role: Union[Role, Sequence[Role], None] = None,
+        session_id: Optional[str] = None,
+        after: Optional[str] = None,
+        before: Optional[str] = None,
+        limit: Optional[int] = None,
+        mode: Optional[PassageSearchMode] = None,
+        query_embedding: Optional[Sequence[float]] = None,
+    ) -> MessageSearchResult:
+        """:meth:`search_messages` over the messages of an agent's sessions and
+        those carrying its ``agent_id``."""
+        return self.search_messages(
+            q,
+            agent_id=agent_id,
+            role=role,
+            session_id=session_id,
+            after=after,
+            before=before,
+            limit=limit,
+            mode=mode,
+            query_embedding=query_embedding,
+        )
+
+    def get_message_embedding(self, session_id: str, message_id: str) -> MessageEmbedding:
+        """The message's embedding (yours, or the server's), with its model."""
+        path = "/v1/sessions/%s/messages/%s/embedding" % (_seg(session_id), _seg(message_id))
+        return cast(MessageEmbedding, self._call("GET", path))
+
+    def put_message_embedding(
+        self, session_id: str, message_id: str, embedding: Sequence[float], embedding_model: str
+    ) -> MessageEmbedding:
+        """Stores your embedding of a message, ready for search by meaning at once."""
+        path = "/v1/sessions/%s/messages/%s/embedding" % (_seg(session_id), _seg(message_id))
+        body = {"embedding": [float(x) for x in embedding], "embedding_model": embedding_model}
+        return cast(MessageEmbedding, self._call("PUT", path, json_body=body))
+
     def get_context(
-        self, session_id: str, *, max_tokens: Optional[int] = None, include_blocks: bool = False
+        self,
+        session_id: str,
+        *,
+        max_tokens: Optional[int] = None,
+        include: Optional[str] = None,
+        include_blocks: bool = False,
     ) -> SessionContext:
         """What the next LLM call needs: the latest compaction, system and
-        developer messages, and the newest messages that fit ``max_tokens``."""
-        q = {"max_tokens": max_tokens, "include": "blocks" if include_blocks else None}
+        developer messages, and the newest messages that fit ``max_tokens``;
+        with ``include="blocks"`` (or ``include_blocks=True``) the agent's
+        memory blocks too."""
+        q = {"max_tokens": max_tokens, "include": include or ("blocks" if include_blocks else None)}
         return cast(SessionContext, self._call("GET", "/v1/sessions/%s/context" % _seg(session_id), query=q))
 
     def create_compaction(
@@ -919,6 +1025,9 @@ class Client:
         state: Mapping[str, JSON],
         *,
         expected_iteration: Optional[int] = None,
+        namespace: Optional[str] = None,
+        client_id: Optional[str] = None,
+        metadata: Optional[Mapping[str, JSON]] = None,
     ) -> Checkpoint:
         """Write the loop state of ``iteration``, which must be above the latest;
         with ``expected_iteration`` (the iteration you last saw, 0 for none) a
@@ -927,13 +1036,14 @@ class Client:
         body: Dict[str, Any] = {"iteration": iteration, "state": dict(state)}
         if expected_iteration is not None:
             body["expected_iteration"] = expected_iteration
+        _put_checkpoint_fields(body, namespace, client_id, metadata)
 
         def recover(p: Problem) -> Optional[Checkpoint]:
             # A resend lost to the first attempt if that one wrote this very state
             # (and the server lost the answer the key would have replayed).
             if p.code != "idempotency_applied" and (p.code != "stale_iteration" or p.latest_iteration != iteration):
                 return None
-            c = self.get_checkpoint(session_id, iteration)
+            c = self.get_checkpoint(session_id, iteration, namespace=namespace)
             return c if c["state"] == _canon(dict(state)) else None
 
         return cast(
@@ -948,6 +1058,9 @@ class Client:
         state_patch: Mapping[str, JSON],
         *,
         expected_iteration: Optional[int] = None,
+        namespace: Optional[str] = None,
+        client_id: Optional[str] = None,
+        metadata: Optional[Mapping[str, JSON]] = None,
     ) -> Checkpoint:
         """Write ``iteration`` as the latest state with ``state_patch`` (an RFC
         7396 merge patch) applied; the same fence as :meth:`put_checkpoint`.
@@ -955,11 +1068,12 @@ class Client:
         body: Dict[str, Any] = {"iteration": iteration, "state_patch": dict(state_patch)}
         if expected_iteration is not None:
             body["expected_iteration"] = expected_iteration
+        _put_checkpoint_fields(body, namespace, client_id, metadata)
 
         def recover(p: Problem) -> Optional[Checkpoint]:
             if p.code != "idempotency_applied" and (p.code != "stale_iteration" or p.latest_iteration != iteration):
                 return None
-            c = self.get_checkpoint(session_id, iteration)
+            c = self.get_checkpoint(session_id, iteration, namespace=namespace)
             return c if _patch_applied(c["state"], state_patch) else None
 
         return cast(
@@ -967,12 +1081,22 @@ class Client:
             self._call("PATCH", "/v1/sessions/%s/checkpoint" % _seg(session_id), json_body=body, recover=recover),
         )
 
-    def get_checkpoint(self, session_id: str, iteration: Optional[int] = None) -> Checkpoint:
-        """The latest checkpoint, or that of ``iteration`` (``404`` when none)."""
+    def get_checkpoint(
+        self,
+        session_id: str,
+        iteration: Optional[int] = None,
+        *,
+        namespace: Optional[str] = None,
+        parent_writes: bool = False,
+    ) -> Checkpoint:
+        """The latest checkpoint, or that of ``iteration`` (``404`` when none),
+        of ``namespace`` (the root one by default); ``parent_writes`` adds the
+        pending writes of its parent."""
         path = "/v1/sessions/%s/checkpoint" % _seg(session_id)
         if iteration is not None:
             path = "/v1/sessions/%s/checkpoints/%d" % (_seg(session_id), iteration)
-        return cast(Checkpoint, self._call("GET", path))
+        q = {"namespace": namespace or None, "parent_writes": True if parent_writes else None}
+        return cast(Checkpoint, self._call("GET", path, query=q))
 
     def list_checkpoints(
         self,
@@ -983,14 +1107,16 @@ class Client:
         before: Optional[str] = None,
         before_namespace: Optional[str] = None,
         values: bool = True,
+        parent_writes: bool = False,
         limit: Optional[int] = None,
         cursor: Optional[str] = None,
     ) -> Pager[Checkpoint]:
         """Newest first, every namespace unless ``namespace`` is given; only
         those whose metadata has these values (compared as text), written
         before the checkpoint ``before`` names. ``values=False`` leaves states
-        and pending writes out."""
+        and pending writes out; ``parent_writes`` adds those of each one's parent."""
         q = _checkpoint_query(namespace, metadata, before, before_namespace, values, limit)
+        q["parent_writes"] = True if parent_writes else None
         return self._pager("/v1/sessions/%s/checkpoints" % _seg(session_id), q, cursor)
 
     def list_all_checkpoints(
@@ -1003,6 +1129,7 @@ class Client:
         before_session: Optional[str] = None,
         before_namespace: Optional[str] = None,
         values: bool = True,
+        parent_writes: bool = False,
         limit: Optional[int] = None,
         cursor: Optional[str] = None,
     ) -> Pager[Checkpoint]:
@@ -1011,14 +1138,16 @@ class Client:
         q = _checkpoint_query(namespace, metadata, before, before_namespace, values, limit)
         q["session_id"] = session_id
         q["before_session"] = before_session
+        q["parent_writes"] = True if parent_writes else None
         return self._pager("/v1/checkpoints", q, cursor)
 
     def find_checkpoint(
-        self, session_id: str, *, namespace: str = "", client_id: Optional[str] = None
+        self, session_id: str, *, namespace: str = "", client_id: Optional[str] = None, parent_writes: bool = False
     ) -> Checkpoint:
         """The latest checkpoint of ``namespace``, or the one ``client_id``
-        names, with its pending writes (``404`` when none)."""
-        q = {"namespace": namespace or None, "client_id": client_id}
+        names, with its pending writes (``404`` when none); ``parent_writes``
+        adds its parent's."""
+        q = {"namespace": namespace or None, "client_id": client_id, "parent_writes": True if parent_writes else None}
         return cast(Checkpoint, self._call("GET", "/v1/sessions/%s/checkpoint" % _seg(session_id), query=q))
 
     def create_checkpoint(
@@ -1084,7 +1213,7 @@ class Client:
         return cast(CheckpointRetention, self._call("GET", path))
 
     def set_checkpoint_retention(
-        self, session_id: str, policy: Optional[Mapping[str, Any]]
+        self, session_id: str, policy: Optional[RetentionPolicy]
     ) -> CheckpointRetention:
         """Sets the session's own policy; ``None`` returns it to the default."""
         path = "/v1/sessions/%s/checkpoint-retention" % _seg(session_id)
@@ -1124,7 +1253,11 @@ class Client:
         tool_ids: Optional[Sequence[str]] = None,
         tags: Optional[Sequence[str]] = None,
         metadata: Optional[Mapping[str, JSON]] = None,
+        embedding: Optional[EmbeddingConfig] = None,
     ) -> Agent:
+        """A new agent; ``embedding`` names the endpoint that embeds its
+        archival passages and messages (``url``, ``model``, …) when the
+        tenant's is not the one to use."""
         aid = id or "agt_" + _uuid7_hex()
         body: Dict[str, Any] = {"id": aid, "name": name}
         for k, v in (
@@ -1134,6 +1267,7 @@ class Client:
             ("tool_ids", list(tool_ids) if tool_ids is not None else None),
             ("tags", list(tags) if tags is not None else None),
             ("metadata", dict(metadata) if metadata is not None else None),
+            ("embedding", dict(embedding) if embedding is not None else None),
         ):
             if v is not None:
                 body[k] = v
@@ -1167,6 +1301,26 @@ class Client:
         cursor: Optional[str] = None,
     ) -> Pager[Agent]:
         return self._pager("/v1/agents", {"name": name, "tag": tag, "limit": limit}, cursor)
+
+    def export_agent(self, id: str) -> bytes:
+        """The agent's export (NDJSON: the agent, its blocks, passages and
+        sessions), as bytes to keep as they are: :meth:`import_agent` checks them."""
+        resp, _ = self._request("GET", "/v1/agents/%s/export" % _seg(id))
+        return resp.body
+
+    def import_agent(self, data: bytes, *, as_new: bool = False) -> Agent:
+        """Restores an agent from its export's bytes, all or nothing
+        (``as_new``: the agent and its sessions under new ids)."""
+        return cast(
+            Agent,
+            self._call(
+                "POST",
+                "/v1/agents/import",
+                query={"as_new": True if as_new else None},
+                data=bytes(data),
+                content_type="application/x-ndjson",
+            ),
+        )
 
     def list_blocks(self, agent_id: str) -> List[Block]:
         return cast(List[Block], self._call("GET", "/v1/agents/%s/blocks" % _seg(agent_id))["data"])
@@ -1276,11 +1430,13 @@ class Client:
             ),
         )
 
-    def block_history(
+    def get_block_history(
         self, agent_id: str, label: str, *, limit: Optional[int] = None, cursor: Optional[str] = None
     ) -> Pager[Block]:
         """Every version of the block, newest first."""
         return self._pager("/v1/agents/%s/blocks/%s/history" % (_seg(agent_id), _seg(label)), {"limit": limit}, cursor)
+
+    block_history = get_block_history
 
     def insert_passage(
         self,
@@ -1289,12 +1445,25 @@ class Client:
         *,
         tags: Optional[Sequence[str]] = None,
         metadata: Optional[Mapping[str, JSON]] = None,
+        embedding: Optional[Sequence[float]] = None,
+        embedding_model: Optional[str] = None,
+        expires_at: Optional[str] = None,
     ) -> Passage:
+        """Writes a passage to the agent's archival memory. With ``embedding``
+        (your vector of ``content``, and its ``embedding_model``) it is
+        searchable by meaning at once; without, the server embeds it when an
+        endpoint is configured. ``expires_at`` (RFC 3339): when it may go."""
         body: Dict[str, Any] = {"content": content}
         if tags is not None:
             body["tags"] = list(tags)
         if metadata is not None:
             body["metadata"] = dict(metadata)
+        if embedding is not None:
+            body["embedding"] = [float(x) for x in embedding]
+        if embedding_model is not None:
+            body["embedding_model"] = embedding_model
+        if expires_at is not None:
+            body["expires_at"] = expires_at
         return cast(Passage, self._call("POST", "/v1/agents/%s/archival" % _seg(agent_id), json_body=body))
 
     def get_passage(self, agent_id: str, passage_id: str) -> Passage:
@@ -1322,22 +1491,38 @@ class Client:
         after: Optional[str] = None,
         before: Optional[str] = None,
         limit: Optional[int] = None,
+        mode: Optional[PassageSearchMode] = None,
+        query_embedding: Optional[Sequence[float]] = None,
     ) -> PassageSearchResult:
-        query = {"q": q, "tags": list(tags) if tags else None, "after": after, "before": before, "limit": limit}
-        return cast(PassageSearchResult, self._call("GET", "/v1/agents/%s/archival/search" % _seg(agent_id), query=query))
+        """The agent's passages best matching ``q``: by words (``mode=
+        "keyword"``), by meaning (``"vector"``) or both (``"hybrid"``); the
+        server's default without ``mode``. ``query_embedding`` is your vector
+        of ``q`` (left out, the server embeds ``q``); with one, the query is
+        posted, since a long vector does not fit a URL."""
+        path = "/v1/agents/%s/archival/search" % _seg(agent_id)
+        if query_embedding:
+            body: Dict[str, Any] = {"q": q, "query_embedding": [float(x) for x in query_embedding]}
+            for k, v in (("mode", mode), ("tags", list(tags) if tags else None), ("after", after), ("before", before), ("limit", limit)):
+                if v is not None:
+                    body[k] = v
+            return cast(PassageSearchResult, self._call("POST", path, json_body=body, idempotent=True))
+        query = {"q": q, "mode": mode, "tags": list(tags) if tags else None, "after": after, "before": before, "limit": limit}
+        return cast(PassageSearchResult, self._call("GET", path, query=query))
 
     def list_tools(self) -> List[ToolDef]:
         """Letta's memory tools with their JSON Schemas, for a model."""
         return cast(List[ToolDef], self._call("GET", "/v1/tools")["data"])
 
-    def call_tool(self, agent_id: str, name: str, arguments: Union[str, Mapping[str, JSON]]) -> ToolResult:
+    def run_tool(self, agent_id: str, tool_name: str, arguments: Union[str, Mapping[str, JSON]]) -> ToolResult:
         """Run a memory tool with the model's arguments (its JSON text, or the
         parsed object); give the model ``result["result"]``."""
         body = json.loads(arguments) if isinstance(arguments, str) else dict(arguments)
         return cast(
             ToolResult,
-            self._call("POST", "/v1/agents/%s/tools/%s" % (_seg(agent_id), _seg(name)), json_body=body),
+            self._call("POST", "/v1/agents/%s/tools/%s" % (_seg(agent_id), _seg(tool_name)), json_body=body),
         )
+
+    call_tool = run_tool
 
     # --- the item store ------------------------------------------------------
     #
@@ -1472,6 +1657,28 @@ class Client:
                 if line.strip():
                     yield json.loads(line)
 
+    def import_items(self, data: bytes, *, replace: bool = False) -> ItemsImportResult:
+        """Loads an items export (:meth:`export_items_bytes`, or a file of
+        it), all or nothing; ``replace`` overwrites items that exist."""
+        return cast(
+            ItemsImportResult,
+            self._call(
+                "POST",
+                "/v1/items/import",
+                query={"replace": True if replace else None},
+                data=bytes(data),
+                content_type="application/x-ndjson",
+            ),
+        )
+
+    def export_items_bytes(
+        self, *, namespace_prefix: Sequence[str] = (), user_id: Optional[str] = None, all_users: bool = False
+    ) -> bytes:
+        """The items export as the server wrote it, for :meth:`import_items`."""
+        query = {"namespace_prefix": ".".join(namespace_prefix) or None, "user_id": user_id, "all_users": True if all_users else None}
+        resp, _ = self._request("GET", "/v1/items/export", query=query)
+        return resp.body
+
     # --- files ---------------------------------------------------------------
 
     def upload_file(self, data: bytes, media_type: str) -> File:
@@ -1485,7 +1692,7 @@ class Client:
 
     # --- admin ---------------------------------------------------------------
 
-    def create_key(self, scope: Scope, *, name: Optional[str] = None, user_id: Optional[str] = None) -> NewAPIKey:
+    def create_api_key(self, scope: Scope, *, name: Optional[str] = None, user_id: Optional[str] = None) -> NewAPIKey:
         """A new key of the caller's tenant (admin scope); ``key`` is shown this once.
         With ``user_id``, the key sees only that end user's sessions. A resend
         after a lost answer makes no second key: it raises :class:`Problem`
@@ -1498,13 +1705,99 @@ class Client:
             body["user_id"] = user_id
         return cast(NewAPIKey, self._call("POST", "/v1/admin/keys", json_body=body))
 
-    def list_keys(self, *, limit: Optional[int] = None, cursor: Optional[str] = None) -> Pager[APIKey]:
+    def list_api_keys(self, *, limit: Optional[int] = None, cursor: Optional[str] = None) -> Pager[APIKey]:
+        """The tenant's keys (never their secrets)."""
         return self._pager("/v1/admin/keys", {"limit": limit}, cursor)
 
-    def revoke_key(self, key_id: str) -> None:
+    def revoke_api_key(self, key_id: str) -> None:
         self._call("DELETE", "/v1/admin/keys/" + _seg(key_id), idempotent=True)
 
+    create_key = create_api_key
+    list_keys = list_api_keys
+    revoke_key = revoke_api_key
+
+    def get_usage(
+        self,
+        *,
+        group_by: Optional[str] = None,
+        from_: Optional[str] = None,
+        to: Optional[str] = None,
+        agent_id: Optional[str] = None,
+        limit: Optional[int] = None,
+    ) -> Usage:
+        """Tokens and cost per ``group_by`` (``day``, ``agent``, ``model``)
+        between ``from_`` and ``to`` (``from`` is Python's)."""
+        q = {"group_by": group_by, "from": from_, "to": to, "agent_id": agent_id, "limit": limit}
+        return cast(Usage, self._call("GET", "/v1/usage", query=q))
+
+    def purge_sessions(
+        self,
+        *,
+        status: Optional[SessionStatus] = None,
+        older_than: Optional[str] = None,
+        expired: Optional[bool] = None,
+        dry_run: Optional[bool] = None,
+    ) -> PurgeResult:
+        """Erases, for good, the sessions in ``status`` not updated since
+        ``older_than`` (a duration such as ``"720h"``), or those past their
+        ``expires_at`` (``expired=True``); ``dry_run`` only counts them."""
+        body: Dict[str, Any] = {}
+        for k, v in (("status", status), ("older_than", older_than), ("expired", expired), ("dry_run", dry_run)):
+            if v is not None:
+                body[k] = v
+        return cast(PurgeResult, self._call("POST", "/v1/admin/purge", json_body=body))
+
+    def check_integrity(self, *, repair: Optional[str] = None) -> IntegrityReport:
+        """Checks the database and the tenant's counters and search index
+        (``repair="counters"`` repairs drifted counters first)."""
+        return cast(IntegrityReport, self._call("GET", "/v1/admin/integrity", query={"repair": repair}))
+
+    def get_tenant_embedding(self) -> TenantEmbedding:
+        return cast(TenantEmbedding, self._call("GET", "/v1/admin/embedding"))
+
+    def put_tenant_embedding(
+        self, url: str, model: str, *, dimensions: Optional[int] = None, api_key_env: Optional[str] = None
+    ) -> TenantEmbedding:
+        """Sets the embedding endpoint of the tenant's agents that name none
+        (under one of the server's ``--embedding-allowed-urls``)."""
+        body: Dict[str, Any] = {"url": url, "model": model}
+        if dimensions is not None:
+            body["dimensions"] = dimensions
+        if api_key_env is not None:
+            body["api_key_env"] = api_key_env
+        return cast(TenantEmbedding, self._call("PUT", "/v1/admin/embedding", json_body=body))
+
+    def delete_tenant_embedding(self) -> None:
+        self._call("DELETE", "/v1/admin/embedding", idempotent=True, recover=_gone)
+
+    def backup_database(self, *, name: Optional[str] = None) -> Backup:
+        """A consistent copy of the whole database in the server's backup
+        directory (an admin key of the tenant ``default`` only)."""
+        body: Dict[str, Any] = {} if name is None else {"name": name}
+        return cast(Backup, self._call("POST", "/v1/admin/backup", json_body=body))
+
     # --- export --------------------------------------------------------------
+
+    def import_session(self, data: bytes, *, as_new: bool = False) -> Session:
+        """Restores a session from its export's bytes as the server wrote them
+        (:meth:`export_session_bytes`, or a file of them), all or nothing
+        (``as_new``: under new ids)."""
+        return cast(
+            Session,
+            self._call(
+                "POST",
+                "/v1/sessions/import",
+                query={"as_new": True if as_new else None},
+                data=bytes(data),
+                content_type="application/x-ndjson",
+            ),
+        )
+
+    def export_session_bytes(self, id: str) -> bytes:
+        """The session's export as the server wrote it, for
+        :meth:`import_session` (whose checksum covers these very bytes)."""
+        resp, _ = self._request("GET", "/v1/sessions/%s/export" % _seg(id))
+        return resp.body
 
     def export_session(self, id: str) -> Iterator[Dict[str, JSON]]:
         """The session's NDJSON export, a parsed line at a time."""
@@ -1594,6 +1887,22 @@ class _Recovered(Exception):
 def _gone(p: Problem) -> Optional[Dict[str, Any]]:
     """A resent DELETE that finds nothing: the first attempt deleted it."""
     return {} if p.code == "not_found" else None
+
+
+def _floats(v: Optional[Sequence[float]]) -> Optional[str]:
+    """A vector as the query string carries it: comma-separated numbers."""
+    return None if not v else ",".join(repr(float(x)) for x in v)
+
+
+def _put_checkpoint_fields(
+    body: Dict[str, Any], namespace: Optional[str], client_id: Optional[str], metadata: Optional[Mapping[str, JSON]]
+) -> None:
+    if namespace:
+        body["namespace"] = namespace
+    if client_id is not None:
+        body["client_id"] = client_id
+    if metadata is not None:
+        body["metadata"] = dict(metadata)
 
 
 def _checkpoint_query(

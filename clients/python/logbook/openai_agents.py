@@ -13,7 +13,7 @@ session::
     result = await Runner.run(agent, "Where is my refund?", session=session)
 
 Each SDK item (a Responses API input item) becomes one Logbook message, in
-order. The message's typed fields follow README's "OpenAI Responses" table
+order. The message's typed fields follow the "OpenAI Responses" table of docs/guides/content.md
 (role and content parts, tool calls, tool results, reasoning), so that search,
 context windows, resume's tool-call checks and other runtimes see the
 conversation; and the whole item is kept in ``provider_item``, so

@@ -472,3 +472,65 @@ class Page(TypedDict):
     data: List[Any]
     has_more: bool
     next_cursor: Optional[str]
+
+
+# --- search by meaning, retention, administration ------------------------------
+
+PassageSearchMode = Literal["keyword", "vector", "hybrid"]
+"""How a search ranks: by words, by meaning (embeddings), or both."""
+
+
+class MessageEmbedding(TypedDict):
+    """A message's embedding state (the vector itself is not sent back)."""
+
+    session_id: str
+    message_id: str
+    seq: int
+    agent_id: Optional[str]
+    embedding_model: Optional[str]
+    embedding_state: EmbeddingState
+    embedding_error: Optional[str]
+    dimensions: Optional[int]
+
+
+class EmbeddingConfig(TypedDict, total=False):
+    """An embedding endpoint (OpenAI's API shape): ``url`` and ``model``
+    required; ``api_key_env`` names the server's environment variable that
+    holds its key (the key itself is never sent)."""
+
+    url: str
+    model: str
+    dimensions: int
+    api_key_env: str
+
+
+class TenantEmbedding(TypedDict):
+    """The tenant's embedding endpoint; ``None`` when it has none."""
+
+    embedding: Optional[EmbeddingConfig]
+
+
+class RetentionPolicy(TypedDict, total=False):
+    """A session's checkpoint retention: ``keep`` all, the ``last`` N, or
+    those younger than ``max_age_seconds``."""
+
+    keep: Literal["all", "last", "younger_than"]
+    last: int
+    max_age_seconds: int
+
+
+class Identity(TypedDict):
+    """Who a key acts as (``GET /v1/whoami``)."""
+
+    tenant: str
+    scope: Scope
+    user_id: Optional[str]
+    key_id: Optional[str]
+    open_mode: bool
+
+
+ItemsImportResult = Dict[str, JSON]
+Usage = Dict[str, JSON]
+PurgeResult = Dict[str, JSON]
+IntegrityReport = Dict[str, JSON]
+Backup = Dict[str, JSON]

@@ -3,6 +3,30 @@ import { EventStream, type FollowOptions } from "./events.js";
 import { backoff, canonicalJSON, env, patchApplied, sleep, uuid7Hex } from "./internal.js";
 import { appendMany, type LineResult, type StreamOptions, StreamWriter } from "./stream.js";
 import type {
+  APIKey,
+  APIKeyCreate,
+  Backup,
+  BackupRequest,
+  BlockAppend,
+  BlockAttach,
+  BlockReplace,
+  CheckpointQuery,
+  EmbeddingConfig,
+  ExportItemsQuery,
+  File,
+  IntegrityQuery,
+  IntegrityReport,
+  ItemsImportResult,
+  MessageEmbedding,
+  MessageEmbeddingPut,
+  NewAPIKey,
+  PurgeRequest,
+  PurgeResult,
+  TenantEmbedding,
+  ToolDef,
+  ToolResult,
+  Usage,
+  UsageQuery,
   Agent,
   AgentCreate,
   AgentUpdate,
@@ -23,6 +47,7 @@ import type {
   ContextQuery,
   ForkCreate,
   Health,
+  Identity,
   Item,
   ItemOp,
   ItemPage,
@@ -95,7 +120,13 @@ export interface ItemOptions extends CallOptions {
 
 export interface RequestOptions extends CallOptions {
   query?: Record<string, unknown>;
+  /** Sent as JSON. */
   body?: unknown;
+  /** Sent as it is, with `contentType` (a file's bytes, an export's NDJSON), instead of `body`. */
+  data?: Uint8Array | ArrayBuffer | Blob | string;
+  contentType?: string;
+  /** How to read a 2xx answer: by its `Content-Type` (JSON parsed, anything else as text; the default), or as `bytes` (a `Uint8Array`) or a `blob`. */
+  answer?: "auto" | "bytes" | "blob";
   headers?: Record<string, string>;
   idempotencyKey?: string;
   /** A resend after a broken connection cannot apply it twice (default: true for GET, PUT, DELETE and keyed requests; every POST is keyed). */
@@ -276,21 +307,22 @@ export class Client {
   async #send<T>(c: Call<T>): Promise<Answer<T>> {
     const url = this.baseUrl + c.path + queryString(c.query);
     const headers = this.#headersFor(c.headers);
-    if (c.body !== undefined) headers["Content-Type"] = "application/json";
+    if (c.data !== undefined) headers["Content-Type"] = c.contentType ?? ((c.data instanceof Blob && c.data.type) || "application/octet-stream");
+    else if (c.body !== undefined) headers["Content-Type"] = "application/json";
     // Every POST (and a checkpoint's PUT and PATCH) carries a key, the same on
     // its resends: a resend whose first attempt was applied gets that
     // attempt's answer (`replayed`), never a second write.
     const key = c.idempotencyKey ?? headers["Idempotency-Key"] ?? (keyed(c.method, c.path) ? newIdempotencyKey() : undefined);
     if (key) headers["Idempotency-Key"] = key;
-    const body = c.body === undefined ? undefined : JSON.stringify(c.body);
+    const body = (c.data !== undefined ? c.data : c.body === undefined ? undefined : JSON.stringify(c.body)) as BodyInit | undefined;
     const safe = c.safe ?? (["GET", "HEAD", "PUT", "DELETE"].includes(c.method) || !!key);
     let ambiguous = false; // an earlier attempt may have been applied
     for (let attempt = 1; ; attempt++) {
       let res: Response;
-      let text: string;
+      let bytes: Uint8Array<ArrayBuffer>;
       try {
         res = await this.#fetch(url, { method: c.method, headers, body, signal: c.signal });
-        text = await res.text();
+        bytes = new Uint8Array(await res.arrayBuffer());
       } catch (err) {
         if (c.signal?.aborted) throw c.signal.reason ?? err;
         const sent = !notSent(err);
@@ -313,7 +345,7 @@ export class Client {
         continue;
       }
       if (res.status >= 400) {
-        const p = Problem.fromAnswer(res.status, text, res.headers);
+        const p = Problem.fromAnswer(res.status, utf8.decode(bytes), res.headers);
         if (p.code === "idempotency_in_progress" && attempt <= this.#maxRetries) {
           // The key's first attempt is still being served; this one did nothing.
           await sleep(backoff(attempt, this.#backoffMs, this.#maxBackoffMs), c.signal);
@@ -330,7 +362,7 @@ export class Client {
       return {
         status: res.status,
         headers: res.headers,
-        body: (text === "" ? undefined : /\bjson\b/i.test(res.headers.get("content-type") ?? "") ? JSON.parse(text) : text) as T,
+        body: readAnswer(bytes, res.headers.get("content-type") ?? "", c.answer) as T,
         requestId: res.headers.get("x-request-id"),
         replayed: res.headers.get("idempotent-replayed") === "true",
         attempts: attempt,
@@ -349,12 +381,19 @@ export class Client {
 
   // --- health ------------------------------------------------------------------
 
-  health(opts: CallOptions = {}): Promise<Health> {
+  /** The process is up (with its version). */
+  getHealth(opts: CallOptions = {}): Promise<Health> {
     return this.#call({ method: "GET", path: "/healthz", ...opts });
   }
 
-  ready(opts: CallOptions = {}): Promise<Health> {
+  /** The server can serve: its database answers (`503` otherwise). */
+  getReadiness(opts: CallOptions = {}): Promise<Health> {
     return this.#call({ method: "GET", path: "/readyz", ...opts });
+  }
+
+  /** Who the key acts as: its tenant, scope, id and the end user it is bound to (`open_mode` with no key). */
+  getWhoAmI(opts: CallOptions = {}): Promise<Identity> {
+    return this.#call({ method: "GET", path: "/v1/whoami", ...opts });
   }
 
   // --- sessions ----------------------------------------------------------------
@@ -385,12 +424,12 @@ export class Client {
     return this.#call({ method: "PATCH", path: path`/v1/sessions/${id}`, body: patch, safe: true, ...opts });
   }
 
-  /** The soft close (status `completed`). */
   /** Erases the session for good (a write key that can see it may): messages, checkpoints, pending writes. */
   async purgeSession(id: string, opts: CallOptions = {}): Promise<void> {
     await this.#call({ method: "DELETE", path: path`/v1/sessions/${id}`, query: { purge: true }, ...opts });
   }
 
+  /** The soft close (status `completed`); nothing is deleted. */
   closeSession(id: string, opts: CallOptions = {}): Promise<Session> {
     return this.#call({ method: "DELETE", path: path`/v1/sessions/${id}`, ...opts });
   }
@@ -401,19 +440,39 @@ export class Client {
   }
 
   /** A new session holding the first `at_seq` messages (default all). */
-  forkSession(id: string, body: ForkCreate = {}, opts: CallOptions = {}): Promise<Session> {
+  forkSession(sessionId: string, body: ForkCreate = {}, opts: CallOptions = {}): Promise<Session> {
     const b = { ...body, id: body.id ?? `ses_${uuid7Hex()}` };
     return this.#call<Session>({
       method: "POST",
-      path: path`/v1/sessions/${id}/fork`,
+      path: path`/v1/sessions/${sessionId}/fork`,
       body: b,
       safe: true,
       signal: opts.signal,
       recover: async (p) => {
         if (p.code !== "conflict") return undefined;
         const s = await this.getSession(b.id, opts);
-        return s.parent_id === id ? s : undefined;
+        return s.parent_id === sessionId ? s : undefined;
       },
+    });
+  }
+
+  /**
+   * The session as NDJSON, its last line the SHA-256 of the others: keep the
+   * bytes as they are (`importSession` checks them).
+   */
+  exportSession(id: string, opts: CallOptions = {}): Promise<Uint8Array> {
+    return this.#call({ method: "GET", path: path`/v1/sessions/${id}/export`, answer: "bytes", ...opts });
+  }
+
+  /** Restores a session from its export's bytes, all or nothing (`asNew`: under new ids). */
+  importSession(data: Uint8Array | Blob | string, opts: CallOptions & { asNew?: boolean } = {}): Promise<Session> {
+    return this.#call({
+      method: "POST",
+      path: "/v1/sessions/import",
+      query: { as_new: opts.asNew },
+      data,
+      contentType: "application/x-ndjson",
+      signal: opts.signal,
     });
   }
 
@@ -491,6 +550,16 @@ export class Client {
     return this.#call({ method: "GET", path: path`/v1/sessions/${sessionId}/messages-by-client-id/${clientId}`, ...opts });
   }
 
+  /** A message's embedding and its state (`pending`, `ready`, `failed`). */
+  getMessageEmbedding(sessionId: string, messageId: string, opts: CallOptions = {}): Promise<MessageEmbedding> {
+    return this.#call({ method: "GET", path: path`/v1/sessions/${sessionId}/messages/${messageId}/embedding`, ...opts });
+  }
+
+  /** Stores your embedding of a message, ready for search by meaning at once. */
+  putMessageEmbedding(sessionId: string, messageId: string, body: MessageEmbeddingPut, opts: CallOptions = {}): Promise<MessageEmbedding> {
+    return this.#call({ method: "PUT", path: path`/v1/sessions/${sessionId}/messages/${messageId}/embedding`, body, ...opts });
+  }
+
   /** Oldest first (`order: "desc"` for newest first); `after_seq` to tail. */
   listMessages(sessionId: string, query: ListMessagesQuery = {}, opts: CallOptions = {}): Pager<Message> {
     return this.#pager(path`/v1/sessions/${sessionId}/messages`, query, opts.signal);
@@ -540,8 +609,15 @@ export class Client {
     return this.#call({ method: "GET", path: path`/v1/agents/${agentId}/messages/search`, query, ...opts });
   }
 
+  /**
+   * An agent's passages, best first: by words (`q`), by meaning
+   * (`query_embedding`) or both, as `mode` says. A query with an embedding
+   * is posted, where a vector of any length fits; one without goes in the URL.
+   */
   searchArchival(agentId: string, query: SearchPassagesQuery, opts: CallOptions = {}): Promise<PassageSearchResult> {
-    return this.#call({ method: "GET", path: path`/v1/agents/${agentId}/archival/search`, query, ...opts });
+    const p = path`/v1/agents/${agentId}/archival/search`;
+    if (query.query_embedding?.length) return this.#call({ method: "POST", path: p, body: query, ...opts });
+    return this.#call({ method: "GET", path: p, query, ...opts });
   }
 
   // --- checkpoints, resume, repair -------------------------------------------
@@ -582,15 +658,19 @@ export class Client {
     opts: CallOptions,
   ): Promise<Checkpoint | undefined> {
     if (p.code !== "idempotency_applied" && (p.code !== "stale_iteration" || p.latestIteration !== iteration)) return undefined;
-    const c = await this.getCheckpoint(sessionId, iteration, opts);
+    const c = await this.getCheckpoint(sessionId, iteration, {}, opts);
     return same(c) ? c : undefined;
   }
 
-  /** The latest checkpoint, or iteration `iteration`'s (`404 not_found` when there is none). */
-  getCheckpoint(sessionId: string, iteration?: number, opts: CallOptions = {}): Promise<Checkpoint> {
+  /**
+   * Iteration `iteration`'s checkpoint (of `namespace`; `parent_writes` adds
+   * its parent's pending writes), or without one the latest
+   * (`404 not_found` when there is none).
+   */
+  getCheckpoint(sessionId: string, iteration?: number, query: CheckpointQuery = {}, opts: CallOptions = {}): Promise<Checkpoint> {
     const p =
       iteration === undefined ? path`/v1/sessions/${sessionId}/checkpoint` : path`/v1/sessions/${sessionId}/checkpoints/${iteration}`;
-    return this.#call({ method: "GET", path: p, ...opts });
+    return this.#call({ method: "GET", path: p, query, ...opts });
   }
 
   /**
@@ -727,6 +807,26 @@ export class Client {
     return this.#pager("/v1/agents", query, opts.signal);
   }
 
+  /**
+   * The agent, its memory and its sessions as NDJSON, its last line the
+   * SHA-256 of the others: keep the bytes as they are (`importAgent` checks them).
+   */
+  exportAgent(id: string, opts: CallOptions = {}): Promise<Uint8Array> {
+    return this.#call({ method: "GET", path: path`/v1/agents/${id}/export`, answer: "bytes", ...opts });
+  }
+
+  /** Restores an agent from its export's bytes, all or nothing (`asNew`: the agent and its sessions under new ids). */
+  importAgent(data: Uint8Array | Blob | string, opts: CallOptions & { asNew?: boolean } = {}): Promise<Agent> {
+    return this.#call({
+      method: "POST",
+      path: "/v1/agents/import",
+      query: { as_new: opts.asNew },
+      data,
+      contentType: "application/x-ndjson",
+      signal: opts.signal,
+    });
+  }
+
   async listBlocks(agentId: string, opts: CallOptions = {}): Promise<Block[]> {
     return (await this.#call<{ data: Block[] }>({ method: "GET", path: path`/v1/agents/${agentId}/blocks`, ...opts })).data;
   }
@@ -746,6 +846,104 @@ export class Client {
       safe: opts.ifMatch === undefined, // a resend of a fenced write that landed would fail its own fence
       signal: opts.signal,
     });
+  }
+
+  /** Deletes a block of the agent's own (or its attachment of another's). */
+  async deleteBlock(agentId: string, label: string, opts: CallOptions = {}): Promise<void> {
+    await this.#call({ method: "DELETE", path: path`/v1/agents/${agentId}/blocks/${label}`, ...opts });
+  }
+
+  /**
+   * Shares agent `body.agent_id`'s block `body.label` with `agentId`, under
+   * `body.as` (the same label by default): one block, one version and history,
+   * read and written through either agent.
+   */
+  attachBlock(agentId: string, body: BlockAttach, opts: CallOptions = {}): Promise<Block> {
+    return this.#call<Block>({
+      method: "POST",
+      path: path`/v1/agents/${agentId}/blocks/attach`,
+      body,
+      signal: opts.signal,
+      recover: async (p) => {
+        // A resend after a lost answer finds the label taken by this very attachment.
+        if (p.code !== "block_exists") return undefined;
+        const b = await this.getBlock(agentId, body.as ?? body.label, opts);
+        return b.owner_agent_id === body.agent_id && b.owner_label === body.label ? b : undefined;
+      },
+    });
+  }
+
+  /** Removes the attachment `label` of `agentId`; the owner's block stays. */
+  async detachBlock(agentId: string, label: string, opts: CallOptions = {}): Promise<void> {
+    await this.#call({
+      method: "POST",
+      path: path`/v1/agents/${agentId}/blocks/${label}/detach`,
+      signal: opts.signal,
+      recover: async (p) => (p.code === "not_found" ? null : undefined), // the first attempt detached it
+    });
+  }
+
+  /** Adds `content` to the block on a new line (creating the block if missing), atomically. */
+  appendBlock(agentId: string, label: string, body: BlockAppend, opts: CallOptions = {}): Promise<Block> {
+    return this.#call({ method: "POST", path: path`/v1/agents/${agentId}/blocks/${label}/append`, body, ...opts });
+  }
+
+  /** Replaces every occurrence of `old` with `new` (`422 old_not_found` when there is none). */
+  replaceBlock(agentId: string, label: string, body: BlockReplace, opts: CallOptions = {}): Promise<Block> {
+    return this.#call({ method: "POST", path: path`/v1/agents/${agentId}/blocks/${label}/replace`, body, ...opts });
+  }
+
+  /** Every version of the block, newest first. */
+  getBlockHistory(agentId: string, label: string, query: { limit?: number; cursor?: string } = {}, opts: CallOptions = {}): Pager<Block> {
+    return this.#pager(path`/v1/agents/${agentId}/blocks/${label}/history`, query, opts.signal);
+  }
+
+  /** The agent's passages, newest first. */
+  listPassages(agentId: string, query: { limit?: number; cursor?: string } = {}, opts: CallOptions = {}): Pager<Passage> {
+    return this.#pager(path`/v1/agents/${agentId}/archival`, query, opts.signal);
+  }
+
+  getPassage(agentId: string, passageId: string, opts: CallOptions = {}): Promise<Passage> {
+    return this.#call({ method: "GET", path: path`/v1/agents/${agentId}/archival/${passageId}`, ...opts });
+  }
+
+  async deletePassage(agentId: string, passageId: string, opts: CallOptions = {}): Promise<void> {
+    await this.#call({ method: "DELETE", path: path`/v1/agents/${agentId}/archival/${passageId}`, ...opts });
+  }
+
+  /** The memory tools (Letta's), with their JSON Schemas, to give a model as they are. */
+  async listTools(opts: CallOptions = {}): Promise<ToolDef[]> {
+    return (await this.#call<{ data: ToolDef[] }>({ method: "GET", path: "/v1/tools", ...opts })).data;
+  }
+
+  /**
+   * Runs a memory tool on the agent's memory with the model's arguments (its
+   * JSON text, or the parsed object), and answers what the model reads back:
+   * a tool that failed in a way the model can fix is `is_error`, not a throw.
+   */
+  runTool(agentId: string, toolName: string, args: string | Record<string, unknown>, opts: CallOptions = {}): Promise<ToolResult> {
+    return this.#call({
+      method: "POST",
+      path: path`/v1/agents/${agentId}/tools/${toolName}`,
+      body: typeof args === "string" ? JSON.parse(args) : args,
+      ...opts,
+    });
+  }
+
+  // --- files ---------------------------------------------------------------------
+
+  /**
+   * Stores bytes for `image` and `file` parts (their `file_id`); the media
+   * type is `mediaType`, else the `Blob`'s. The same bytes and media type are
+   * the same file, so a resend is safe.
+   */
+  uploadFile(data: Uint8Array | ArrayBuffer | Blob | string, mediaType?: string, opts: CallOptions = {}): Promise<File> {
+    return this.#call({ method: "POST", path: "/v1/files", data, contentType: mediaType, ...opts });
+  }
+
+  /** A file's bytes, as a `Blob` whose `type` is its media type. */
+  downloadFile(fileId: string, opts: CallOptions = {}): Promise<Blob> {
+    return this.#call({ method: "GET", path: path`/v1/files/${fileId}`, answer: "blob", ...opts });
   }
 
   // --- the item store --------------------------------------------------------------
@@ -829,10 +1027,99 @@ export class Client {
     return r.results;
   }
 
-  /** Resent after a broken connection under its `Idempotency-Key`: stored once. */
+  /**
+   * A space's items as NDJSON (`namespace_prefix`, `user_id`, or
+   * `all_users` for every space), for `importItems`.
+   */
+  exportItems(query: ExportItemsQuery = {}, opts: CallOptions = {}): Promise<Uint8Array> {
+    return this.#call({ method: "GET", path: "/v1/items/export", query, answer: "bytes", ...opts });
+  }
+
+  /** Stores the items of an export, all or nothing (`replace`: over the items of the same keys, else `409 conflict`). */
+  importItems(data: Uint8Array | Blob | string, opts: CallOptions & { replace?: boolean } = {}): Promise<ItemsImportResult> {
+    return this.#call({
+      method: "POST",
+      path: "/v1/items/import",
+      query: { replace: opts.replace },
+      data,
+      contentType: "application/x-ndjson",
+      signal: opts.signal,
+    });
+  }
+
+  /**
+   * Writes a passage to the agent's archival memory (with your `embedding`,
+   * or embedded by the server when the agent names an endpoint). Resent after
+   * a broken connection under its `Idempotency-Key`: stored once.
+   */
   insertPassage(agentId: string, body: PassageCreate, opts: CallOptions = {}): Promise<Passage> {
     return this.#call({ method: "POST", path: path`/v1/agents/${agentId}/archival`, body, ...opts });
   }
+
+  // --- usage and administration (admin scope) ---------------------------------------
+
+  /** The tenant's tokens and cost over UTC days, grouped by `group_by` (`day`, `agent`, `model`, `session`). */
+  getUsage(query: UsageQuery = {}, opts: CallOptions = {}): Promise<Usage> {
+    return this.#call({ method: "GET", path: "/v1/usage", query, ...opts });
+  }
+
+  /**
+   * A new key of the caller's tenant; its secret (`key`) is answered this
+   * once. With `user_id` it sees only that end user's sessions. A resend
+   * after a lost answer makes no second key: it throws `Problem`
+   * `idempotency_applied` (list the keys and revoke the one made).
+   */
+  createAPIKey(body: APIKeyCreate, opts: CallOptions = {}): Promise<NewAPIKey> {
+    return this.#call({ method: "POST", path: "/v1/admin/keys", body, ...opts });
+  }
+
+  /** The tenant's keys (never their secrets). */
+  listAPIKeys(query: { limit?: number; cursor?: string } = {}, opts: CallOptions = {}): Pager<APIKey> {
+    return this.#pager("/v1/admin/keys", query, opts.signal);
+  }
+
+  async revokeAPIKey(keyId: string, opts: CallOptions = {}): Promise<void> {
+    await this.#call({ method: "DELETE", path: path`/v1/admin/keys/${keyId}`, ...opts });
+  }
+
+  /** Erases, for good, the sessions in `status` not updated since `older_than` (or, with `dry_run`, counts them). */
+  purgeSessions(body: PurgeRequest, opts: CallOptions = {}): Promise<PurgeResult> {
+    return this.#call({ method: "POST", path: "/v1/admin/purge", body, ...opts });
+  }
+
+  /** Checks the database file and the tenant's counters and search index (`repair: "counters"` repairs drifted counters first). */
+  checkIntegrity(query: IntegrityQuery = {}, opts: CallOptions = {}): Promise<IntegrityReport> {
+    return this.#call({ method: "GET", path: "/v1/admin/integrity", query, ...opts });
+  }
+
+  getTenantEmbedding(opts: CallOptions = {}): Promise<TenantEmbedding> {
+    return this.#call({ method: "GET", path: "/v1/admin/embedding", ...opts });
+  }
+
+  /** Sets the embedding endpoint of the tenant's agents that name none (under one of the server's `--embedding-allowed-urls`). */
+  putTenantEmbedding(body: EmbeddingConfig, opts: CallOptions = {}): Promise<TenantEmbedding> {
+    return this.#call({ method: "PUT", path: "/v1/admin/embedding", body, ...opts });
+  }
+
+  async deleteTenantEmbedding(opts: CallOptions = {}): Promise<void> {
+    await this.#call({ method: "DELETE", path: "/v1/admin/embedding", ...opts });
+  }
+
+  /** A consistent copy of the whole database in the server's backup directory (an admin key of the tenant `default` only). */
+  backupDatabase(body: BackupRequest = {}, opts: CallOptions = {}): Promise<Backup> {
+    return this.#call({ method: "POST", path: "/v1/admin/backup", body, ...opts });
+  }
+}
+
+const utf8 = new TextDecoder();
+
+/** A 2xx answer's body as `request()`'s `answer` asks. */
+function readAnswer(bytes: Uint8Array<ArrayBuffer>, contentType: string, answer: RequestOptions["answer"]): unknown {
+  if (answer === "bytes") return bytes;
+  if (answer === "blob") return new Blob([bytes], { type: contentType });
+  if (bytes.length === 0) return undefined;
+  const text = utf8.decode(bytes);
+  return /\bjson\b/i.test(contentType) ? JSON.parse(text) : text;
 }
 
 function describe(err: unknown): string {

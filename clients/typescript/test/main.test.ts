@@ -8,7 +8,10 @@ import { cleanup } from "./harness.js";
 import { stopPostgres } from "./postgres.js";
 
 import "./schema.suite.js";
+import "./package.suite.js";
+import "./readme.suite.js";
 import "./client.suite.js";
+import "./operations.suite.js";
 import "./retry.suite.js";
 import "./events.suite.js";
 import "./stream.suite.js";

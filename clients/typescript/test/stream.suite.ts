@@ -1,13 +1,7 @@
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { pathToFileURL } from "node:url";
-import { promisify } from "node:util";
 import { after, before, describe, it } from "node:test";
 import { Client, LineError, Problem, type LineResult, type MessageInput } from "../src/index.js";
-import { packageDir, sharedServer, startServer, type RunningServer } from "./harness.js";
+import { sharedServer, startServer, type RunningServer } from "./harness.js";
 import { sharedPostgres } from "./postgres.js";
 import { TcpProxy } from "./proxy.js";
 
@@ -245,21 +239,6 @@ for (const backend of ["SQLite", "PostgreSQL"] as const) {
       await empty.close();
       await assert.rejects(empty.send({ role: "user", content: "late" }), /closed/);
       assert.throws(() => lb.openStream(s.id, { keyPrefix: "bad\n" }), TypeError);
-    });
-
-    it("README's stream example runs as written and prints what it shows", async (t) => {
-      if (skip) return t.skip(skip);
-      if (backend !== "SQLite") return t.skip("the README's example runs once");
-      const readme = readFileSync(join(packageDir(), "README.md"), "utf8");
-      const section = readme.slice(readme.indexOf("## Streams"));
-      const code = /```ts\n([\s\S]*?)```/.exec(section)![1]!;
-      const printed = /prints\s*\n\n```\n([\s\S]*?)```/.exec(section)![1]!;
-      const dir = mkdtempSync(join(tmpdir(), "logbook-ts-readme-"));
-      const file = join(dir, "example.mjs");
-      const entry = pathToFileURL(join(packageDir(), "build", "src", "index.js")).href;
-      writeFileSync(file, code.replaceAll('from "@logbook/client"', `from ${JSON.stringify(entry)}`));
-      const { stdout } = await promisify(execFile)(process.execPath, [file], { env: { ...process.env, LOGBOOK_URL: url } });
-      assert.equal(stdout, printed);
     });
   });
 }
