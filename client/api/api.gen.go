@@ -1929,7 +1929,7 @@ type MessagePage struct {
 // application, kept beside `system` (context reads keep both first).
 type MessageRole string
 
-// MessageSearchResult The best hits of a conversation search, best first, and how far the search index is behind.
+// MessageSearchResult The best hits of a conversation search, best first, how far the search index is behind, and whether the search bounded its work.
 type MessageSearchResult struct {
 	// Data The hits, best first, at most `limit`.
 	Data []MessageHit `json:"data"`
@@ -1939,6 +1939,12 @@ type MessageSearchResult struct {
 	// Counted for the whole tenant, whatever the filters. `0`: every stored
 	// message was searched.
 	IndexLag int64 `json:"index_lag"`
+
+	// Partial `true` when the search bounded its work: some words of `q` match too many
+	// messages to rank them all, so the hits are ranked among the newest (SQLite)
+	// or first-read (PostgreSQL) matches only, not among every message. `false`:
+	// the hits are the best `limit` of every searchable message that matches.
+	Partial bool `json:"partial"`
 }
 
 // Metadata Free-form JSON object for your own data, kept byte for byte (numbers keep
@@ -5472,6 +5478,17 @@ type ClientInterface interface {
 	// FTS5 `bm25`). At most 32 distinct words count. A `q` with no word in it
 	// (e.g. `?!`) finds nothing.
 	//
+	// **Common words (`partial`).** A search costs about what its hits cost, not
+	// what the tenant holds. On SQLite, the words of `q` that are rare enough (all
+	// of them together in at most 2,000 messages of the database) are ranked over
+	// every message that holds them; words more common than that are matched
+	// newest message first, reading a bounded number of the newest matches, and
+	// their hits come after the ranked ones with `rank` 0. On PostgreSQL, at most
+	// 2,000 matching messages are ranked (`ts_rank_cd`), whichever the database
+	// reads first. Either way `partial` is then `true`: the hits are good ones,
+	// but not necessarily the best of every message. Add a rarer word, or narrow
+	// with `session_id`, `role` or `after`/`before`, for a complete ranking.
+	//
 	// **Filters** all apply together: `role` (one or more), `session_id`, and the
 	// time window `after`/`before` on the message's `created_at`, both inclusive.
 	//
@@ -8019,6 +8036,17 @@ func (c *Client) DownloadFile(ctx context.Context, id string, params *DownloadFi
 // messages containing more of the words, or rarer ones, rank higher (SQLite
 // FTS5 `bm25`). At most 32 distinct words count. A `q` with no word in it
 // (e.g. `?!`) finds nothing.
+//
+// **Common words (`partial`).** A search costs about what its hits cost, not
+// what the tenant holds. On SQLite, the words of `q` that are rare enough (all
+// of them together in at most 2,000 messages of the database) are ranked over
+// every message that holds them; words more common than that are matched
+// newest message first, reading a bounded number of the newest matches, and
+// their hits come after the ranked ones with `rank` 0. On PostgreSQL, at most
+// 2,000 matching messages are ranked (`ts_rank_cd`), whichever the database
+// reads first. Either way `partial` is then `true`: the hits are good ones,
+// but not necessarily the best of every message. Add a rarer word, or narrow
+// with `session_id`, `role` or `after`/`before`, for a complete ranking.
 //
 // **Filters** all apply together: `role` (one or more), `session_id`, and the
 // time window `after`/`before` on the message's `created_at`, both inclusive.
@@ -14445,6 +14473,17 @@ type ClientWithResponsesInterface interface {
 	// messages containing more of the words, or rarer ones, rank higher (SQLite
 	// FTS5 `bm25`). At most 32 distinct words count. A `q` with no word in it
 	// (e.g. `?!`) finds nothing.
+	//
+	// **Common words (`partial`).** A search costs about what its hits cost, not
+	// what the tenant holds. On SQLite, the words of `q` that are rare enough (all
+	// of them together in at most 2,000 messages of the database) are ranked over
+	// every message that holds them; words more common than that are matched
+	// newest message first, reading a bounded number of the newest matches, and
+	// their hits come after the ranked ones with `rank` 0. On PostgreSQL, at most
+	// 2,000 matching messages are ranked (`ts_rank_cd`), whichever the database
+	// reads first. Either way `partial` is then `true`: the hits are good ones,
+	// but not necessarily the best of every message. Add a rarer word, or narrow
+	// with `session_id`, `role` or `after`/`before`, for a complete ranking.
 	//
 	// **Filters** all apply together: `role` (one or more), `session_id`, and the
 	// time window `after`/`before` on the message's `created_at`, both inclusive.
@@ -28316,6 +28355,17 @@ func (c *ClientWithResponses) DownloadFileWithResponse(ctx context.Context, id s
 // messages containing more of the words, or rarer ones, rank higher (SQLite
 // FTS5 `bm25`). At most 32 distinct words count. A `q` with no word in it
 // (e.g. `?!`) finds nothing.
+//
+// **Common words (`partial`).** A search costs about what its hits cost, not
+// what the tenant holds. On SQLite, the words of `q` that are rare enough (all
+// of them together in at most 2,000 messages of the database) are ranked over
+// every message that holds them; words more common than that are matched
+// newest message first, reading a bounded number of the newest matches, and
+// their hits come after the ranked ones with `rank` 0. On PostgreSQL, at most
+// 2,000 matching messages are ranked (`ts_rank_cd`), whichever the database
+// reads first. Either way `partial` is then `true`: the hits are good ones,
+// but not necessarily the best of every message. Add a rarer word, or narrow
+// with `session_id`, `role` or `after`/`before`, for a complete ranking.
 //
 // **Filters** all apply together: `role` (one or more), `session_id`, and the
 // time window `after`/`before` on the message's `created_at`, both inclusive.

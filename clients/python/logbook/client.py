@@ -724,7 +724,8 @@ class Client:
     ) -> MessageSearchResult:
         """Full-text search over the tenant's messages (or one agent's), best
         first. ``index_lag`` in the answer says how many messages are not
-        searchable yet."""
+        searchable yet; ``partial`` that some words were too common to rank
+        over every message."""
         path = "/v1/messages/search" if agent_id is None else "/v1/agents/%s/messages/search" % _seg(agent_id)
         roles = [role] if isinstance(role, str) else role
         query = {"q": q, "role": roles, "session_id": session_id, "after": after, "before": before, "limit": limit}

@@ -154,6 +154,7 @@ class MessageHit(TypedDict):
 class MessageSearchResult(TypedDict):
     data: List[MessageHit]
     index_lag: int
+    partial: bool
 
 
 class Compaction(TypedDict):

@@ -479,6 +479,17 @@ export interface paths {
          *     FTS5 `bm25`). At most 32 distinct words count. A `q` with no word in it
          *     (e.g. `?!`) finds nothing.
          *
+         *     **Common words (`partial`).** A search costs about what its hits cost, not
+         *     what the tenant holds. On SQLite, the words of `q` that are rare enough (all
+         *     of them together in at most 2,000 messages of the database) are ranked over
+         *     every message that holds them; words more common than that are matched
+         *     newest message first, reading a bounded number of the newest matches, and
+         *     their hits come after the ranked ones with `rank` 0. On PostgreSQL, at most
+         *     2,000 matching messages are ranked (`ts_rank_cd`), whichever the database
+         *     reads first. Either way `partial` is then `true`: the hits are good ones,
+         *     but not necessarily the best of every message. Add a rarer word, or narrow
+         *     with `session_id`, `role` or `after`/`before`, for a complete ranking.
+         *
          *     **Filters** all apply together: `role` (one or more), `session_id`, and the
          *     time window `after`/`before` on the message's `created_at`, both inclusive.
          *
@@ -3692,7 +3703,7 @@ export interface components {
             /** @description How well the message matches; lower is better. */
             rank: components["schemas"]["Rank"];
         };
-        /** @description The best hits of a conversation search, best first, and how far the search index is behind. */
+        /** @description The best hits of a conversation search, best first, how far the search index is behind, and whether the search bounded its work. */
         MessageSearchResult: {
             /** @description The hits, best first, at most `limit`. */
             data: components["schemas"]["MessageHit"][];
@@ -3704,6 +3715,13 @@ export interface components {
              *     message was searched.
              */
             index_lag: number;
+            /**
+             * @description `true` when the search bounded its work: some words of `q` match too many
+             *     messages to rank them all, so the hits are ranked among the newest (SQLite)
+             *     or first-read (PostgreSQL) matches only, not among every message. `false`:
+             *     the hits are the best `limit` of every searchable message that matches.
+             */
+            partial: boolean;
         };
         /**
          * @description A memory tool's name (Letta's names).
@@ -6830,7 +6848,8 @@ export interface operations {
                      *           "rank": -0.0000010731707317073174
                      *         }
                      *       ],
-                     *       "index_lag": 0
+                     *       "index_lag": 0,
+                     *       "partial": false
                      *     }
                      */
                     "application/json": components["schemas"]["MessageSearchResult"];

@@ -196,7 +196,7 @@ func BenchmarkIndexCatchUp(b *testing.B) {
 		// Run the indexer's steps directly, without its rests: the store was
 		// opened without an indexer goroutine.
 		for more := true; more; {
-			if more, err = s.indexStep(ctx, &st); err != nil {
+			if more, err = s.indexStep(ctx, &st, idleStep); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -248,7 +248,7 @@ func indexDrift(ctx context.Context, q querier, tenant string) ([]model.IndexDri
 			GROUP BY f.session_id ORDER BY f.session_id`},
 		{model.IndexMissingRows, `SELECT m.session_id, COUNT(*) FROM messages m
 			WHERE m.tenant_id = ? AND m.gid < (SELECT next_gid FROM idx.index_state WHERE id = 1)
-			AND NOT EXISTS (SELECT 1 FROM idx.messages_fts f WHERE f.rowid = m.gid)
+			AND NOT EXISTS (SELECT 1 FROM idx.messages_fts f WHERE f.rowid = m.gid << 8)
 			GROUP BY m.session_id ORDER BY m.session_id`},
 	} {
 		rows, err := q.QueryContext(ctx, c.query, tenant)

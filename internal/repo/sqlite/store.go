@@ -57,6 +57,7 @@ type Store struct {
 	stopIndexer    chan struct{} // nil when no indexer runs
 	indexerDone    chan struct{}
 	deletesApplied atomic.Int64 // index_deletes rows the indexer has applied
+	lag            *lagBook     // per tenant, the messages the indexer has not reached (indexlag.go)
 	lastCommit     atomic.Int64 // when the writer last committed (Unix ns), for the indexer
 	lastParts      struct {     // the indexer's alone (partsOf)
 		gid   int64
@@ -230,6 +231,7 @@ func Open(ctx context.Context, cfg Config) (s *Store, err error) {
 	}
 	s.vectors = repo.NewVectorCache(s.loadVectors, cfg.VectorCacheBytes)
 	s.deletesApplied.Store(index.deletesUpto)
+	s.lag = newLagBook(index.nextGID)
 	go s.runWriter()
 	go runCheckpointer(s.cdb, s.stopCheckpoints, s.checkpointsDone)
 	if idb != nil && !cfg.NoMessageIndex {
