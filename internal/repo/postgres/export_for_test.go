@@ -35,3 +35,6 @@ func SetEfSearchForTest(ef int) { efSearchMin = ef }
 func PGVectorAtLeastForTest(version string, major, minor int) bool {
 	return pgvectorAtLeast(version, major, minor)
 }
+
+// ListSessionsSQLForTest is ListSessions' statement, for the tests of its plan.
+var ListSessionsSQLForTest = listSessionsSQL

@@ -9,71 +9,24 @@ import (
 	"github.com/logbook/logbook/internal/repo"
 )
 
-// sessionMetaValuePG renders a metadata value (j.value, of json_each) as text
-// the way SQLite's CAST(json_each.value AS TEXT) does, so that a filter
-// matches the same sessions on both: strings unquoted, integers as written,
-// other numbers as SQLite prints a REAL (always with a ".0" or a fraction:
-// 1e3 is "1000.0", 1e20 "1.0e+20"), true, false, null, objects and arrays as
-// their JSON text. SQLite prints a REAL with 15 significant digits and
-// PostgreSQL with the shortest exact ones: a number that needs more than 15
-// digits reads differently, and so does one with a three-digit exponent
-// (taken as written: it may not fit a float8, and the filter must not fail).
-const sessionMetaValuePG = `CASE json_typeof(j.value)
-	WHEN 'string' THEN j.value #>> '{}'
-	WHEN 'number' THEN CASE WHEN j.value::text ~ '^-?[0-9]+$' THEN j.value::text
-		WHEN j.value::text ~* 'e[+-]?0*[0-9]{3}' THEN j.value::text
-		ELSE regexp_replace((j.value::text)::float8::text, '^(-?[0-9]+)(e.*)?$', '\1.0\2') END
-	ELSE j.value::text END`
-
 // ListSessions returns one page of the tenant's sessions, newest first.
 // A cursor from another filter is KindBadRequest (invalid_cursor).
+//
+// Each page is one range of an index, as on SQLite: with a metadata filter,
+// session_meta's rows of that key and value; otherwise sessions' keyset
+// indexes. Ids compare byte by byte (COLLATE "C", as the indexes are made),
+// as SQLite's BINARY collation does, whatever the database's locale:
+// otherwise pages would follow another order than SQLite's, and a cursor
+// could skip rows.
 func (s *Store) ListSessions(ctx context.Context, tenant string, f model.SessionFilter, p repo.PageRequest) (model.Page[model.Session], error) {
 	q := repo.Fingerprint("sessions", f)
 	cur, hasCur, err := repo.DecodeCursor(p.Cursor, q)
 	if err != nil {
 		return model.Page[model.Session]{}, err
 	}
-	var (
-		where = []string{"tenant_id = $1"}
-		args  = []any{tenant}
-	)
-	arg := func(v any) string {
-		args = append(args, v)
-		return "$" + strconv.Itoa(len(args))
-	}
-	if f.Status != "" {
-		where = append(where, "status = "+arg(string(f.Status)))
-	}
-	if f.AgentID != "" {
-		where = append(where, "agent_id = "+arg(f.AgentID))
-	}
-	if f.UserID != "" {
-		where = append(where, "user_id = "+arg(f.UserID))
-	}
-	for _, m := range f.Metadata {
-		where = append(where, `EXISTS (SELECT 1 FROM json_each(sessions.metadata) j WHERE j.key = `+arg(m.Key)+
-			` AND `+sessionMetaValuePG+` = `+arg(m.Value)+`)`)
-	}
-	if f.CreatedAfter != nil {
-		where = append(where, "created_at > "+arg(int64(*f.CreatedAfter)))
-	}
-	if f.CreatedBefore != nil {
-		where = append(where, "created_at < "+arg(int64(*f.CreatedBefore)))
-	}
-	if f.DueBefore != nil {
-		where = append(where, "pause_until IS NOT NULL AND pause_until <= "+arg(int64(*f.DueBefore)))
-	}
-	// Ids compare byte by byte (COLLATE "C"), as SQLite's BINARY collation
-	// does, whatever the database's locale: otherwise pages would follow
-	// another order than SQLite's, and a cursor could skip rows.
-	where = append(where, "(expires_at IS NULL OR expires_at > "+arg(int64(model.Now()))+")")
-	if hasCur {
-		n, id := arg(cur.N), arg(cur.S)
-		where = append(where, `(created_at < `+n+` OR (created_at = `+n+` AND id COLLATE "C" < `+id+`))`)
-	}
 	limit := p.Clamp()
-	rows, err := s.pool.Query(ctx, `SELECT `+sessionColumnsPG+` FROM sessions WHERE `+strings.Join(where, " AND ")+
-		` ORDER BY created_at DESC, id COLLATE "C" DESC LIMIT `+arg(limit+1), args...)
+	query, args := listSessionsSQL(tenant, f, cur, hasCur, limit)
+	rows, err := s.pool.Query(ctx, query, args...)
 	if err != nil {
 		return model.Page[model.Session]{}, mapErr(err)
 	}
@@ -92,4 +45,59 @@ func (s *Store) ListSessions(ctx context.Context, tenant string, f model.Session
 	return repo.NewPage(out, limit, func(last model.Session) repo.Cursor {
 		return repo.Cursor{Q: q, N: int64(last.CreatedAt), S: last.ID}
 	}), nil
+}
+
+// listSessionsSQL is ListSessions' statement for one page of limit+1 rows.
+func listSessionsSQL(tenant string, f model.SessionFilter, cur repo.Cursor, hasCur bool, limit int) (string, []any) {
+	var (
+		where []string
+		args  []any
+	)
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	from, created, id := "sessions s", "s.created_at", `s.id COLLATE "C"`
+	by, rest, indexed := repo.IndexedMetadata(f.Metadata)
+	if indexed {
+		// session_meta.session_id is of collation "C"; sessions.id of the
+		// database's, which its primary key is made in.
+		from, created, id = `session_meta k JOIN sessions s ON s.tenant_id = k.tenant_id AND s.id = (k.session_id COLLATE "default")`, "k.created_at", "k.session_id"
+		where = append(where, "k.tenant_id = "+arg(tenant), "k.key = "+arg(by.Key), "k.value = "+arg(by.Value))
+	} else {
+		where = append(where, "s.tenant_id = "+arg(tenant))
+	}
+	if f.Status != "" {
+		where = append(where, "s.status = "+arg(string(f.Status)))
+	}
+	if f.AgentID != "" {
+		where = append(where, "s.agent_id = "+arg(f.AgentID))
+	}
+	if f.UserID != "" {
+		where = append(where, "s.user_id = "+arg(f.UserID))
+	}
+	for _, m := range rest {
+		where = append(where, `EXISTS (SELECT 1 FROM json_each(s.metadata) j WHERE j.key = `+arg(m.Key)+
+			` AND session_meta_text(j.value) = `+arg(m.Value)+`)`)
+	}
+	r := repo.SessionRangeOf(f, cur, hasCur)
+	if r.After != nil {
+		where = append(where, created+" > "+arg(*r.After))
+	}
+	if r.Before != nil {
+		where = append(where, created+" < "+arg(*r.Before))
+	}
+	if r.Cursor != nil {
+		where = append(where, "("+created+", "+id+") < ("+arg(r.Cursor.N)+", "+arg(r.Cursor.S)+")")
+	}
+	if f.DueBefore != nil {
+		where = append(where, "s.pause_until IS NOT NULL AND s.pause_until <= "+arg(int64(*f.DueBefore)))
+	}
+	where = append(where, "(s.expires_at IS NULL OR s.expires_at > "+arg(int64(model.Now()))+")")
+	cols := strings.Split(sessionColumnsPG, ",")
+	for i, c := range cols {
+		cols[i] = "s." + strings.TrimSpace(c)
+	}
+	return `SELECT ` + strings.Join(cols, ", ") + ` FROM ` + from + ` WHERE ` + strings.Join(where, " AND ") +
+		` ORDER BY ` + created + ` DESC, ` + id + ` DESC LIMIT ` + arg(limit+1), args
 }

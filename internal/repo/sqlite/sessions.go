@@ -123,58 +123,20 @@ func scanSession(sc scanner) (model.Session, error) {
 
 // ListSessions returns one page of the tenant's sessions, newest first.
 // A cursor from another filter is KindBadRequest (invalid_cursor).
+//
+// Each page is one range of an index: with a metadata filter, session_meta's
+// rows for that key and value (the other filters checked on each session);
+// otherwise sessions' own keyset indexes. The cursor is the range's upper
+// bound (repo.SessionRangeOf), so a deep page costs what the first does.
 func (s *Store) ListSessions(ctx context.Context, tenant string, f model.SessionFilter, p repo.PageRequest) (model.Page[model.Session], error) {
 	q := repo.Fingerprint("sessions", f)
 	cur, hasCur, err := repo.DecodeCursor(p.Cursor, q)
 	if err != nil {
 		return model.Page[model.Session]{}, err
 	}
-	var (
-		where = []string{"tenant_id = ?"}
-		args  = []any{tenant}
-	)
-	if f.Status != "" {
-		where = append(where, "status = ?")
-		args = append(args, f.Status)
-	}
-	if f.AgentID != "" {
-		where = append(where, "agent_id = ?")
-		args = append(args, f.AgentID)
-	}
-	if f.UserID != "" {
-		where = append(where, "user_id = ?")
-		args = append(args, f.UserID)
-	}
-	for _, m := range f.Metadata {
-		// json_each names keys literally, so a key with dots or quotes needs no
-		// path escaping; the CASE renders values the way JSON writes them.
-		where = append(where, `EXISTS (SELECT 1 FROM json_each(sessions.metadata) j WHERE j.key = ? AND
-			CASE j.type WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' WHEN 'null' THEN 'null'
-			ELSE CAST(j.value AS TEXT) END = ?)`)
-		args = append(args, m.Key, m.Value)
-	}
-	if f.CreatedAfter != nil {
-		where = append(where, "created_at > ?")
-		args = append(args, int64(*f.CreatedAfter))
-	}
-	if f.CreatedBefore != nil {
-		where = append(where, "created_at < ?")
-		args = append(args, int64(*f.CreatedBefore))
-	}
-	if f.DueBefore != nil {
-		where = append(where, "pause_until IS NOT NULL AND pause_until <= ?")
-		args = append(args, int64(*f.DueBefore))
-	}
-	where = append(where, "(expires_at IS NULL OR expires_at > ?)")
-	args = append(args, int64(model.Now()))
-	if hasCur {
-		where = append(where, "(created_at, id) < (?, ?)")
-		args = append(args, cur.N, cur.S)
-	}
 	limit := p.Clamp()
-	args = append(args, limit+1)
-	rows, err := s.rdb.QueryContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE `+
-		strings.Join(where, " AND ")+` ORDER BY created_at DESC, id DESC LIMIT ?`, args...)
+	query, args := listSessionsSQL(tenant, f, cur, hasCur, limit)
+	rows, err := s.rdb.QueryContext(ctx, query, args...)
 	if err != nil {
 		return model.Page[model.Session]{}, mapErr(err)
 	}
@@ -193,6 +155,71 @@ func (s *Store) ListSessions(ctx context.Context, tenant string, f model.Session
 	return repo.NewPage(out, limit, func(last model.Session) repo.Cursor {
 		return repo.Cursor{Q: q, N: int64(last.CreatedAt), S: last.ID}
 	}), nil
+}
+
+// listSessionsSQL is ListSessions' statement for one page of limit+1 rows.
+func listSessionsSQL(tenant string, f model.SessionFilter, cur repo.Cursor, hasCur bool, limit int) (string, []any) {
+	// order is the keyset's columns: session_meta's when it leads.
+	from, created, id := "sessions s", "s.created_at", "s.id"
+	var (
+		where []string
+		args  []any
+	)
+	by, rest, indexed := repo.IndexedMetadata(f.Metadata)
+	if indexed {
+		from, created, id = "session_meta k CROSS JOIN sessions s ON s.tenant_id = k.tenant_id AND s.id = k.session_id", "k.created_at", "k.session_id"
+		where, args = append(where, "k.tenant_id = ?", "k.key = ?", "k.value = ?"), append(args, tenant, by.Key, by.Value)
+	} else {
+		where, args = append(where, "s.tenant_id = ?"), append(args, tenant)
+	}
+	if f.Status != "" {
+		where = append(where, "s.status = ?")
+		args = append(args, f.Status)
+	}
+	if f.AgentID != "" {
+		where = append(where, "s.agent_id = ?")
+		args = append(args, f.AgentID)
+	}
+	if f.UserID != "" {
+		where = append(where, "s.user_id = ?")
+		args = append(args, f.UserID)
+	}
+	for _, m := range rest {
+		// json_each names keys literally, so a key with dots or quotes needs no
+		// path escaping; the CASE renders values the way JSON writes them.
+		where = append(where, `EXISTS (SELECT 1 FROM json_each(s.metadata) j WHERE j.key = ? AND
+			CASE j.type WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' WHEN 'null' THEN 'null'
+			ELSE CAST(j.value AS TEXT) END = ?)`)
+		args = append(args, m.Key, m.Value)
+	}
+	r := repo.SessionRangeOf(f, cur, hasCur)
+	if r.After != nil {
+		where, args = append(where, created+" > ?"), append(args, *r.After)
+	}
+	if r.Before != nil {
+		where, args = append(where, created+" < ?"), append(args, *r.Before)
+	}
+	if r.Cursor != nil {
+		where, args = append(where, "("+created+", "+id+") < (?, ?)"), append(args, r.Cursor.N, r.Cursor.S)
+	}
+	if f.DueBefore != nil {
+		where = append(where, "s.pause_until IS NOT NULL AND s.pause_until <= ?")
+		args = append(args, int64(*f.DueBefore))
+	}
+	where = append(where, "(s.expires_at IS NULL OR s.expires_at > ?)")
+	args = append(args, int64(model.Now()))
+	args = append(args, limit+1)
+	return `SELECT ` + sessionColumnsOf("s") + ` FROM ` + from + ` WHERE ` +
+		strings.Join(where, " AND ") + ` ORDER BY ` + created + ` DESC, ` + id + ` DESC LIMIT ?`, args
+}
+
+// sessionColumnsOf is sessionColumns, each named through the table alias a.
+func sessionColumnsOf(a string) string {
+	cols := strings.Split(sessionColumns, ",")
+	for i, c := range cols {
+		cols[i] = a + "." + strings.TrimSpace(c)
+	}
+	return strings.Join(cols, ", ")
 }
 
 // notExpired is a condition for a read of a session's rows (checkpoints,
