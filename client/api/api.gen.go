@@ -99,6 +99,7 @@ const (
 	ErrorCodeStaleSeq             ErrorCode = "stale_seq"
 	ErrorCodeStorageUnavailable   ErrorCode = "storage_unavailable"
 	ErrorCodeStreamStopped        ErrorCode = "stream_stopped"
+	ErrorCodeTooManyJobs          ErrorCode = "too_many_jobs"
 	ErrorCodeUnauthorized         ErrorCode = "unauthorized"
 	ErrorCodeUnknownToolCall      ErrorCode = "unknown_tool_call"
 	ErrorCodeUnsupportedMediaType ErrorCode = "unsupported_media_type"
@@ -172,6 +173,8 @@ func (e ErrorCode) Valid() bool {
 		return true
 	case ErrorCodeStreamStopped:
 		return true
+	case ErrorCodeTooManyJobs:
+		return true
 	case ErrorCodeUnauthorized:
 		return true
 	case ErrorCodeUnknownToolCall:
@@ -242,6 +245,51 @@ func (e IndexDriftKind) Valid() bool {
 	case IndexDriftKindMissingIndexRows:
 		return true
 	case IndexDriftKindStaleIndexRows:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for JobKind.
+const (
+	JobKindBackup    JobKind = "backup"
+	JobKindIntegrity JobKind = "integrity"
+	JobKindPurge     JobKind = "purge"
+)
+
+// Valid indicates whether the value is a known member of the JobKind enum.
+func (e JobKind) Valid() bool {
+	switch e {
+	case JobKindBackup:
+		return true
+	case JobKindIntegrity:
+		return true
+	case JobKindPurge:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for JobState.
+const (
+	JobStateFailed      JobState = "failed"
+	JobStateInterrupted JobState = "interrupted"
+	JobStateRunning     JobState = "running"
+	JobStateSucceeded   JobState = "succeeded"
+)
+
+// Valid indicates whether the value is a known member of the JobState enum.
+func (e JobState) Valid() bool {
+	switch e {
+	case JobStateFailed:
+		return true
+	case JobStateInterrupted:
+		return true
+	case JobStateRunning:
+		return true
+	case JobStateSucceeded:
 		return true
 	default:
 		return false
@@ -1401,6 +1449,7 @@ type EmbeddingState string
 // | `unauthorized` | 401 | missing or bad credentials |
 // | `forbidden` | 403 | not allowed for these credentials |
 // | `rate_limited` | 429 | too many requests |
+// | `too_many_jobs` | 429 | the tenant (2) or the server (4) runs as many jobs as it may; poll them |
 // | `storage_unavailable` | 503 | storage failed; nothing was applied |
 // | `embedding_unavailable` | 503 | the embedding endpoint did not embed the search's `q` (the detail says why, in the server's words, never the endpoint's); retry, or send `query_embedding` |
 // | `internal` | 500 | unexpected failure |
@@ -1560,6 +1609,88 @@ type IntegrityReport struct {
 
 	// Repaired The counters `?repair=counters` fixed; empty otherwise.
 	Repaired []CounterDrift `json:"repaired"`
+}
+
+// Job An operation an operator started that may outlast a request: a purge, an
+// integrity check or a backup. It runs in the server beside the requests and
+// is kept in the database: one that the server's restart cut short reads as
+// `interrupted` (the batches a purge committed stay done).
+type Job struct {
+	// CreatedAt When the job started.
+	//
+	// Examples: 2026-11-22T02:36:54.323Z
+	CreatedAt Timestamp `json:"created_at"`
+
+	// Error Once `failed`, why, as the route would have answered it. Otherwise null.
+	Error *JobError `json:"error"`
+
+	// FinishedAt When it ended; null while it runs.
+	FinishedAt *time.Time `json:"finished_at"`
+
+	// ID The job's id.
+	ID string `json:"id"`
+
+	// Kind Which operation.
+	Kind JobKind `json:"kind"`
+
+	// Progress How far the job has got: `done` of `total` units of its current `phase`
+	// (`total` null when not known). A purge counts sessions (`erase`), an integrity
+	// check its checks (`integrity_check`, `counters`, `orphans`, `index`), a backup
+	// bytes written (`copy`).
+	Progress JobProgress `json:"progress"`
+
+	// Result Once `succeeded`, what the job's route answers when it finishes in time:
+	// a `PurgeResult`, an `IntegrityReport` or a `Backup`. Otherwise null.
+	Result *Job_Result `json:"result"`
+
+	// State `running`; then `succeeded` (see `result`), `failed` (see `error`) or
+	// `interrupted` (the server stopped or restarted while it ran; start it again).
+	State JobState `json:"state"`
+
+	// UpdatedAt When the job last wrote its progress (at least every 5 s while it runs).
+	//
+	// Examples: 2026-11-22T02:36:54.323Z
+	UpdatedAt Timestamp `json:"updated_at"`
+}
+
+// JobKind Which operation.
+type JobKind string
+
+// Job_Result Once `succeeded`, what the job's route answers when it finishes in time:
+// a `PurgeResult`, an `IntegrityReport` or a `Backup`. Otherwise null.
+type Job_Result struct {
+	union json.RawMessage
+}
+
+// JobState `running`; then `succeeded` (see `result`), `failed` (see `error`) or
+// `interrupted` (the server stopped or restarted while it ran; start it again).
+type JobState string
+
+// JobError Why a job failed.
+type JobError struct {
+	// Code The problem's stable `code`.
+	Code string `json:"code"`
+
+	// Detail What went wrong, for a person.
+	Detail string `json:"detail"`
+
+	// Status The HTTP status the route would have answered.
+	Status int `json:"status"`
+}
+
+// JobProgress How far the job has got: `done` of `total` units of its current `phase`
+// (`total` null when not known). A purge counts sessions (`erase`), an integrity
+// check its checks (`integrity_check`, `counters`, `orphans`, `index`), a backup
+// bytes written (`copy`).
+type JobProgress struct {
+	// Done Units done.
+	Done int64 `json:"done"`
+
+	// Phase The step under way; empty before the first.
+	Phase string `json:"phase"`
+
+	// Total Units in all, when known.
+	Total *int64 `json:"total"`
 }
 
 // MemoryInsertArgs Inserts `new_str` into the block `label` after line `insert_line`.
@@ -2901,6 +3032,9 @@ type LastEventID = string
 // Limit defines model for Limit.
 type Limit = int
 
+// PreferAsync defines model for PreferAsync.
+type PreferAsync = string
+
 // SearchAfter defines model for SearchAfter.
 type SearchAfter = time.Time
 
@@ -2997,6 +3131,12 @@ type ImportUnprocessable = Problem
 // and the refused one). Branch on `code`.
 type Internal = Problem
 
+// JobAccepted An operation an operator started that may outlast a request: a purge, an
+// integrity check or a backup. It runs in the server beside the requests and
+// is kept in the database: one that the server's restart cut short reads as
+// `interrupted` (the batches a purge committed stay done).
+type JobAccepted = Job
+
 // NotAttached An RFC 9457 problem details object (`application/problem+json`). `errors`
 // is present when the problem is about particular fields or query parameters;
 // `from` and `to` only on `invalid_transition` (the session's current status
@@ -3033,6 +3173,12 @@ type RateLimited = Problem
 // and the refused one). Branch on `code`.
 type ReadOnly = Problem
 
+// TooManyJobs An RFC 9457 problem details object (`application/problem+json`). `errors`
+// is present when the problem is about particular fields or query parameters;
+// `from` and `to` only on `invalid_transition` (the session's current status
+// and the refused one). Branch on `code`.
+type TooManyJobs = Problem
+
 // Unauthorized An RFC 9457 problem details object (`application/problem+json`). `errors`
 // is present when the problem is about particular fields or query parameters;
 // `from` and `to` only on `invalid_transition` (the session's current status
@@ -3057,10 +3203,21 @@ type UnsupportedMediaType = Problem
 // and the refused one). Branch on `code`.
 type ValidationFailed = Problem
 
+// BackupDatabaseParams defines parameters for BackupDatabase.
+type BackupDatabaseParams struct {
+	// Prefer `respond-async` (RFC 7240): answer `202` with the job at once instead of
+	// waiting up to 20 seconds for it to finish.
+	Prefer *PreferAsync `json:"Prefer,omitempty"`
+}
+
 // CheckIntegrityParams defines parameters for CheckIntegrity.
 type CheckIntegrityParams struct {
 	// Repair `counters`: fix drifting session counters before checking.
 	Repair *CheckIntegrityParamsRepair `form:"repair,omitempty" json:"repair,omitempty"`
+
+	// Prefer `respond-async` (RFC 7240): answer `202` with the job at once instead of
+	// waiting up to 20 seconds for it to finish.
+	Prefer *PreferAsync `json:"Prefer,omitempty"`
 }
 
 // CheckIntegrityParamsRepair defines parameters for CheckIntegrity.
@@ -3075,6 +3232,13 @@ type ListAPIKeysParams struct {
 	// and order that produced it, else `400 invalid_cursor`. Leave it out for the
 	// first page.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// PurgeSessionsParams defines parameters for PurgeSessions.
+type PurgeSessionsParams struct {
+	// Prefer `respond-async` (RFC 7240): answer `202` with the job at once instead of
+	// waiting up to 20 seconds for it to finish.
+	Prefer *PreferAsync `json:"Prefer,omitempty"`
 }
 
 // ListAgentsParams defines parameters for ListAgents.
@@ -4131,6 +4295,94 @@ func (t *Event_Data) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// AsPurgeResult returns the union data inside the Job_Result as a PurgeResult
+func (t Job_Result) AsPurgeResult() (PurgeResult, error) {
+	var body PurgeResult
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPurgeResult overwrites any union data inside the Job_Result as the provided PurgeResult
+func (t *Job_Result) FromPurgeResult(v PurgeResult) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePurgeResult performs a merge with any union data inside the Job_Result, using the provided PurgeResult
+func (t *Job_Result) MergePurgeResult(v PurgeResult) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsIntegrityReport returns the union data inside the Job_Result as a IntegrityReport
+func (t Job_Result) AsIntegrityReport() (IntegrityReport, error) {
+	var body IntegrityReport
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromIntegrityReport overwrites any union data inside the Job_Result as the provided IntegrityReport
+func (t *Job_Result) FromIntegrityReport(v IntegrityReport) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeIntegrityReport performs a merge with any union data inside the Job_Result, using the provided IntegrityReport
+func (t *Job_Result) MergeIntegrityReport(v IntegrityReport) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsBackup returns the union data inside the Job_Result as a Backup
+func (t Job_Result) AsBackup() (Backup, error) {
+	var body Backup
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromBackup overwrites any union data inside the Job_Result as the provided Backup
+func (t *Job_Result) FromBackup(v Backup) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeBackup performs a merge with any union data inside the Job_Result, using the provided Backup
+func (t *Job_Result) MergeBackup(v Backup) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t Job_Result) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *Job_Result) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // AsCoreMemoryAppendArgs returns the union data inside the ToolArguments as a CoreMemoryAppendArgs
 func (t ToolArguments) AsCoreMemoryAppendArgs() (CoreMemoryAppendArgs, error) {
 	var body CoreMemoryAppendArgs
@@ -4505,10 +4757,15 @@ type ClientInterface interface {
 	// tenant's data, only an admin key of the operator's tenant `default` (or open
 	// mode) may make one; any other tenant's key gets `403 forbidden`.
 	//
+	// **As a job.** The copy takes as long as writing the whole file does: it runs
+	// as a job, and the answer waits up to 20 seconds for it and is then `201` with
+	// the file, or `202` with the job to poll (`GET /v1/admin/jobs/{id}`), whose
+	// `result` is the file and whose progress counts the bytes written so far.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/admin/backup (the `BackupDatabase` operationId).
-	BackupDatabaseWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	BackupDatabaseWithBody(ctx context.Context, params *BackupDatabaseParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// BackupDatabase Back the database up
 	//
@@ -4522,10 +4779,15 @@ type ClientInterface interface {
 	// tenant's data, only an admin key of the operator's tenant `default` (or open
 	// mode) may make one; any other tenant's key gets `403 forbidden`.
 	//
+	// **As a job.** The copy takes as long as writing the whole file does: it runs
+	// as a job, and the answer waits up to 20 seconds for it and is then `201` with
+	// the file, or `202` with the job to poll (`GET /v1/admin/jobs/{id}`), whose
+	// `result` is the file and whose progress counts the bytes written so far.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /v1/admin/backup (the `BackupDatabase` operationId).
-	BackupDatabase(ctx context.Context, body BackupDatabaseJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	BackupDatabase(ctx context.Context, params *BackupDatabaseParams, body BackupDatabaseJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeleteTenantEmbedding Remove the tenant's embedding endpoint
 	//
@@ -4585,8 +4847,31 @@ type ClientInterface interface {
 	// counters are first set to what the messages say; `repaired` lists those
 	// fixes and the checks run afterwards. Admin scope.
 	//
+	// **As a job.** The check reads the whole file, so on a large database it
+	// takes minutes (docs/operations.md): it runs as a job, and the answer waits
+	// up to 20 seconds for it and is then `200` with the report, or `202` with the
+	// job to poll (`GET /v1/admin/jobs/{id}`), whose `result` is the report.
+	//
 	// Corresponds with GET /v1/admin/integrity (the `CheckIntegrity` operationId).
 	CheckIntegrity(ctx context.Context, params *CheckIntegrityParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetJob Read a job (a purge, an integrity check, a backup)
+	//
+	// A purge, an integrity check or a backup that did not finish within its
+	// route's wait, as it is now: `running` with its `progress`, then
+	// `succeeded` with its `result`, `failed` with its `error`, or `interrupted`
+	// when the server stopped or restarted while it ran (on PostgreSQL, when
+	// the process running it has not written to it for 30 seconds). Poll it
+	// every few seconds. The caller's tenant's jobs only; the newest 100
+	// finished jobs of a tenant are kept. Admin scope.
+	//
+	// Threat model: a job is read and started only with an admin key of its
+	// tenant. A tenant runs at most 2 jobs at once and the server at most 4
+	// (`429 too_many_jobs`), so that no tenant holds the machine with
+	// operations whose cost is the whole file's (an integrity check, a backup).
+	//
+	// Corresponds with GET /v1/admin/jobs/{id} (the `GetJob` operationId).
+	GetJob(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListAPIKeys List this tenant's API keys
 	//
@@ -4641,10 +4926,17 @@ type ClientInterface interface {
 	// between. `messages` and `checkpoints` count the rows the erased sessions
 	// stored themselves. Admin scope.
 	//
+	// **As a job.** The purge runs as a job (see `GET /v1/admin/jobs/{id}`): the
+	// answer waits up to 20 seconds for it and is then `200` as above, or `202`
+	// with the job to poll, whose `result` is this answer once it is done. Its
+	// progress counts the sessions erased of those that matched when it started.
+	// It erases in batches through the server's single writer, so appends go on
+	// between them (docs/operations.md has what a purge costs them).
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/admin/purge (the `PurgeSessions` operationId).
-	PurgeSessionsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	PurgeSessionsWithBody(ctx context.Context, params *PurgeSessionsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PurgeSessions Erase this tenant's old sessions (retention)
 	//
@@ -4659,10 +4951,17 @@ type ClientInterface interface {
 	// between. `messages` and `checkpoints` count the rows the erased sessions
 	// stored themselves. Admin scope.
 	//
+	// **As a job.** The purge runs as a job (see `GET /v1/admin/jobs/{id}`): the
+	// answer waits up to 20 seconds for it and is then `200` as above, or `202`
+	// with the job to poll, whose `result` is this answer once it is done. Its
+	// progress counts the sessions erased of those that matched when it started.
+	// It erases in batches through the server's single writer, so appends go on
+	// between them (docs/operations.md has what a purge costs them).
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /v1/admin/purge (the `PurgeSessions` operationId).
-	PurgeSessions(ctx context.Context, body PurgeSessionsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	PurgeSessions(ctx context.Context, params *PurgeSessionsParams, body PurgeSessionsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListAgents List agents
 	//
@@ -6562,11 +6861,16 @@ func (c *Client) GetReadiness(ctx context.Context, reqEditors ...RequestEditorFn
 // tenant's data, only an admin key of the operator's tenant `default` (or open
 // mode) may make one; any other tenant's key gets `403 forbidden`.
 //
+// **As a job.** The copy takes as long as writing the whole file does: it runs
+// as a job, and the answer waits up to 20 seconds for it and is then `201` with
+// the file, or `202` with the job to poll (`GET /v1/admin/jobs/{id}`), whose
+// `result` is the file and whose progress counts the bytes written so far.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/admin/backup (the `BackupDatabase` operationId).
-func (c *Client) BackupDatabaseWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewBackupDatabaseRequestWithBody(c.Server, contentType, body)
+func (c *Client) BackupDatabaseWithBody(ctx context.Context, params *BackupDatabaseParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewBackupDatabaseRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -6589,11 +6893,16 @@ func (c *Client) BackupDatabaseWithBody(ctx context.Context, contentType string,
 // tenant's data, only an admin key of the operator's tenant `default` (or open
 // mode) may make one; any other tenant's key gets `403 forbidden`.
 //
+// **As a job.** The copy takes as long as writing the whole file does: it runs
+// as a job, and the answer waits up to 20 seconds for it and is then `201` with
+// the file, or `202` with the job to poll (`GET /v1/admin/jobs/{id}`), whose
+// `result` is the file and whose progress counts the bytes written so far.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /v1/admin/backup (the `BackupDatabase` operationId).
-func (c *Client) BackupDatabase(ctx context.Context, body BackupDatabaseJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewBackupDatabaseRequest(c.Server, body)
+func (c *Client) BackupDatabase(ctx context.Context, params *BackupDatabaseParams, body BackupDatabaseJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewBackupDatabaseRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -6702,9 +7011,42 @@ func (c *Client) PutTenantEmbedding(ctx context.Context, body PutTenantEmbedding
 // counters are first set to what the messages say; `repaired` lists those
 // fixes and the checks run afterwards. Admin scope.
 //
+// **As a job.** The check reads the whole file, so on a large database it
+// takes minutes (docs/operations.md): it runs as a job, and the answer waits
+// up to 20 seconds for it and is then `200` with the report, or `202` with the
+// job to poll (`GET /v1/admin/jobs/{id}`), whose `result` is the report.
+//
 // Corresponds with GET /v1/admin/integrity (the `CheckIntegrity` operationId).
 func (c *Client) CheckIntegrity(ctx context.Context, params *CheckIntegrityParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCheckIntegrityRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetJob Read a job (a purge, an integrity check, a backup)
+//
+// A purge, an integrity check or a backup that did not finish within its
+// route's wait, as it is now: `running` with its `progress`, then
+// `succeeded` with its `result`, `failed` with its `error`, or `interrupted`
+// when the server stopped or restarted while it ran (on PostgreSQL, when
+// the process running it has not written to it for 30 seconds). Poll it
+// every few seconds. The caller's tenant's jobs only; the newest 100
+// finished jobs of a tenant are kept. Admin scope.
+//
+// Threat model: a job is read and started only with an admin key of its
+// tenant. A tenant runs at most 2 jobs at once and the server at most 4
+// (`429 too_many_jobs`), so that no tenant holds the machine with
+// operations whose cost is the whole file's (an integrity check, a backup).
+//
+// Corresponds with GET /v1/admin/jobs/{id} (the `GetJob` operationId).
+func (c *Client) GetJob(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetJobRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -6808,11 +7150,18 @@ func (c *Client) RevokeAPIKey(ctx context.Context, id string, reqEditors ...Requ
 // between. `messages` and `checkpoints` count the rows the erased sessions
 // stored themselves. Admin scope.
 //
+// **As a job.** The purge runs as a job (see `GET /v1/admin/jobs/{id}`): the
+// answer waits up to 20 seconds for it and is then `200` as above, or `202`
+// with the job to poll, whose `result` is this answer once it is done. Its
+// progress counts the sessions erased of those that matched when it started.
+// It erases in batches through the server's single writer, so appends go on
+// between them (docs/operations.md has what a purge costs them).
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/admin/purge (the `PurgeSessions` operationId).
-func (c *Client) PurgeSessionsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewPurgeSessionsRequestWithBody(c.Server, contentType, body)
+func (c *Client) PurgeSessionsWithBody(ctx context.Context, params *PurgeSessionsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPurgeSessionsRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -6836,11 +7185,18 @@ func (c *Client) PurgeSessionsWithBody(ctx context.Context, contentType string, 
 // between. `messages` and `checkpoints` count the rows the erased sessions
 // stored themselves. Admin scope.
 //
+// **As a job.** The purge runs as a job (see `GET /v1/admin/jobs/{id}`): the
+// answer waits up to 20 seconds for it and is then `200` as above, or `202`
+// with the job to poll, whose `result` is this answer once it is done. Its
+// progress counts the sessions erased of those that matched when it started.
+// It erases in batches through the server's single writer, so appends go on
+// between them (docs/operations.md has what a purge costs them).
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /v1/admin/purge (the `PurgeSessions` operationId).
-func (c *Client) PurgeSessions(ctx context.Context, body PurgeSessionsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewPurgeSessionsRequest(c.Server, body)
+func (c *Client) PurgeSessions(ctx context.Context, params *PurgeSessionsParams, body PurgeSessionsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPurgeSessionsRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -9572,18 +9928,18 @@ func NewGetReadinessRequest(server string) (*http.Request, error) {
 }
 
 // NewBackupDatabaseRequest calls the generic BackupDatabase builder with application/json body
-func NewBackupDatabaseRequest(server string, body BackupDatabaseJSONRequestBody) (*http.Request, error) {
+func NewBackupDatabaseRequest(server string, params *BackupDatabaseParams, body BackupDatabaseJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewBackupDatabaseRequestWithBody(server, "application/json", bodyReader)
+	return NewBackupDatabaseRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewBackupDatabaseRequestWithBody constructs an http.Request for the BackupDatabase method, with any body, and a specified content type
-func NewBackupDatabaseRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewBackupDatabaseRequestWithBody(server string, params *BackupDatabaseParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -9607,6 +9963,21 @@ func NewBackupDatabaseRequestWithBody(server string, contentType string, body io
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.Prefer != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -9749,6 +10120,55 @@ func NewCheckIntegrityRequest(server string, params *CheckIntegrityParams) (*htt
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
 		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.Prefer != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetJobRequest constructs an http.Request for the GetJob method
+func NewGetJobRequest(server string, id string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/admin/jobs/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -9900,18 +10320,18 @@ func NewRevokeAPIKeyRequest(server string, id string) (*http.Request, error) {
 }
 
 // NewPurgeSessionsRequest calls the generic PurgeSessions builder with application/json body
-func NewPurgeSessionsRequest(server string, body PurgeSessionsJSONRequestBody) (*http.Request, error) {
+func NewPurgeSessionsRequest(server string, params *PurgeSessionsParams, body PurgeSessionsJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewPurgeSessionsRequestWithBody(server, "application/json", bodyReader)
+	return NewPurgeSessionsRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewPurgeSessionsRequestWithBody constructs an http.Request for the PurgeSessions method, with any body, and a specified content type
-func NewPurgeSessionsRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewPurgeSessionsRequestWithBody(server string, params *PurgeSessionsParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -9935,6 +10355,21 @@ func NewPurgeSessionsRequestWithBody(server string, contentType string, body io.
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.Prefer != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -13459,10 +13894,15 @@ type ClientWithResponsesInterface interface {
 	// tenant's data, only an admin key of the operator's tenant `default` (or open
 	// mode) may make one; any other tenant's key gets `403 forbidden`.
 	//
+	// **As a job.** The copy takes as long as writing the whole file does: it runs
+	// as a job, and the answer waits up to 20 seconds for it and is then `201` with
+	// the file, or `202` with the job to poll (`GET /v1/admin/jobs/{id}`), whose
+	// `result` is the file and whose progress counts the bytes written so far.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/admin/backup (the `BackupDatabase` operationId).
-	BackupDatabaseWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BackupDatabaseResponse, error)
+	BackupDatabaseWithBodyWithResponse(ctx context.Context, params *BackupDatabaseParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BackupDatabaseResponse, error)
 
 	// BackupDatabaseWithResponse Back the database up
 	//
@@ -13476,10 +13916,15 @@ type ClientWithResponsesInterface interface {
 	// tenant's data, only an admin key of the operator's tenant `default` (or open
 	// mode) may make one; any other tenant's key gets `403 forbidden`.
 	//
+	// **As a job.** The copy takes as long as writing the whole file does: it runs
+	// as a job, and the answer waits up to 20 seconds for it and is then `201` with
+	// the file, or `202` with the job to poll (`GET /v1/admin/jobs/{id}`), whose
+	// `result` is the file and whose progress counts the bytes written so far.
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/admin/backup (the `BackupDatabase` operationId).
-	BackupDatabaseWithResponse(ctx context.Context, body BackupDatabaseJSONRequestBody, reqEditors ...RequestEditorFn) (*BackupDatabaseResponse, error)
+	BackupDatabaseWithResponse(ctx context.Context, params *BackupDatabaseParams, body BackupDatabaseJSONRequestBody, reqEditors ...RequestEditorFn) (*BackupDatabaseResponse, error)
 
 	// DeleteTenantEmbeddingWithResponse Remove the tenant's embedding endpoint
 	//
@@ -13543,10 +13988,35 @@ type ClientWithResponsesInterface interface {
 	// counters are first set to what the messages say; `repaired` lists those
 	// fixes and the checks run afterwards. Admin scope.
 	//
+	// **As a job.** The check reads the whole file, so on a large database it
+	// takes minutes (docs/operations.md): it runs as a job, and the answer waits
+	// up to 20 seconds for it and is then `200` with the report, or `202` with the
+	// job to poll (`GET /v1/admin/jobs/{id}`), whose `result` is the report.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/admin/integrity (the `CheckIntegrity` operationId).
 	CheckIntegrityWithResponse(ctx context.Context, params *CheckIntegrityParams, reqEditors ...RequestEditorFn) (*CheckIntegrityResponse, error)
+
+	// GetJobWithResponse Read a job (a purge, an integrity check, a backup)
+	//
+	// A purge, an integrity check or a backup that did not finish within its
+	// route's wait, as it is now: `running` with its `progress`, then
+	// `succeeded` with its `result`, `failed` with its `error`, or `interrupted`
+	// when the server stopped or restarted while it ran (on PostgreSQL, when
+	// the process running it has not written to it for 30 seconds). Poll it
+	// every few seconds. The caller's tenant's jobs only; the newest 100
+	// finished jobs of a tenant are kept. Admin scope.
+	//
+	// Threat model: a job is read and started only with an admin key of its
+	// tenant. A tenant runs at most 2 jobs at once and the server at most 4
+	// (`429 too_many_jobs`), so that no tenant holds the machine with
+	// operations whose cost is the whole file's (an integrity check, a backup).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/admin/jobs/{id} (the `GetJob` operationId).
+	GetJobWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetJobResponse, error)
 
 	// ListAPIKeysWithResponse List this tenant's API keys
 	//
@@ -13605,10 +14075,17 @@ type ClientWithResponsesInterface interface {
 	// between. `messages` and `checkpoints` count the rows the erased sessions
 	// stored themselves. Admin scope.
 	//
+	// **As a job.** The purge runs as a job (see `GET /v1/admin/jobs/{id}`): the
+	// answer waits up to 20 seconds for it and is then `200` as above, or `202`
+	// with the job to poll, whose `result` is this answer once it is done. Its
+	// progress counts the sessions erased of those that matched when it started.
+	// It erases in batches through the server's single writer, so appends go on
+	// between them (docs/operations.md has what a purge costs them).
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/admin/purge (the `PurgeSessions` operationId).
-	PurgeSessionsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PurgeSessionsResponse, error)
+	PurgeSessionsWithBodyWithResponse(ctx context.Context, params *PurgeSessionsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PurgeSessionsResponse, error)
 
 	// PurgeSessionsWithResponse Erase this tenant's old sessions (retention)
 	//
@@ -13623,10 +14100,17 @@ type ClientWithResponsesInterface interface {
 	// between. `messages` and `checkpoints` count the rows the erased sessions
 	// stored themselves. Admin scope.
 	//
+	// **As a job.** The purge runs as a job (see `GET /v1/admin/jobs/{id}`): the
+	// answer waits up to 20 seconds for it and is then `200` as above, or `202`
+	// with the job to poll, whose `result` is this answer once it is done. Its
+	// progress counts the sessions erased of those that matched when it started.
+	// It erases in batches through the server's single writer, so appends go on
+	// between them (docs/operations.md has what a purge costs them).
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/admin/purge (the `PurgeSessions` operationId).
-	PurgeSessionsWithResponse(ctx context.Context, body PurgeSessionsJSONRequestBody, reqEditors ...RequestEditorFn) (*PurgeSessionsResponse, error)
+	PurgeSessionsWithResponse(ctx context.Context, params *PurgeSessionsParams, body PurgeSessionsJSONRequestBody, reqEditors ...RequestEditorFn) (*PurgeSessionsResponse, error)
 
 	// ListAgentsWithResponse List agents
 	//
@@ -15832,6 +16316,12 @@ type BackupDatabaseResponse201Headers struct {
 	XRequestID string
 }
 
+// BackupDatabaseResponse202Headers the declared response headers of an HTTP 202 response for BackupDatabase
+type BackupDatabaseResponse202Headers struct {
+	Location   string
+	XRequestID string
+}
+
 // BackupDatabaseResponse400Headers the declared response headers of an HTTP 400 response for BackupDatabase
 type BackupDatabaseResponse400Headers struct {
 	XRequestID string
@@ -15895,6 +16385,8 @@ type BackupDatabaseResponse struct {
 	HTTPResponse *http.Response
 	// JSON201 the response for an HTTP 201 `application/json` response
 	JSON201 *Backup
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *JobAccepted
 	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationProblemJSON400 *BadRequest
 	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -15910,7 +16402,7 @@ type BackupDatabaseResponse struct {
 	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationProblemJSON422 *ValidationFailed
 	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
-	ApplicationProblemJSON429 *RateLimited
+	ApplicationProblemJSON429 *TooManyJobs
 	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationProblemJSON500 *Internal
 	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -15919,6 +16411,8 @@ type BackupDatabaseResponse struct {
 	ApplicationProblemJSONDefault *Default
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *BackupDatabaseResponse201Headers
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *BackupDatabaseResponse202Headers
 	// Headers400 the parsed response headers for an HTTP 400 response
 	Headers400 *BackupDatabaseResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -15946,6 +16440,11 @@ type BackupDatabaseResponse struct {
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
 func (r BackupDatabaseResponse) GetJSON201() *Backup {
 	return r.JSON201
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r BackupDatabaseResponse) GetJSON202() *JobAccepted {
+	return r.JSON202
 }
 
 // GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
@@ -15984,7 +16483,7 @@ func (r BackupDatabaseResponse) GetApplicationProblemJSON422() *ValidationFailed
 }
 
 // GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
-func (r BackupDatabaseResponse) GetApplicationProblemJSON429() *RateLimited {
+func (r BackupDatabaseResponse) GetApplicationProblemJSON429() *TooManyJobs {
 	return r.ApplicationProblemJSON429
 }
 
@@ -16491,6 +16990,12 @@ type CheckIntegrityResponse200Headers struct {
 	XRequestID string
 }
 
+// CheckIntegrityResponse202Headers the declared response headers of an HTTP 202 response for CheckIntegrity
+type CheckIntegrityResponse202Headers struct {
+	Location   string
+	XRequestID string
+}
+
 // CheckIntegrityResponse400Headers the declared response headers of an HTTP 400 response for CheckIntegrity
 type CheckIntegrityResponse400Headers struct {
 	XRequestID string
@@ -16534,6 +17039,8 @@ type CheckIntegrityResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *IntegrityReport
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *JobAccepted
 	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationProblemJSON400 *BadRequest
 	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -16541,7 +17048,7 @@ type CheckIntegrityResponse struct {
 	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
-	ApplicationProblemJSON429 *RateLimited
+	ApplicationProblemJSON429 *TooManyJobs
 	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationProblemJSON500 *Internal
 	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -16550,6 +17057,8 @@ type CheckIntegrityResponse struct {
 	ApplicationProblemJSONDefault *Default
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *CheckIntegrityResponse200Headers
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *CheckIntegrityResponse202Headers
 	// Headers400 the parsed response headers for an HTTP 400 response
 	Headers400 *CheckIntegrityResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -16571,6 +17080,11 @@ func (r CheckIntegrityResponse) GetJSON200() *IntegrityReport {
 	return r.JSON200
 }
 
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r CheckIntegrityResponse) GetJSON202() *JobAccepted {
+	return r.JSON202
+}
+
 // GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
 func (r CheckIntegrityResponse) GetApplicationProblemJSON400() *BadRequest {
 	return r.ApplicationProblemJSON400
@@ -16587,7 +17101,7 @@ func (r CheckIntegrityResponse) GetApplicationProblemJSON403() *Forbidden {
 }
 
 // GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
-func (r CheckIntegrityResponse) GetApplicationProblemJSON429() *RateLimited {
+func (r CheckIntegrityResponse) GetApplicationProblemJSON429() *TooManyJobs {
 	return r.ApplicationProblemJSON429
 }
 
@@ -16629,6 +17143,155 @@ func (r CheckIntegrityResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r CheckIntegrityResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetJobResponse200Headers the declared response headers of an HTTP 200 response for GetJob
+type GetJobResponse200Headers struct {
+	XRequestID string
+}
+
+// GetJobResponse401Headers the declared response headers of an HTTP 401 response for GetJob
+type GetJobResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestID      string
+}
+
+// GetJobResponse403Headers the declared response headers of an HTTP 403 response for GetJob
+type GetJobResponse403Headers struct {
+	XRequestID string
+}
+
+// GetJobResponse404Headers the declared response headers of an HTTP 404 response for GetJob
+type GetJobResponse404Headers struct {
+	XRequestID string
+}
+
+// GetJobResponse429Headers the declared response headers of an HTTP 429 response for GetJob
+type GetJobResponse429Headers struct {
+	RetryAfter int
+	XRequestID string
+}
+
+// GetJobResponse500Headers the declared response headers of an HTTP 500 response for GetJob
+type GetJobResponse500Headers struct {
+	XRequestID string
+}
+
+// GetJobResponse503Headers the declared response headers of an HTTP 503 response for GetJob
+type GetJobResponse503Headers struct {
+	RetryAfter int
+	XRequestID string
+}
+
+// GetJobResponseDefaultHeaders the declared response headers of an HTTP default response for GetJob
+type GetJobResponseDefaultHeaders struct {
+	XRequestID string
+}
+
+type GetJobResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Job
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *RateLimited
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *Default
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetJobResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetJobResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetJobResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetJobResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetJobResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetJobResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetJobResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetJobResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetJobResponse) GetJSON200() *Job {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetJobResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetJobResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetJobResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetJobResponse) GetApplicationProblemJSON429() *RateLimited {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r GetJobResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetJobResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetJobResponse) GetApplicationProblemJSONDefault() *Default {
+	return r.ApplicationProblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetJobResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetJobResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetJobResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetJobResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -17087,6 +17750,12 @@ type PurgeSessionsResponse200Headers struct {
 	XRequestID string
 }
 
+// PurgeSessionsResponse202Headers the declared response headers of an HTTP 202 response for PurgeSessions
+type PurgeSessionsResponse202Headers struct {
+	Location   string
+	XRequestID string
+}
+
 // PurgeSessionsResponse400Headers the declared response headers of an HTTP 400 response for PurgeSessions
 type PurgeSessionsResponse400Headers struct {
 	XRequestID string
@@ -17145,6 +17814,8 @@ type PurgeSessionsResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *PurgeResult
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *JobAccepted
 	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationProblemJSON400 *BadRequest
 	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -17158,7 +17829,7 @@ type PurgeSessionsResponse struct {
 	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationProblemJSON422 *ValidationFailed
 	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
-	ApplicationProblemJSON429 *RateLimited
+	ApplicationProblemJSON429 *TooManyJobs
 	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationProblemJSON500 *Internal
 	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -17167,6 +17838,8 @@ type PurgeSessionsResponse struct {
 	ApplicationProblemJSONDefault *Default
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *PurgeSessionsResponse200Headers
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *PurgeSessionsResponse202Headers
 	// Headers400 the parsed response headers for an HTTP 400 response
 	Headers400 *PurgeSessionsResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -17192,6 +17865,11 @@ type PurgeSessionsResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r PurgeSessionsResponse) GetJSON200() *PurgeResult {
 	return r.JSON200
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r PurgeSessionsResponse) GetJSON202() *JobAccepted {
+	return r.JSON202
 }
 
 // GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
@@ -17225,7 +17903,7 @@ func (r PurgeSessionsResponse) GetApplicationProblemJSON422() *ValidationFailed 
 }
 
 // GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
-func (r PurgeSessionsResponse) GetApplicationProblemJSON429() *RateLimited {
+func (r PurgeSessionsResponse) GetApplicationProblemJSON429() *TooManyJobs {
 	return r.ApplicationProblemJSON429
 }
 
@@ -27039,11 +27717,16 @@ func (c *ClientWithResponses) GetReadinessWithResponse(ctx context.Context, reqE
 // tenant's data, only an admin key of the operator's tenant `default` (or open
 // mode) may make one; any other tenant's key gets `403 forbidden`.
 //
+// **As a job.** The copy takes as long as writing the whole file does: it runs
+// as a job, and the answer waits up to 20 seconds for it and is then `201` with
+// the file, or `202` with the job to poll (`GET /v1/admin/jobs/{id}`), whose
+// `result` is the file and whose progress counts the bytes written so far.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/admin/backup (the `BackupDatabase` operationId).
-func (c *ClientWithResponses) BackupDatabaseWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BackupDatabaseResponse, error) {
-	rsp, err := c.BackupDatabaseWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) BackupDatabaseWithBodyWithResponse(ctx context.Context, params *BackupDatabaseParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BackupDatabaseResponse, error) {
+	rsp, err := c.BackupDatabaseWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -27062,11 +27745,16 @@ func (c *ClientWithResponses) BackupDatabaseWithBodyWithResponse(ctx context.Con
 // tenant's data, only an admin key of the operator's tenant `default` (or open
 // mode) may make one; any other tenant's key gets `403 forbidden`.
 //
+// **As a job.** The copy takes as long as writing the whole file does: it runs
+// as a job, and the answer waits up to 20 seconds for it and is then `201` with
+// the file, or `202` with the job to poll (`GET /v1/admin/jobs/{id}`), whose
+// `result` is the file and whose progress counts the bytes written so far.
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/admin/backup (the `BackupDatabase` operationId).
-func (c *ClientWithResponses) BackupDatabaseWithResponse(ctx context.Context, body BackupDatabaseJSONRequestBody, reqEditors ...RequestEditorFn) (*BackupDatabaseResponse, error) {
-	rsp, err := c.BackupDatabase(ctx, body, reqEditors...)
+func (c *ClientWithResponses) BackupDatabaseWithResponse(ctx context.Context, params *BackupDatabaseParams, body BackupDatabaseJSONRequestBody, reqEditors ...RequestEditorFn) (*BackupDatabaseResponse, error) {
+	rsp, err := c.BackupDatabase(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -27159,6 +27847,11 @@ func (c *ClientWithResponses) PutTenantEmbeddingWithResponse(ctx context.Context
 // counters are first set to what the messages say; `repaired` lists those
 // fixes and the checks run afterwards. Admin scope.
 //
+// **As a job.** The check reads the whole file, so on a large database it
+// takes minutes (docs/operations.md): it runs as a job, and the answer waits
+// up to 20 seconds for it and is then `200` with the report, or `202` with the
+// job to poll (`GET /v1/admin/jobs/{id}`), whose `result` is the report.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/admin/integrity (the `CheckIntegrity` operationId).
@@ -27168,6 +27861,32 @@ func (c *ClientWithResponses) CheckIntegrityWithResponse(ctx context.Context, pa
 		return nil, err
 	}
 	return ParseCheckIntegrityResponse(rsp)
+}
+
+// GetJobWithResponse Read a job (a purge, an integrity check, a backup)
+//
+// A purge, an integrity check or a backup that did not finish within its
+// route's wait, as it is now: `running` with its `progress`, then
+// `succeeded` with its `result`, `failed` with its `error`, or `interrupted`
+// when the server stopped or restarted while it ran (on PostgreSQL, when
+// the process running it has not written to it for 30 seconds). Poll it
+// every few seconds. The caller's tenant's jobs only; the newest 100
+// finished jobs of a tenant are kept. Admin scope.
+//
+// Threat model: a job is read and started only with an admin key of its
+// tenant. A tenant runs at most 2 jobs at once and the server at most 4
+// (`429 too_many_jobs`), so that no tenant holds the machine with
+// operations whose cost is the whole file's (an integrity check, a backup).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/admin/jobs/{id} (the `GetJob` operationId).
+func (c *ClientWithResponses) GetJobWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetJobResponse, error) {
+	rsp, err := c.GetJob(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetJobResponse(rsp)
 }
 
 // ListAPIKeysWithResponse List this tenant's API keys
@@ -27251,11 +27970,18 @@ func (c *ClientWithResponses) RevokeAPIKeyWithResponse(ctx context.Context, id s
 // between. `messages` and `checkpoints` count the rows the erased sessions
 // stored themselves. Admin scope.
 //
+// **As a job.** The purge runs as a job (see `GET /v1/admin/jobs/{id}`): the
+// answer waits up to 20 seconds for it and is then `200` as above, or `202`
+// with the job to poll, whose `result` is this answer once it is done. Its
+// progress counts the sessions erased of those that matched when it started.
+// It erases in batches through the server's single writer, so appends go on
+// between them (docs/operations.md has what a purge costs them).
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/admin/purge (the `PurgeSessions` operationId).
-func (c *ClientWithResponses) PurgeSessionsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PurgeSessionsResponse, error) {
-	rsp, err := c.PurgeSessionsWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) PurgeSessionsWithBodyWithResponse(ctx context.Context, params *PurgeSessionsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PurgeSessionsResponse, error) {
+	rsp, err := c.PurgeSessionsWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -27275,11 +28001,18 @@ func (c *ClientWithResponses) PurgeSessionsWithBodyWithResponse(ctx context.Cont
 // between. `messages` and `checkpoints` count the rows the erased sessions
 // stored themselves. Admin scope.
 //
+// **As a job.** The purge runs as a job (see `GET /v1/admin/jobs/{id}`): the
+// answer waits up to 20 seconds for it and is then `200` as above, or `202`
+// with the job to poll, whose `result` is this answer once it is done. Its
+// progress counts the sessions erased of those that matched when it started.
+// It erases in batches through the server's single writer, so appends go on
+// between them (docs/operations.md has what a purge costs them).
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/admin/purge (the `PurgeSessions` operationId).
-func (c *ClientWithResponses) PurgeSessionsWithResponse(ctx context.Context, body PurgeSessionsJSONRequestBody, reqEditors ...RequestEditorFn) (*PurgeSessionsResponse, error) {
-	rsp, err := c.PurgeSessions(ctx, body, reqEditors...)
+func (c *ClientWithResponses) PurgeSessionsWithResponse(ctx context.Context, params *PurgeSessionsParams, body PurgeSessionsJSONRequestBody, reqEditors ...RequestEditorFn) (*PurgeSessionsResponse, error) {
+	rsp, err := c.PurgeSessions(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -29987,6 +30720,13 @@ func ParseBackupDatabaseResponse(rsp *http.Response) (*BackupDatabaseResponse, e
 		}
 		response.JSON201 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest JobAccepted
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -30037,7 +30777,7 @@ func ParseBackupDatabaseResponse(rsp *http.Response) (*BackupDatabaseResponse, e
 		response.ApplicationProblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
-		var dest RateLimited
+		var dest TooManyJobs
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -30077,6 +30817,23 @@ func ParseBackupDatabaseResponse(rsp *http.Response) (*BackupDatabaseResponse, e
 			headers.XRequestID = value
 		}
 		response.Headers201 = &headers
+	case rsp.StatusCode == 202:
+		var headers BackupDatabaseResponse202Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers202 = &headers
 	case rsp.StatusCode == 400:
 		var headers BackupDatabaseResponse400Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
@@ -30784,6 +31541,13 @@ func ParseCheckIntegrityResponse(rsp *http.Response) (*CheckIntegrityResponse, e
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest JobAccepted
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -30806,7 +31570,7 @@ func ParseCheckIntegrityResponse(rsp *http.Response) (*CheckIntegrityResponse, e
 		response.ApplicationProblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
-		var dest RateLimited
+		var dest TooManyJobs
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -30846,6 +31610,23 @@ func ParseCheckIntegrityResponse(rsp *http.Response) (*CheckIntegrityResponse, e
 			headers.XRequestID = value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 202:
+		var headers CheckIntegrityResponse202Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers202 = &headers
 	case rsp.StatusCode == 400:
 		var headers CheckIntegrityResponse400Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
@@ -30929,6 +31710,185 @@ func ParseCheckIntegrityResponse(rsp *http.Response) (*CheckIntegrityResponse, e
 		response.Headers503 = &headers
 	case true:
 		var headers CheckIntegrityResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetJobResponse parses an HTTP response from a GetJobWithResponse call
+func ParseGetJobResponse(rsp *http.Response) (*GetJobResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetJobResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Job
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Default
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetJobResponse200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetJobResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetJobResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetJobResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetJobResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetJobResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetJobResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	case true:
+		var headers GetJobResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -31500,6 +32460,13 @@ func ParsePurgeSessionsResponse(rsp *http.Response) (*PurgeSessionsResponse, err
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest JobAccepted
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -31543,7 +32510,7 @@ func ParsePurgeSessionsResponse(rsp *http.Response) (*PurgeSessionsResponse, err
 		response.ApplicationProblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
-		var dest RateLimited
+		var dest TooManyJobs
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -31583,6 +32550,23 @@ func ParsePurgeSessionsResponse(rsp *http.Response) (*PurgeSessionsResponse, err
 			headers.XRequestID = value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 202:
+		var headers PurgeSessionsResponse202Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers202 = &headers
 	case rsp.StatusCode == 400:
 		var headers PurgeSessionsResponse400Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {

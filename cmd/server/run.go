@@ -94,6 +94,7 @@ func serve(ctx context.Context, cfg config, stdout io.Writer) error {
 		AllowOpen: allowOpen, RateLimit: cfg.RateLimit, CheckpointKeep: cfg.CheckpointKeep,
 		ImportMaxBytes: cfg.ImportMaxBytes, MaxFileBytes: cfg.MaxFileBytes, BackupDir: cfg.BackupDir, Version: v,
 		CORSOrigins: cfg.CORSOrigins, Requests: ms.requests(), Pprof: cfg.Pprof, Embeddings: embeddings})
+	defer handler.StopJobs() // after the HTTP server, before the store: running jobs end as interrupted
 	ms.serve(handler)
 	srv := &http.Server{
 		Handler: handler,

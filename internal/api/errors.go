@@ -82,7 +82,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 
 	p := problemOf(r, e, status)
 	w.Header().Set("Content-Type", "application/problem+json")
-	if status == http.StatusServiceUnavailable {
+	if status == http.StatusServiceUnavailable || (status == http.StatusTooManyRequests && w.Header().Get("Retry-After") == "") {
 		w.Header().Set("Retry-After", "1")
 	}
 	s.encode(w, r, status, p)

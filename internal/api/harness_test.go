@@ -153,6 +153,9 @@ func withEventsHeartbeat(d time.Duration) testServerOption {
 	return func(c *testConfig) { c.api.EventsHeartbeat = d }
 }
 
+// withJobWait sets how long a job's route waits before answering 202.
+func withJobWait(d time.Duration) testServerOption { return func(c *testConfig) { c.api.JobWait = d } }
+
 func withDB(path string) testServerOption { return func(c *testConfig) { c.repo.Path = path } }
 
 // newClient starts the real router over a real store behind httptest.
@@ -173,7 +176,9 @@ func newClient(t testing.TB, opts ...testServerOption) *client {
 	if cfg.embed != nil {
 		cfg.embed.start(t, &cfg, st)
 	}
-	ts := httptest.NewServer(api.New(cfg.api))
+	h := api.New(cfg.api)
+	t.Cleanup(h.StopJobs) // after the server closes, before the store does
+	ts := httptest.NewServer(h)
 	t.Cleanup(ts.Close)
 	return &client{t: t, base: ts.URL, http: ts.Client(), store: st}
 }

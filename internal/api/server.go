@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/logbook/logbook/internal/feed"
+	"github.com/logbook/logbook/internal/jobs"
 	"github.com/logbook/logbook/internal/model"
 	"github.com/logbook/logbook/internal/repo"
 	"github.com/rs/zerolog"
@@ -56,6 +57,11 @@ type Config struct {
 	// Embeddings is the server-computed embeddings' configuration; its zero
 	// value computes none.
 	Embeddings Embeddings
+	// JobWait is how long a purge, an integrity check or a backup is waited
+	// for before its route answers 202 with the job; 0 means 20s.
+	JobWait time.Duration
+	// JobLimits bound the jobs that run at once (jobs.Limits' defaults when 0).
+	JobLimits jobs.Limits
 }
 
 // Embeddings is how the server computes embeddings.
@@ -102,6 +108,8 @@ type Server struct {
 	requests       RequestObserver
 	pprof          bool
 	embeddings     Embeddings
+	jobs           *jobs.Runner
+	jobWait        time.Duration
 }
 
 // New builds the server and its router.
@@ -148,6 +156,13 @@ func New(cfg Config) *Server {
 	}
 	if s.maxFile <= 0 {
 		s.maxFile = model.DefaultMaxFileBytes
+	}
+	if cfg.Store != nil {
+		s.jobs = jobs.New(cfg.Store, jobError, cfg.JobLimits)
+	}
+	s.jobWait = cfg.JobWait
+	if s.jobWait <= 0 {
+		s.jobWait = defaultJobWait
 	}
 	s.router = s.routes()
 	return s

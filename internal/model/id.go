@@ -9,6 +9,7 @@ const (
 	PrefixPassage    = "psg_"
 	PrefixCheckpoint = "ckp_"
 	PrefixFile       = "file_"
+	PrefixJob        = "job_"
 )
 
 // ValidClientID reports whether s may be used as a client-chosen id:

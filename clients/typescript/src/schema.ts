@@ -1792,6 +1792,13 @@ export interface paths {
          *     `dry_run` reports exactly what the real run erases if nothing changes in
          *     between. `messages` and `checkpoints` count the rows the erased sessions
          *     stored themselves. Admin scope.
+         *
+         *     **As a job.** The purge runs as a job (see `GET /v1/admin/jobs/{id}`): the
+         *     answer waits up to 20 seconds for it and is then `200` as above, or `202`
+         *     with the job to poll, whose `result` is this answer once it is done. Its
+         *     progress counts the sessions erased of those that matched when it started.
+         *     It erases in batches through the server's single writer, so appends go on
+         *     between them (docs/operations.md has what a purge costs them).
          */
         post: operations["purgeSessions"];
         delete?: never;
@@ -1817,8 +1824,47 @@ export interface paths {
          *     `ok` is true when nothing was found. With `?repair=counters` the drifting
          *     counters are first set to what the messages say; `repaired` lists those
          *     fixes and the checks run afterwards. Admin scope.
+         *
+         *     **As a job.** The check reads the whole file, so on a large database it
+         *     takes minutes (docs/operations.md): it runs as a job, and the answer waits
+         *     up to 20 seconds for it and is then `200` with the report, or `202` with the
+         *     job to poll (`GET /v1/admin/jobs/{id}`), whose `result` is the report.
          */
         get: operations["checkIntegrity"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/jobs/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The job's id, from a `202`'s body or `Location`. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * Read a job (a purge, an integrity check, a backup)
+         * @description A purge, an integrity check or a backup that did not finish within its
+         *     route's wait, as it is now: `running` with its `progress`, then
+         *     `succeeded` with its `result`, `failed` with its `error`, or `interrupted`
+         *     when the server stopped or restarted while it ran (on PostgreSQL, when
+         *     the process running it has not written to it for 30 seconds). Poll it
+         *     every few seconds. The caller's tenant's jobs only; the newest 100
+         *     finished jobs of a tenant are kept. Admin scope.
+         *
+         *     Threat model: a job is read and started only with an admin key of its
+         *     tenant. A tenant runs at most 2 jobs at once and the server at most 4
+         *     (`429 too_many_jobs`), so that no tenant holds the machine with
+         *     operations whose cost is the whole file's (an integrity check, a backup).
+         */
+        get: operations["getJob"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1884,6 +1930,11 @@ export interface paths {
          *     does the same with `server backup PATH`. Because the copy holds every
          *     tenant's data, only an admin key of the operator's tenant `default` (or open
          *     mode) may make one; any other tenant's key gets `403 forbidden`.
+         *
+         *     **As a job.** The copy takes as long as writing the whole file does: it runs
+         *     as a job, and the answer waits up to 20 seconds for it and is then `201` with
+         *     the file, or `202` with the job to poll (`GET /v1/admin/jobs/{id}`), whose
+         *     `result` is the file and whose progress counts the bytes written so far.
          */
         post: operations["backupDatabase"];
         delete?: never;
@@ -2249,6 +2300,73 @@ export interface components {
         BackupRequest: {
             /** @description The backup's file name in the backup directory (not `.` or `..`); default `logbook-<UTC time>.db`. */
             name?: string;
+        };
+        /**
+         * @description An operation an operator started that may outlast a request: a purge, an
+         *     integrity check or a backup. It runs in the server beside the requests and
+         *     is kept in the database: one that the server's restart cut short reads as
+         *     `interrupted` (the batches a purge committed stay done).
+         */
+        Job: {
+            /** @description The job's id. */
+            id: string;
+            /**
+             * @description Which operation.
+             * @enum {string}
+             */
+            kind: "purge" | "integrity" | "backup";
+            /**
+             * @description `running`; then `succeeded` (see `result`), `failed` (see `error`) or
+             *     `interrupted` (the server stopped or restarted while it ran; start it again).
+             * @enum {string}
+             */
+            state: "running" | "succeeded" | "failed" | "interrupted";
+            progress: components["schemas"]["JobProgress"];
+            /**
+             * @description Once `succeeded`, what the job's route answers when it finishes in time:
+             *     a `PurgeResult`, an `IntegrityReport` or a `Backup`. Otherwise null.
+             */
+            result: components["schemas"]["PurgeResult"] | components["schemas"]["IntegrityReport"] | components["schemas"]["Backup"] | null;
+            /** @description Once `failed`, why, as the route would have answered it. Otherwise null. */
+            error: components["schemas"]["JobError"] | null;
+            /** @description When the job started. */
+            created_at: components["schemas"]["Timestamp"];
+            /** @description When the job last wrote its progress (at least every 5 s while it runs). */
+            updated_at: components["schemas"]["Timestamp"];
+            /**
+             * Format: date-time
+             * @description When it ended; null while it runs.
+             */
+            finished_at: string | null;
+        };
+        /**
+         * @description How far the job has got: `done` of `total` units of its current `phase`
+         *     (`total` null when not known). A purge counts sessions (`erase`), an integrity
+         *     check its checks (`integrity_check`, `counters`, `orphans`, `index`), a backup
+         *     bytes written (`copy`).
+         */
+        JobProgress: {
+            /** @description The step under way; empty before the first. */
+            phase: string;
+            /**
+             * Format: int64
+             * @description Units done.
+             */
+            done: number;
+            /**
+             * Format: int64
+             * @description Units in all, when known.
+             */
+            total: number | null;
+        };
+        /** @description Why a job failed. */
+        JobError: {
+            /** @description The HTTP status the route would have answered. */
+            status: number;
+            /** @description The problem's stable `code`. */
+            code: string;
+            /** @description What went wrong, for a person. */
+            detail: string;
         };
         /** @description A backup file the server wrote. */
         Backup: {
@@ -3947,12 +4065,13 @@ export interface components {
          *     | `unauthorized` | 401 | missing or bad credentials |
          *     | `forbidden` | 403 | not allowed for these credentials |
          *     | `rate_limited` | 429 | too many requests |
+         *     | `too_many_jobs` | 429 | the tenant (2) or the server (4) runs as many jobs as it may; poll them |
          *     | `storage_unavailable` | 503 | storage failed; nothing was applied |
          *     | `embedding_unavailable` | 503 | the embedding endpoint did not embed the search's `q` (the detail says why, in the server's words, never the endpoint's); retry, or send `query_embedding` |
          *     | `internal` | 500 | unexpected failure |
          * @enum {string}
          */
-        ErrorCode: "not_found" | "validation_failed" | "invalid_transition" | "session_closed" | "conflict" | "idempotency_conflict" | "precondition_failed" | "limit_exceeded" | "old_not_found" | "read_only" | "block_exists" | "block_attached" | "already_attached" | "not_attached" | "stale_iteration" | "no_checkpoint" | "stale_seq" | "rewound" | "stream_stopped" | "event_not_found" | "unknown_tool_call" | "duplicate_tool_result" | "corrupted" | "invalid_import" | "payload_too_large" | "malformed_json" | "invalid_query" | "invalid_cursor" | "method_not_allowed" | "unsupported_media_type" | "unauthorized" | "forbidden" | "rate_limited" | "storage_unavailable" | "embedding_unavailable" | "internal";
+        ErrorCode: "not_found" | "validation_failed" | "invalid_transition" | "session_closed" | "conflict" | "idempotency_conflict" | "precondition_failed" | "limit_exceeded" | "old_not_found" | "read_only" | "block_exists" | "block_attached" | "already_attached" | "not_attached" | "stale_iteration" | "no_checkpoint" | "stale_seq" | "rewound" | "stream_stopped" | "event_not_found" | "unknown_tool_call" | "duplicate_tool_result" | "corrupted" | "invalid_import" | "payload_too_large" | "malformed_json" | "invalid_query" | "invalid_cursor" | "method_not_allowed" | "unsupported_media_type" | "unauthorized" | "forbidden" | "rate_limited" | "too_many_jobs" | "storage_unavailable" | "embedding_unavailable" | "internal";
         /** @description One bad input field or query parameter. */
         FieldError: {
             /** @description The field's JSON path as the client wrote it (e.g. `messages[2].role`), a query parameter's name, or a header's name (`Idempotency-Key`). */
@@ -4201,6 +4320,64 @@ export interface components {
                  *       "detail": "this key's scope is read; this route needs write",
                  *       "code": "forbidden",
                  *       "instance": "/v1/sessions"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description The operation runs as a job and has not finished within the wait (or
+         *     `Prefer: respond-async` asked not to wait): poll `Location`. It goes on
+         *     whether or not the client waits. The job's `result`, once it succeeds, is
+         *     what this route answers when it finishes in time.
+         */
+        JobAccepted: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                Location: components["headers"]["JobLocation"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "id": "job_0193a4b2c1d07e8f9a0b1c2d3e4f5a71",
+                 *       "kind": "purge",
+                 *       "state": "running",
+                 *       "progress": {
+                 *         "phase": "erase",
+                 *         "done": 1200,
+                 *         "total": 10000
+                 *       },
+                 *       "result": null,
+                 *       "error": null,
+                 *       "created_at": "2026-11-22T02:36:54.323Z",
+                 *       "updated_at": "2026-11-22T02:37:04.411Z",
+                 *       "finished_at": null
+                 *     }
+                 */
+                "application/json": components["schemas"]["Job"];
+            };
+        };
+        /**
+         * @description `too_many_jobs`: the tenant runs 2 jobs already, or the server 4; poll
+         *     them and start this one when one has finished. `rate_limited`: the tenant
+         *     sent more requests per second than the server allows.
+         */
+        TooManyJobs: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "Retry-After": components["headers"]["RetryAfter"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "urn:logbook:problem:too_many_jobs",
+                 *       "title": "Too Many Requests",
+                 *       "status": 429,
+                 *       "detail": "as many jobs run as may: poll the running ones (GET /v1/admin/jobs/{id}) and start this one when one has finished",
+                 *       "code": "too_many_jobs",
+                 *       "instance": "/v1/admin/purge"
                  *     }
                  */
                 "application/problem+json": components["schemas"]["Problem"];
@@ -4464,6 +4641,12 @@ export interface components {
         };
     };
     parameters: {
+        /**
+         * @description `respond-async` (RFC 7240): answer `202` with the job at once instead of
+         *     waiting up to 20 seconds for it to finish.
+         * @example respond-async
+         */
+        PreferAsync: string;
         /** @description The id of the last event received; the feed resumes right after it. */
         LastEventId: string;
         /** @description Start after the event with this id (as `Last-Event-ID`, which wins when both are given). */
@@ -4589,6 +4772,11 @@ export interface components {
          * @example 1
          */
         RetryAfter: number;
+        /**
+         * @description Where to poll the job, `/v1/admin/jobs/{id}`.
+         * @example /v1/admin/jobs/job_0193a4b2c1d07e8f9a0b1c2d3e4f5a71
+         */
+        JobLocation: string;
         /**
          * @description The new agent's URL path.
          * @example /v1/agents/agt_0193a4b2c1d07e8f9a0b1c2d3e4f5a70
@@ -7814,7 +8002,14 @@ export interface operations {
     purgeSessions: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description `respond-async` (RFC 7240): answer `202` with the job at once instead of
+                 *     waiting up to 20 seconds for it to finish.
+                 * @example respond-async
+                 */
+                Prefer?: components["parameters"]["PreferAsync"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -7850,13 +8045,14 @@ export interface operations {
                     "application/json": components["schemas"]["PurgeResult"];
                 };
             };
+            202: components["responses"]["JobAccepted"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
-            429: components["responses"]["RateLimited"];
+            429: components["responses"]["TooManyJobs"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["Default"];
@@ -7868,7 +8064,14 @@ export interface operations {
                 /** @description `counters`: fix drifting session counters before checking. */
                 repair?: "counters";
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description `respond-async` (RFC 7240): answer `202` with the job at once instead of
+                 *     waiting up to 20 seconds for it to finish.
+                 * @example respond-async
+                 */
+                Prefer?: components["parameters"]["PreferAsync"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -7906,9 +8109,62 @@ export interface operations {
                     "application/json": components["schemas"]["IntegrityReport"];
                 };
             };
+            202: components["responses"]["JobAccepted"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyJobs"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["Default"];
+        };
+    };
+    getJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The job's id, from a `202`'s body or `Location`. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The job. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "job_0193a4b2c1d07e8f9a0b1c2d3e4f5a71",
+                     *       "kind": "backup",
+                     *       "state": "succeeded",
+                     *       "progress": {
+                     *         "phase": "copy",
+                     *         "done": 1048576,
+                     *         "total": 1048576
+                     *       },
+                     *       "result": {
+                     *         "path": "/var/lib/logbook/backups/before-upgrade.db",
+                     *         "bytes": 1048576,
+                     *         "created_at": "2026-11-22T02:37:54.323Z"
+                     *       },
+                     *       "error": null,
+                     *       "created_at": "2026-11-22T02:36:54.323Z",
+                     *       "updated_at": "2026-11-22T02:37:54.323Z",
+                     *       "finished_at": "2026-11-22T02:37:54.323Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Job"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -8005,7 +8261,14 @@ export interface operations {
     backupDatabase: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description `respond-async` (RFC 7240): answer `202` with the job at once instead of
+                 *     waiting up to 20 seconds for it to finish.
+                 * @example respond-async
+                 */
+                Prefer?: components["parameters"]["PreferAsync"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -8037,6 +8300,7 @@ export interface operations {
                     "application/json": components["schemas"]["Backup"];
                 };
             };
+            202: components["responses"]["JobAccepted"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -8044,7 +8308,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
-            429: components["responses"]["RateLimited"];
+            429: components["responses"]["TooManyJobs"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["Default"];

@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/logbook/logbook/internal/model"
+	"github.com/logbook/logbook/internal/repo"
 )
 
 // Purge bounds, as SQLite's: one transaction erases at most purgeBatchPG
@@ -54,7 +55,15 @@ func (s *Store) PurgeSessions(ctx context.Context, tenant string, in model.Purge
 	var (
 		after      *purgeCursorPG // nil: from the start of a pass
 		passErased int64
+		total      int64 = -1
 	)
+	if repo.Reporting(ctx) {
+		if err := s.pool.QueryRow(ctx, `SELECT COUNT(*) FROM sessions s WHERE s.tenant_id = $1 AND `+match("s"),
+			tenant, string(in.Status), int64(cutoff)).Scan(&total); err != nil {
+			return out, mapErr(err)
+		}
+		repo.ReportProgress(ctx, "erase", 0, total)
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return out, err
@@ -88,6 +97,7 @@ func (s *Store) PurgeSessions(ctx context.Context, tenant string, in model.Purge
 		out.Messages += batch.Messages
 		out.Checkpoints += batch.Checkpoints
 		passErased += batch.Sessions
+		repo.ReportProgress(ctx, "erase", out.Sessions, max(total, out.Sessions))
 		if last != nil {
 			after = last
 			continue

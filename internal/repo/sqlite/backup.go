@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/logbook/logbook/internal/model"
+	"github.com/logbook/logbook/internal/repo"
 )
 
 // Backup writes a consistent copy of the whole database to dest with VACUUM INTO
@@ -105,8 +106,11 @@ func BackupFile(ctx context.Context, dbPath, dest string) (model.Backup, error) 
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(1)
+	stop := reportCopy(ctx, dbPath, dest)
 	// VACUUM INTO accepts an empty file as its target.
-	if _, err := db.ExecContext(ctx, `VACUUM INTO ?`, dest); err != nil {
+	_, err = db.ExecContext(ctx, `VACUUM INTO ?`, dest)
+	stop()
+	if err != nil {
 		if ctx.Err() != nil {
 			return model.Backup{}, ctx.Err()
 		}
@@ -120,7 +124,42 @@ func BackupFile(ctx context.Context, dbPath, dest string) (model.Backup, error) 
 		return model.Backup{}, model.Unavailable(err)
 	}
 	done = true
+	repo.ReportProgress(ctx, "copy", st.Size(), st.Size())
 	return model.Backup{Path: dest, Bytes: st.Size(), CreatedAt: model.TimeOf(time.Now())}, nil
+}
+
+// reportCopy reports, every half second until stop is called, how much of the
+// copy VACUUM INTO has written: dest's size against the source's (its WAL
+// included; the copy is compacted, so it ends at or under that).
+func reportCopy(ctx context.Context, dbPath, dest string) (stop func()) {
+	var total int64
+	for _, p := range []string{dbPath, dbPath + "-wal"} {
+		if fi, err := os.Stat(p); err == nil {
+			total += fi.Size()
+		}
+	}
+	repo.ReportProgress(ctx, "copy", 0, total)
+	done := make(chan struct{})
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		tick := time.NewTicker(500 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				if fi, err := os.Stat(dest); err == nil {
+					repo.ReportProgress(ctx, "copy", min(fi.Size(), total), total)
+				}
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-ended
+	}
 }
 
 // syncFile flushes a file and its directory entry to stable storage.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/logbook/logbook/internal/model"
+	"github.com/logbook/logbook/internal/repo"
 )
 
 // Purge bounds: one writer transaction erases at most purgeBatch sessions and
@@ -82,7 +83,15 @@ func (s *Store) PurgeSessions(ctx context.Context, tenant string, in model.Purge
 	var (
 		after      *purgeCursor // nil: from the start of a pass
 		passErased int64
+		total      int64 = -1
 	)
+	if repo.Reporting(ctx) {
+		if err := s.rdb.QueryRowContext(ctx, `SELECT COUNT(*) FROM sessions s WHERE s.tenant_id = ?1 AND `+match("s"),
+			tenant, in.Status, int64(cutoff)).Scan(&total); err != nil {
+			return out, mapErr(err)
+		}
+		repo.ReportProgress(ctx, "erase", 0, total)
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return out, err
@@ -120,6 +129,7 @@ func (s *Store) PurgeSessions(ctx context.Context, tenant string, in model.Purge
 		out.Messages += batch.Messages
 		out.Checkpoints += batch.Checkpoints
 		passErased += batch.Sessions
+		repo.ReportProgress(ctx, "erase", out.Sessions, max(total, out.Sessions))
 		if last != nil {
 			after = last
 			continue

@@ -86,6 +86,7 @@ type Store struct {
 
 	pendingCrash repo.FaultKind // a crash injected inside a write, applied at the group's commit
 
+	runner   string                      // this process's name on the jobs it runs (jobs.go)
 	observer atomic.Pointer[observerBox] // told of each group (metrics.go); nil: no one
 	syncFull bool                        // synchronous=FULL: every commit fsyncs the WAL
 }
@@ -225,6 +226,7 @@ func Open(ctx context.Context, cfg Config) (s *Store, err error) {
 		gid:             lastGID,
 		sessions:        sessionCache{m: map[sessionKey]*sessionState{}},
 		syncFull:        sync == "FULL",
+		runner:          newID("run_"),
 	}
 	if s.maxBatch <= 0 {
 		s.maxBatch = 1000
