@@ -13,7 +13,7 @@ import (
 // pollJob reads a job until it has ended, and returns it.
 func pollJob(t *testing.T, c *client, location string) model.Job {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var j model.Job
 		c.do("GET", location, nil).want(t, http.StatusOK, &j)

@@ -167,7 +167,7 @@ func (r *Runner) run(tenant string, h *Handle, fn Func) {
 			}
 		}
 	}()
-	h.result, h.err = fn(ctx)
+	h.result, h.err = r.work(ctx, fn)
 	close(stop)
 	<-flushed
 	mu.Lock()
@@ -200,6 +200,23 @@ func (r *Runner) run(tenant string, h *Handle, fn Func) {
 	defer cancel()
 	_ = r.store.FinishJob(ctx, tenant, h.ID, state, result, jerr)
 	close(h.done)
+}
+
+// work runs fn on a goroutine of lowered priority (lowerPriority), whose OS
+// thread ends with it.
+func (r *Runner) work(ctx context.Context, fn Func) (any, error) {
+	type outcome struct {
+		res any
+		err error
+	}
+	out := make(chan outcome, 1)
+	go func() {
+		lowerPriority()
+		res, err := fn(ctx)
+		out <- outcome{res, err}
+	}()
+	o := <-out
+	return o.res, o.err
 }
 
 // Close stops every running job (each ends as interrupted) and waits for

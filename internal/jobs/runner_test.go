@@ -30,7 +30,7 @@ func describe(err error) model.JobError {
 // waitState polls a job until it is in want, or fails after a few seconds.
 func waitState(t *testing.T, st *sqlite.Store, tenant, id string, want model.JobState) model.Job {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		j, err := st.GetJob(context.Background(), tenant, id)
 		if err != nil {
@@ -63,7 +63,7 @@ func TestRunnerKeepsJobsAndTheirEnds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res, err, done := ok.Wait(ctx, 5*time.Second); !done || err != nil || res.(model.PurgeResult).Sessions != 3 {
+	if res, err, done := ok.Wait(ctx, 30*time.Second); !done || err != nil || res.(model.PurgeResult).Sessions != 3 {
 		t.Fatalf("wait: %v %v %v", res, err, done)
 	}
 	if j := waitState(t, st, "t", ok.ID, model.JobSucceeded); string(j.Result) != `{"dry_run":false,"sessions":3,"messages":0,"checkpoints":0,"passages":0}` || j.FinishedAt == nil {
