@@ -4748,7 +4748,8 @@ type ClientInterface interface {
 	// BackupDatabaseWithBody Back the database up
 	//
 	// Writes a consistent copy of the **whole** database file (every tenant) with
-	// SQLite's `VACUUM INTO` while the server keeps serving, into the server's
+	// SQLite's online backup, from one read transaction, paced so that the server's
+	// writes go on, while it keeps serving, into the server's
 	// backup directory (`--backup-dir`; by default `backups` next to the database
 	// file) and nowhere else. `name` is a plain file name; by default
 	// `logbook-<UTC time>.db`. An existing file is never overwritten
@@ -4770,7 +4771,8 @@ type ClientInterface interface {
 	// BackupDatabase Back the database up
 	//
 	// Writes a consistent copy of the **whole** database file (every tenant) with
-	// SQLite's `VACUUM INTO` while the server keeps serving, into the server's
+	// SQLite's online backup, from one read transaction, paced so that the server's
+	// writes go on, while it keeps serving, into the server's
 	// backup directory (`--backup-dir`; by default `backups` next to the database
 	// file) and nowhere else. `name` is a plain file name; by default
 	// `logbook-<UTC time>.db`. An existing file is never overwritten
@@ -6852,7 +6854,8 @@ func (c *Client) GetReadiness(ctx context.Context, reqEditors ...RequestEditorFn
 // BackupDatabaseWithBody Back the database up
 //
 // Writes a consistent copy of the **whole** database file (every tenant) with
-// SQLite's `VACUUM INTO` while the server keeps serving, into the server's
+// SQLite's online backup, from one read transaction, paced so that the server's
+// writes go on, while it keeps serving, into the server's
 // backup directory (`--backup-dir`; by default `backups` next to the database
 // file) and nowhere else. `name` is a plain file name; by default
 // `logbook-<UTC time>.db`. An existing file is never overwritten
@@ -6884,7 +6887,8 @@ func (c *Client) BackupDatabaseWithBody(ctx context.Context, params *BackupDatab
 // BackupDatabase Back the database up
 //
 // Writes a consistent copy of the **whole** database file (every tenant) with
-// SQLite's `VACUUM INTO` while the server keeps serving, into the server's
+// SQLite's online backup, from one read transaction, paced so that the server's
+// writes go on, while it keeps serving, into the server's
 // backup directory (`--backup-dir`; by default `backups` next to the database
 // file) and nowhere else. `name` is a plain file name; by default
 // `logbook-<UTC time>.db`. An existing file is never overwritten
@@ -13885,7 +13889,8 @@ type ClientWithResponsesInterface interface {
 	// BackupDatabaseWithBodyWithResponse Back the database up
 	//
 	// Writes a consistent copy of the **whole** database file (every tenant) with
-	// SQLite's `VACUUM INTO` while the server keeps serving, into the server's
+	// SQLite's online backup, from one read transaction, paced so that the server's
+	// writes go on, while it keeps serving, into the server's
 	// backup directory (`--backup-dir`; by default `backups` next to the database
 	// file) and nowhere else. `name` is a plain file name; by default
 	// `logbook-<UTC time>.db`. An existing file is never overwritten
@@ -13907,7 +13912,8 @@ type ClientWithResponsesInterface interface {
 	// BackupDatabaseWithResponse Back the database up
 	//
 	// Writes a consistent copy of the **whole** database file (every tenant) with
-	// SQLite's `VACUUM INTO` while the server keeps serving, into the server's
+	// SQLite's online backup, from one read transaction, paced so that the server's
+	// writes go on, while it keeps serving, into the server's
 	// backup directory (`--backup-dir`; by default `backups` next to the database
 	// file) and nowhere else. `name` is a plain file name; by default
 	// `logbook-<UTC time>.db`. An existing file is never overwritten
@@ -27708,7 +27714,8 @@ func (c *ClientWithResponses) GetReadinessWithResponse(ctx context.Context, reqE
 // BackupDatabaseWithBodyWithResponse Back the database up
 //
 // Writes a consistent copy of the **whole** database file (every tenant) with
-// SQLite's `VACUUM INTO` while the server keeps serving, into the server's
+// SQLite's online backup, from one read transaction, paced so that the server's
+// writes go on, while it keeps serving, into the server's
 // backup directory (`--backup-dir`; by default `backups` next to the database
 // file) and nowhere else. `name` is a plain file name; by default
 // `logbook-<UTC time>.db`. An existing file is never overwritten
@@ -27736,7 +27743,8 @@ func (c *ClientWithResponses) BackupDatabaseWithBodyWithResponse(ctx context.Con
 // BackupDatabaseWithResponse Back the database up
 //
 // Writes a consistent copy of the **whole** database file (every tenant) with
-// SQLite's `VACUUM INTO` while the server keeps serving, into the server's
+// SQLite's online backup, from one read transaction, paced so that the server's
+// writes go on, while it keeps serving, into the server's
 // backup directory (`--backup-dir`; by default `backups` next to the database
 // file) and nowhere else. `name` is a plain file name; by default
 // `logbook-<UTC time>.db`. An existing file is never overwritten

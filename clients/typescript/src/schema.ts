@@ -1922,7 +1922,8 @@ export interface paths {
         /**
          * Back the database up
          * @description Writes a consistent copy of the **whole** database file (every tenant) with
-         *     SQLite's `VACUUM INTO` while the server keeps serving, into the server's
+         *     SQLite's online backup, from one read transaction, paced so that the server's
+         *     writes go on, while it keeps serving, into the server's
          *     backup directory (`--backup-dir`; by default `backups` next to the database
          *     file) and nowhere else. `name` is a plain file name; by default
          *     `logbook-<UTC time>.db`. An existing file is never overwritten

@@ -20,12 +20,22 @@ import (
 // behind it, so a batch stops taking sessions once it has worked this long
 // (at least one session each). Measured with BenchmarkAppendDuringSweep
 // (internal/expiry): 50-session batches held appends for ~65 ms each.
+//
+// Between batches the purge rests, and lets the writes that queued behind a
+// batch commit in a group of their own before it queues the next
+// (yieldToWrites): a write that shares a transaction with a batch waits for
+// the batch. Measured with BenchmarkAppendDuring/purge (300 sessions of 100
+// messages of ~1 KB): appends' p99 8 ms alone, 127 ms beside the purge with
+// 10 ms batches and no rest, 18 ms with 5 ms batches and the queue drained,
+// 13–15 ms with the rest as well (p50 1.0 ms, as alone), the purge taking
+// about twice as long.
 const (
 	purgeBatch     = 50
 	purgeBatchRows = 20000
-	purgeBatchTime = 10 * time.Millisecond
-	passageBatch   = 500 // expired passages deleted per writer transaction
-	copyChunk      = 500 // messages read at a time when a fork takes its prefix over
+	purgeBatchTime = 5 * time.Millisecond
+	purgeYieldMax  = 50 * time.Millisecond // the longest a purge waits for others' writes between batches
+	passageBatch   = 500                   // expired passages deleted per writer transaction
+	copyChunk      = 500                   // messages read at a time when a fork takes its prefix over
 )
 
 // PurgeSession erases a session for good: its messages, checkpoints, idempotency
@@ -100,6 +110,7 @@ func (s *Store) PurgeSessions(ctx context.Context, tenant string, in model.Purge
 			batch model.PurgeResult
 			last  *purgeCursor
 		)
+		began := time.Now()
 		err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 			batch, last = model.PurgeResult{}, nil
 			start := time.Now()
@@ -125,6 +136,7 @@ func (s *Store) PurgeSessions(ctx context.Context, tenant string, in model.Purge
 		if err != nil {
 			return out, err
 		}
+		s.yieldToWrites(ctx, time.Since(began))
 		out.Sessions += batch.Sessions
 		out.Messages += batch.Messages
 		out.Checkpoints += batch.Checkpoints
@@ -143,6 +155,26 @@ func (s *Store) PurgeSessions(ctx context.Context, tenant string, in model.Purge
 			return out, nil
 		}
 		after, passErased = nil, 0 // another pass, for the sessions that waited
+	}
+}
+
+// yieldToWrites rests after a batch that took took, as long again, and
+// waits, up to purgeYieldMax, while other writes are queued for the writer:
+// a write that arrives while a batch runs waits for it, and one queued when
+// the next is queued would share its transaction. The purge then holds the
+// writer at most about half the time, whatever the load: slower, but under
+// a load that never leaves the queue empty it still goes on.
+func (s *Store) yieldToWrites(ctx context.Context, took time.Duration) {
+	rest := time.NewTimer(min(took, purgeYieldMax))
+	defer rest.Stop()
+	select {
+	case <-rest.C:
+	case <-ctx.Done():
+		return
+	}
+	deadline := time.Now().Add(purgeYieldMax)
+	for len(s.queue) > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(time.Millisecond)
 	}
 }
 
