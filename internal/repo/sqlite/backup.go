@@ -128,10 +128,7 @@ func BackupFile(ctx context.Context, dbPath, dest string) (model.Backup, error) 
 
 // reportCopy reports, every half second until stop is called, how much of the
 // copy has been written: dest's size against the source's (its WAL included;
-// the copy ends at or under that). It also
-// syncs what has been written so far: the kernel would otherwise hold the
-// copy's gigabytes of dirty pages until the final sync, and write them back
-// in a burst that every commit's fsync waits behind.
+// the copy ends at or under that).
 func reportCopy(ctx context.Context, dbPath, dest string) (stop func()) {
 	var total int64
 	for _, p := range []string{dbPath, dbPath + "-wal"} {
@@ -153,10 +150,6 @@ func reportCopy(ctx context.Context, dbPath, dest string) (stop func()) {
 			case <-tick.C:
 				if fi, err := os.Stat(dest); err == nil {
 					repo.ReportProgress(ctx, "copy", min(fi.Size(), total), total)
-				}
-				if f, err := os.OpenFile(dest, os.O_WRONLY, 0); err == nil {
-					_ = f.Sync() // a failed sync here is the final sync's to report
-					f.Close()
 				}
 			}
 		}
@@ -190,17 +183,18 @@ func syncFile(path string) error {
 }
 
 // backupStepPages is how many pages one step of the copy writes; after each,
-// the copy rests as long as the step took. A variable for the tests, which
-// take many steps of a small file.
-var backupStepPages int32 = 2048
+// the copy syncs what it wrote and rests as long as the step took. A
+// variable for the tests, which take many steps of a small file.
+var backupStepPages int32 = 1024
 
 // pacedCopy copies the database behind db into dest with SQLite's online
-// backup, a step of backupStepPages pages at a time with a rest after each,
-// from one read transaction held across the steps: the copy is the snapshot
-// that transaction sees, whatever is written meanwhile (a step would
-// otherwise start over once another connection wrote), and the disk is
-// never given to the copy for long, so that commits' fsyncs are not queued
-// behind gigabytes of it.
+// backup, a step of backupStepPages pages at a time, from one read
+// transaction held across the steps: the copy is the snapshot that
+// transaction sees, whatever is written meanwhile (a step would otherwise
+// start over once another connection wrote). After each step it syncs dest
+// and rests as long as the step and the sync took: the disk then holds at
+// most a step's writes of the copy at once, so that commits' fsyncs are not
+// queued behind gigabytes of it, and the copy has it at most half the time.
 func pacedCopy(ctx context.Context, db *sql.DB, dest string) error {
 	conn, err := db.Conn(ctx)
 	if err != nil {
@@ -215,6 +209,11 @@ func pacedCopy(ctx context.Context, db *sql.DB, dest string) error {
 	if err := conn.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_schema`).Scan(&n); err != nil {
 		return err
 	}
+	f, err := os.OpenFile(dest, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
 	return conn.Raw(func(dc any) error {
 		src, ok := dc.(interface {
 			NewBackup(string) (*sqlitedriver.Backup, error)
@@ -229,6 +228,9 @@ func pacedCopy(ctx context.Context, db *sql.DB, dest string) error {
 		for {
 			t0 := time.Now()
 			more, err := bk.Step(backupStepPages)
+			if err == nil && more {
+				err = f.Sync()
+			}
 			if err != nil {
 				bk.Finish()
 				return err
