@@ -38,3 +38,7 @@ func PGVectorAtLeastForTest(version string, major, minor int) bool {
 
 // ListSessionsSQLForTest is ListSessions' statement, for the tests of its plan.
 var ListSessionsSQLForTest = listSessionsSQL
+
+// PurgedTablesForTest are the tables a purge erases a session's rows from
+// besides messages and checkpoints.
+var PurgedTablesForTest = purgedTables

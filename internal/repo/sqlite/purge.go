@@ -297,7 +297,7 @@ func (s *Store) purgeSessionTx(ctx context.Context, tx *sql.Tx, tenant, id strin
 	}
 	// Its events go too: they carry its sessions' and compactions' data, and a
 	// purge leaves nothing of the session behind.
-	for _, table := range []string{"request_keys", "rewound_keys", "compactions", "tool_calls", "tool_results", "events", "usage_sessions"} {
+	for _, table := range purgedTables {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE tenant_id = ? AND session_id = ?`, tenant, id); err != nil {
 			return 0, 0, err
 		}
@@ -307,6 +307,11 @@ func (s *Store) purgeSessionTx(ctx context.Context, tx *sql.Tx, tenant, id strin
 	}
 	return msgs, ckps, nil
 }
+
+// purgedTables are the tables besides messages and checkpoints that hold a
+// session's rows under (tenant_id, session_id); each has an index that
+// leads with those two (TestPurgeDeletesReadTheSessionsRowsOnly).
+var purgedTables = []string{"request_keys", "rewound_keys", "compactions", "tool_calls", "tool_results", "events", "usage_sessions"}
 
 func execCount(ctx context.Context, tx *sql.Tx, query string, args ...any) (int64, error) {
 	res, err := tx.ExecContext(ctx, query, args...)
