@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -14,19 +13,9 @@ import (
 // Purge bounds, as SQLite's: one transaction erases at most purgeBatchPG
 // sessions and stops adding sessions once it holds purgeBatchRowsPG messages,
 // so that no transaction holds its locks for long however large the purge.
-//
-// purgeBatchTimePG bounds a batch by time as well, and the purge rests as
-// long as a batch took (at most purgeRestMaxPG) before the next: a batch
-// takes back the erased messages' usage from the day's usage_daily rows, the
-// rows an append of that day may update too, and such an append waits for
-// the batch to commit.
-// Measured with make scale at 1M messages (purge of 812 sessions): 50-session
-// batches of ~2.7 ms a session took appends' p99 from 12 to 122 ms.
 const (
 	purgeBatchPG     = 50
 	purgeBatchRowsPG = 20000
-	purgeBatchTimePG = 5 * time.Millisecond
-	purgeRestMaxPG   = 50 * time.Millisecond
 	passageBatchPG   = 500 // expired passages deleted per transaction
 )
 
@@ -83,18 +72,13 @@ func (s *Store) PurgeSessions(ctx context.Context, tenant string, in model.Purge
 			batch model.PurgeResult
 			last  *purgeCursorPG
 		)
-		began := time.Now()
 		err := s.writeFaultedPG(ctx, func(ctx context.Context, tx pgx.Tx) error {
 			batch, last = model.PurgeResult{}, nil
-			start := time.Now()
 			picked, err := purgeCandidatesPG(ctx, tx, tenant, match, in.Status, cutoff, after)
 			if err != nil {
 				return err
 			}
 			for i := range picked {
-				if i > 0 && time.Since(start) > purgeBatchTimePG {
-					break // the rest after the cursor, in the next batch; their locks go with the commit
-				}
 				msgs, ckps, err := purgeSessionTxPG(ctx, tx, tenant, picked[i].id)
 				if err != nil {
 					return err
@@ -108,14 +92,6 @@ func (s *Store) PurgeSessions(ctx context.Context, tenant string, in model.Purge
 		})
 		if err != nil {
 			return out, err
-		}
-		if last != nil {
-			rest := time.NewTimer(min(time.Since(began), purgeRestMaxPG))
-			select {
-			case <-rest.C:
-			case <-ctx.Done():
-				rest.Stop()
-			}
 		}
 		out.Sessions += batch.Sessions
 		out.Messages += batch.Messages
