@@ -5,7 +5,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: run build generate test test-go test-postgres test-python test-typescript test-ui vecbench pgvecbench chromium soak check check-generated fmt vet lint lint-openapi deps tools bench profile gobench crash fuzz sim pg-failover clean
+.PHONY: run build generate test test-go test-postgres test-python test-typescript test-ui scale vecbench pgvecbench chromium soak check check-generated fmt vet lint lint-openapi deps tools bench profile gobench crash fuzz sim pg-failover clean
 
 # The binary is bin/logbook; its source is cmd/server. bin/embedserver is the
 # stand-in embedding endpoint that docs/guides/embeddings.md starts.
@@ -171,6 +171,17 @@ profile: build
 # standby, count the acknowledged appends lost (docs/scale.md).
 pg-failover:
 	$(GO) test -count=1 -v -run 'TestFailoverToSynchronousStandbyLosesNothing' ./internal/repo/postgres/
+
+# The tenant's data against the time of its reads: fills 10k and 1M messages
+# of a realistic shape through the API (SCALE_FLAGS=-large: also 10M, ~25 GB
+# of disk and ~40 minutes; -backend postgres: PostgreSQL) and prints each read
+# and operation beside its 10k figure as a ratio (docs/benchmarks.md, Scale).
+# Not part of make test. SCALE_DIR is where the databases go (deleted after).
+SCALE_FLAGS ?=
+SCALE_DIR ?= $(CURDIR)/bin
+scale: build
+	@mkdir -p $(SCALE_DIR)
+	$(GO) run ./cmd/scale -server bin/logbook -dir $(SCALE_DIR) $(SCALE_FLAGS)
 
 # Go micro-benchmarks of the store (append paths, page reads, table layout).
 gobench:

@@ -125,6 +125,7 @@ const (
 	ErrorCodeStaleSeq              ErrorCode = "stale_seq"
 	ErrorCodeStorageUnavailable    ErrorCode = "storage_unavailable"
 	ErrorCodeStreamStopped         ErrorCode = "stream_stopped"
+	ErrorCodeTooManyJobs           ErrorCode = "too_many_jobs"
 	ErrorCodeUnauthorized          ErrorCode = "unauthorized"
 	ErrorCodeUnknownToolCall       ErrorCode = "unknown_tool_call"
 	ErrorCodeUnsupportedMediaType  ErrorCode = "unsupported_media_type"
@@ -207,6 +208,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeStorageUnavailable:
 		return true
 	case ErrorCodeStreamStopped:
+		return true
+	case ErrorCodeTooManyJobs:
 		return true
 	case ErrorCodeUnauthorized:
 		return true
@@ -347,6 +350,51 @@ func (e ItemResultOp) Valid() bool {
 	case ItemResultPut:
 		return true
 	case ItemResultSearch:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for JobKind.
+const (
+	JobKindBackup    JobKind = "backup"
+	JobKindIntegrity JobKind = "integrity"
+	JobKindPurge     JobKind = "purge"
+)
+
+// Valid indicates whether the value is a known member of the JobKind enum.
+func (e JobKind) Valid() bool {
+	switch e {
+	case JobKindBackup:
+		return true
+	case JobKindIntegrity:
+		return true
+	case JobKindPurge:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for JobState.
+const (
+	JobStateFailed      JobState = "failed"
+	JobStateInterrupted JobState = "interrupted"
+	JobStateRunning     JobState = "running"
+	JobStateSucceeded   JobState = "succeeded"
+)
+
+// Valid indicates whether the value is a known member of the JobState enum.
+func (e JobState) Valid() bool {
+	switch e {
+	case JobStateFailed:
+		return true
+	case JobStateInterrupted:
+		return true
+	case JobStateRunning:
+		return true
+	case JobStateSucceeded:
 		return true
 	default:
 		return false
@@ -1687,6 +1735,7 @@ type EmbeddingState string
 // | `unauthorized` | 401 | missing or bad credentials |
 // | `forbidden` | 403 | not allowed for these credentials |
 // | `rate_limited` | 429 | too many requests |
+// | `too_many_jobs` | 429 | the tenant (2) or the server (4) runs as many jobs as it may; poll them |
 // | `storage_unavailable` | 503 | storage failed; nothing was applied |
 // | `embedding_unavailable` | 503 | the embedding endpoint did not embed the search's `q` (the detail says why, in the server's words, never the endpoint's); retry, or send `query_embedding` |
 // | `internal` | 500 | unexpected failure |
@@ -2146,6 +2195,88 @@ type ItemsImportResult struct {
 	Items int `json:"items"`
 }
 
+// Job An operation an operator started that may outlast a request: a purge, an
+// integrity check or a backup. It runs in the server beside the requests and
+// is kept in the database: one that the server's restart cut short reads as
+// `interrupted` (the batches a purge committed stay done).
+type Job struct {
+	// CreatedAt When the job started.
+	//
+	// Examples: 2026-11-22T02:36:54.323Z
+	CreatedAt Timestamp `json:"created_at"`
+
+	// Error Once `failed`, why, as the route would have answered it. Otherwise null.
+	Error *JobError `json:"error"`
+
+	// FinishedAt When it ended; null while it runs.
+	FinishedAt *time.Time `json:"finished_at"`
+
+	// ID The job's id.
+	ID string `json:"id"`
+
+	// Kind Which operation.
+	Kind JobKind `json:"kind"`
+
+	// Progress How far the job has got: `done` of `total` units of its current `phase`
+	// (`total` null when not known). A purge counts sessions (`erase`), an integrity
+	// check its checks (`integrity_check`, `counters`, `orphans`, `index`), a backup
+	// bytes written (`copy`).
+	Progress JobProgress `json:"progress"`
+
+	// Result Once `succeeded`, what the job's route answers when it finishes in time:
+	// a `PurgeResult`, an `IntegrityReport` or a `Backup`. Otherwise null.
+	Result *Job_Result `json:"result"`
+
+	// State `running`; then `succeeded` (see `result`), `failed` (see `error`) or
+	// `interrupted` (the server stopped or restarted while it ran; start it again).
+	State JobState `json:"state"`
+
+	// UpdatedAt When the job last wrote its progress (at least every 5 s while it runs).
+	//
+	// Examples: 2026-11-22T02:36:54.323Z
+	UpdatedAt Timestamp `json:"updated_at"`
+}
+
+// JobKind Which operation.
+type JobKind string
+
+// Job_Result Once `succeeded`, what the job's route answers when it finishes in time:
+// a `PurgeResult`, an `IntegrityReport` or a `Backup`. Otherwise null.
+type Job_Result struct {
+	union json.RawMessage
+}
+
+// JobState `running`; then `succeeded` (see `result`), `failed` (see `error`) or
+// `interrupted` (the server stopped or restarted while it ran; start it again).
+type JobState string
+
+// JobError Why a job failed.
+type JobError struct {
+	// Code The problem's stable `code`.
+	Code string `json:"code"`
+
+	// Detail What went wrong, for a person.
+	Detail string `json:"detail"`
+
+	// Status The HTTP status the route would have answered.
+	Status int `json:"status"`
+}
+
+// JobProgress How far the job has got: `done` of `total` units of its current `phase`
+// (`total` null when not known). A purge counts sessions (`erase`), an integrity
+// check its checks (`integrity_check`, `counters`, `orphans`, `index`), a backup
+// bytes written (`copy`).
+type JobProgress struct {
+	// Done Units done.
+	Done int64 `json:"done"`
+
+	// Phase The step under way; empty before the first.
+	Phase string `json:"phase"`
+
+	// Total Units in all, when known.
+	Total *int64 `json:"total"`
+}
+
 // MemoryInsertArgs Inserts `new_str` into the block `label` after line `insert_line`.
 type MemoryInsertArgs struct {
 	// InsertLine The line after which to insert (`0`: at the top); `-1` or absent: at the end.
@@ -2560,7 +2691,7 @@ type MessagePage struct {
 // application, kept beside `system` (context reads keep both first).
 type MessageRole string
 
-// MessageSearchResult The best hits of a conversation search, best first, and how far the search index is behind.
+// MessageSearchResult The best hits of a conversation search, best first, how far the search index is behind, and whether the search bounded its work.
 type MessageSearchResult struct {
 	// Data The hits, best first, at most `limit`.
 	Data []MessageHit `json:"data"`
@@ -2570,6 +2701,12 @@ type MessageSearchResult struct {
 	// Counted for the whole tenant, whatever the filters. `0`: every stored
 	// message was searched.
 	IndexLag int64 `json:"index_lag"`
+
+	// Partial `true` when the search bounded its work: some words of `q` match too many
+	// messages to rank them all, so the hits are ranked among the newest (SQLite)
+	// or first-read (PostgreSQL) matches only, not among every message. `false`:
+	// the hits are the best `limit` of every searchable message that matches.
+	Partial bool `json:"partial"`
 }
 
 // Metadata Free-form JSON object for your own data, kept byte for byte (numbers keep
@@ -3656,6 +3793,9 @@ type Limit = int
 // ParentWrites defines model for ParentWrites.
 type ParentWrites = string
 
+// PreferAsync defines model for PreferAsync.
+type PreferAsync = string
+
 // RefreshTTL defines model for RefreshTTL.
 type RefreshTTL = bool
 
@@ -3761,6 +3901,12 @@ type Internal = Problem
 // and the refused one). Branch on `code`.
 type ItemPreconditionFailed = Problem
 
+// JobAccepted An operation an operator started that may outlast a request: a purge, an
+// integrity check or a backup. It runs in the server beside the requests and
+// is kept in the database: one that the server's restart cut short reads as
+// `interrupted` (the batches a purge committed stay done).
+type JobAccepted = Job
+
 // NotAttached An RFC 9457 problem details object (`application/problem+json`). `errors`
 // is present when the problem is about particular fields or query parameters;
 // `from` and `to` only on `invalid_transition` (the session's current status
@@ -3797,6 +3943,12 @@ type RateLimited = Problem
 // and the refused one). Branch on `code`.
 type ReadOnly = Problem
 
+// TooManyJobs An RFC 9457 problem details object (`application/problem+json`). `errors`
+// is present when the problem is about particular fields or query parameters;
+// `from` and `to` only on `invalid_transition` (the session's current status
+// and the refused one). Branch on `code`.
+type TooManyJobs = Problem
+
 // Unauthorized An RFC 9457 problem details object (`application/problem+json`). `errors`
 // is present when the problem is about particular fields or query parameters;
 // `from` and `to` only on `invalid_transition` (the session's current status
@@ -3823,6 +3975,10 @@ type ValidationFailed = Problem
 
 // BackupDatabaseParams defines parameters for BackupDatabase.
 type BackupDatabaseParams struct {
+	// Prefer `respond-async` (RFC 7240): answer `202` with the job at once instead of
+	// waiting up to 20 seconds for it to finish.
+	Prefer *PreferAsync `json:"Prefer,omitempty"`
+
 	// IdempotencyKey Makes the request safe to retry: the same key with the same request
 	// (method, path, query, `Content-Type` and body) is answered as the first
 	// was (its status, body, `Content-Type`, `Location`, `ETag`) with
@@ -3847,6 +4003,10 @@ type BackupDatabaseParams struct {
 type CheckIntegrityParams struct {
 	// Repair `counters`: fix drifting session counters before checking.
 	Repair *CheckIntegrityParamsRepair `form:"repair,omitempty" json:"repair,omitempty"`
+
+	// Prefer `respond-async` (RFC 7240): answer `202` with the job at once instead of
+	// waiting up to 20 seconds for it to finish.
+	Prefer *PreferAsync `json:"Prefer,omitempty"`
 }
 
 // CheckIntegrityParamsRepair defines parameters for CheckIntegrity.
@@ -3887,6 +4047,10 @@ type CreateAPIKeyParams struct {
 
 // PurgeSessionsParams defines parameters for PurgeSessions.
 type PurgeSessionsParams struct {
+	// Prefer `respond-async` (RFC 7240): answer `202` with the job at once instead of
+	// waiting up to 20 seconds for it to finish.
+	Prefer *PreferAsync `json:"Prefer,omitempty"`
+
 	// IdempotencyKey Makes the request safe to retry: the same key with the same request
 	// (method, path, query, `Content-Type` and body) is answered as the first
 	// was (its status, body, `Content-Type`, `Location`, `ETag`) with
@@ -5611,6 +5775,94 @@ func (t *ItemIndex) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// AsPurgeResult returns the union data inside the Job_Result as a PurgeResult
+func (t Job_Result) AsPurgeResult() (PurgeResult, error) {
+	var body PurgeResult
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPurgeResult overwrites any union data inside the Job_Result as the provided PurgeResult
+func (t *Job_Result) FromPurgeResult(v PurgeResult) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePurgeResult performs a merge with any union data inside the Job_Result, using the provided PurgeResult
+func (t *Job_Result) MergePurgeResult(v PurgeResult) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsIntegrityReport returns the union data inside the Job_Result as a IntegrityReport
+func (t Job_Result) AsIntegrityReport() (IntegrityReport, error) {
+	var body IntegrityReport
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromIntegrityReport overwrites any union data inside the Job_Result as the provided IntegrityReport
+func (t *Job_Result) FromIntegrityReport(v IntegrityReport) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeIntegrityReport performs a merge with any union data inside the Job_Result, using the provided IntegrityReport
+func (t *Job_Result) MergeIntegrityReport(v IntegrityReport) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsBackup returns the union data inside the Job_Result as a Backup
+func (t Job_Result) AsBackup() (Backup, error) {
+	var body Backup
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromBackup overwrites any union data inside the Job_Result as the provided Backup
+func (t *Job_Result) FromBackup(v Backup) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeBackup performs a merge with any union data inside the Job_Result, using the provided Backup
+func (t *Job_Result) MergeBackup(v Backup) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t Job_Result) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *Job_Result) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // AsCoreMemoryAppendArgs returns the union data inside the ToolArguments as a CoreMemoryAppendArgs
 func (t ToolArguments) AsCoreMemoryAppendArgs() (CoreMemoryAppendArgs, error) {
 	var body CoreMemoryAppendArgs
@@ -5980,7 +6232,8 @@ type ClientInterface interface {
 	// BackupDatabaseWithBody Back the database up
 	//
 	// Writes a consistent copy of the **whole** database file (every tenant) with
-	// SQLite's `VACUUM INTO` while the server keeps serving, into the server's
+	// SQLite's online backup, from one read transaction, paced so that the server's
+	// writes go on, while it keeps serving, into the server's
 	// backup directory (`--backup-dir`; by default `backups` next to the database
 	// file) and nowhere else. `name` is a plain file name; by default
 	// `logbook-<UTC time>.db`. An existing file is never overwritten
@@ -5988,6 +6241,11 @@ type ClientInterface interface {
 	// does the same with `logbook backup PATH`. Because the copy holds every
 	// tenant's data, only an admin key of the operator's tenant `default` (or open
 	// mode) may make one; any other tenant's key gets `403 forbidden`.
+	//
+	// **As a job.** The copy takes as long as writing the whole file does: it runs
+	// as a job, and the answer waits up to 20 seconds for it and is then `201` with
+	// the file, or `202` with the job to poll (`GET /v1/admin/jobs/{id}`), whose
+	// `result` is the file and whose progress counts the bytes written so far.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -5997,7 +6255,8 @@ type ClientInterface interface {
 	// BackupDatabase Back the database up
 	//
 	// Writes a consistent copy of the **whole** database file (every tenant) with
-	// SQLite's `VACUUM INTO` while the server keeps serving, into the server's
+	// SQLite's online backup, from one read transaction, paced so that the server's
+	// writes go on, while it keeps serving, into the server's
 	// backup directory (`--backup-dir`; by default `backups` next to the database
 	// file) and nowhere else. `name` is a plain file name; by default
 	// `logbook-<UTC time>.db`. An existing file is never overwritten
@@ -6005,6 +6264,11 @@ type ClientInterface interface {
 	// does the same with `logbook backup PATH`. Because the copy holds every
 	// tenant's data, only an admin key of the operator's tenant `default` (or open
 	// mode) may make one; any other tenant's key gets `403 forbidden`.
+	//
+	// **As a job.** The copy takes as long as writing the whole file does: it runs
+	// as a job, and the answer waits up to 20 seconds for it and is then `201` with
+	// the file, or `202` with the job to poll (`GET /v1/admin/jobs/{id}`), whose
+	// `result` is the file and whose progress counts the bytes written so far.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -6069,8 +6333,31 @@ type ClientInterface interface {
 	// counters are first set to what the messages say; `repaired` lists those
 	// fixes and the checks run afterwards. Admin scope.
 	//
+	// **As a job.** The check reads the whole file, so on a large database it
+	// takes minutes (docs/operations.md): it runs as a job, and the answer waits
+	// up to 20 seconds for it and is then `200` with the report, or `202` with the
+	// job to poll (`GET /v1/admin/jobs/{id}`), whose `result` is the report.
+	//
 	// Corresponds with GET /v1/admin/integrity (the `CheckIntegrity` operationId).
 	CheckIntegrity(ctx context.Context, params *CheckIntegrityParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetJob Read a job (a purge, an integrity check, a backup)
+	//
+	// A purge, an integrity check or a backup that did not finish within its
+	// route's wait, as it is now: `running` with its `progress`, then
+	// `succeeded` with its `result`, `failed` with its `error`, or `interrupted`
+	// when the server stopped or restarted while it ran (on PostgreSQL, when
+	// the process running it has not written to it for 30 seconds). Poll it
+	// every few seconds. The caller's tenant's jobs only; the newest 100
+	// finished jobs of a tenant are kept. Admin scope.
+	//
+	// Threat model: a job is read and started only with an admin key of its
+	// tenant. A tenant runs at most 2 jobs at once and the server at most 4
+	// (`429 too_many_jobs`), so that no tenant holds the machine with
+	// operations whose cost is the whole file's (an integrity check, a backup).
+	//
+	// Corresponds with GET /v1/admin/jobs/{id} (the `GetJob` operationId).
+	GetJob(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListAPIKeys List this tenant's API keys
 	//
@@ -6125,6 +6412,13 @@ type ClientInterface interface {
 	// between. `messages` and `checkpoints` count the rows the erased sessions
 	// stored themselves. Admin scope.
 	//
+	// **As a job.** The purge runs as a job (see `GET /v1/admin/jobs/{id}`): the
+	// answer waits up to 20 seconds for it and is then `200` as above, or `202`
+	// with the job to poll, whose `result` is this answer once it is done. Its
+	// progress counts the sessions erased of those that matched when it started.
+	// It erases in batches through the server's single writer, so appends go on
+	// between them (docs/operations.md has what a purge costs them).
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/admin/purge (the `PurgeSessions` operationId).
@@ -6142,6 +6436,13 @@ type ClientInterface interface {
 	// `dry_run` reports exactly what the real run erases if nothing changes in
 	// between. `messages` and `checkpoints` count the rows the erased sessions
 	// stored themselves. Admin scope.
+	//
+	// **As a job.** The purge runs as a job (see `GET /v1/admin/jobs/{id}`): the
+	// answer waits up to 20 seconds for it and is then `200` as above, or `202`
+	// with the job to poll, whose `result` is this answer once it is done. Its
+	// progress counts the sessions erased of those that matched when it started.
+	// It erases in batches through the server's single writer, so appends go on
+	// between them (docs/operations.md has what a purge costs them).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -7186,6 +7487,17 @@ type ClientInterface interface {
 	// messages containing more of the words, or rarer ones, rank higher (SQLite
 	// FTS5 `bm25`). At most 32 distinct words count. A `q` with no word in it
 	// (e.g. `?!`) finds nothing.
+	//
+	// **Common words (`partial`).** A search costs about what its hits cost, not
+	// what the tenant holds. On SQLite, the words of `q` that are rare enough (all
+	// of them together in at most 2,000 messages of the database) are ranked over
+	// every message that holds them; words more common than that are matched
+	// newest message first, reading a bounded number of the newest matches, and
+	// their hits come after the ranked ones with `rank` 0. On PostgreSQL, at most
+	// 2,000 matching messages are ranked (`ts_rank_cd`), whichever the database
+	// reads first. Either way `partial` is then `true`: the hits are good ones,
+	// but not necessarily the best of every message. Add a rarer word, or narrow
+	// with `session_id`, `role` or `after`/`before`, for a complete ranking.
 	//
 	// **Filters** all apply together: `role` (one or more), `session_id`, and the
 	// time window `after`/`before` on the message's `created_at`, both inclusive.
@@ -8512,7 +8824,8 @@ func (c *Client) GetReadiness(ctx context.Context, reqEditors ...RequestEditorFn
 // BackupDatabaseWithBody Back the database up
 //
 // Writes a consistent copy of the **whole** database file (every tenant) with
-// SQLite's `VACUUM INTO` while the server keeps serving, into the server's
+// SQLite's online backup, from one read transaction, paced so that the server's
+// writes go on, while it keeps serving, into the server's
 // backup directory (`--backup-dir`; by default `backups` next to the database
 // file) and nowhere else. `name` is a plain file name; by default
 // `logbook-<UTC time>.db`. An existing file is never overwritten
@@ -8520,6 +8833,11 @@ func (c *Client) GetReadiness(ctx context.Context, reqEditors ...RequestEditorFn
 // does the same with `logbook backup PATH`. Because the copy holds every
 // tenant's data, only an admin key of the operator's tenant `default` (or open
 // mode) may make one; any other tenant's key gets `403 forbidden`.
+//
+// **As a job.** The copy takes as long as writing the whole file does: it runs
+// as a job, and the answer waits up to 20 seconds for it and is then `201` with
+// the file, or `202` with the job to poll (`GET /v1/admin/jobs/{id}`), whose
+// `result` is the file and whose progress counts the bytes written so far.
 //
 // Takes any type of body and a specified content type.
 //
@@ -8539,7 +8857,8 @@ func (c *Client) BackupDatabaseWithBody(ctx context.Context, params *BackupDatab
 // BackupDatabase Back the database up
 //
 // Writes a consistent copy of the **whole** database file (every tenant) with
-// SQLite's `VACUUM INTO` while the server keeps serving, into the server's
+// SQLite's online backup, from one read transaction, paced so that the server's
+// writes go on, while it keeps serving, into the server's
 // backup directory (`--backup-dir`; by default `backups` next to the database
 // file) and nowhere else. `name` is a plain file name; by default
 // `logbook-<UTC time>.db`. An existing file is never overwritten
@@ -8547,6 +8866,11 @@ func (c *Client) BackupDatabaseWithBody(ctx context.Context, params *BackupDatab
 // does the same with `logbook backup PATH`. Because the copy holds every
 // tenant's data, only an admin key of the operator's tenant `default` (or open
 // mode) may make one; any other tenant's key gets `403 forbidden`.
+//
+// **As a job.** The copy takes as long as writing the whole file does: it runs
+// as a job, and the answer waits up to 20 seconds for it and is then `201` with
+// the file, or `202` with the job to poll (`GET /v1/admin/jobs/{id}`), whose
+// `result` is the file and whose progress counts the bytes written so far.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -8661,9 +8985,42 @@ func (c *Client) PutTenantEmbedding(ctx context.Context, body PutTenantEmbedding
 // counters are first set to what the messages say; `repaired` lists those
 // fixes and the checks run afterwards. Admin scope.
 //
+// **As a job.** The check reads the whole file, so on a large database it
+// takes minutes (docs/operations.md): it runs as a job, and the answer waits
+// up to 20 seconds for it and is then `200` with the report, or `202` with the
+// job to poll (`GET /v1/admin/jobs/{id}`), whose `result` is the report.
+//
 // Corresponds with GET /v1/admin/integrity (the `CheckIntegrity` operationId).
 func (c *Client) CheckIntegrity(ctx context.Context, params *CheckIntegrityParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCheckIntegrityRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetJob Read a job (a purge, an integrity check, a backup)
+//
+// A purge, an integrity check or a backup that did not finish within its
+// route's wait, as it is now: `running` with its `progress`, then
+// `succeeded` with its `result`, `failed` with its `error`, or `interrupted`
+// when the server stopped or restarted while it ran (on PostgreSQL, when
+// the process running it has not written to it for 30 seconds). Poll it
+// every few seconds. The caller's tenant's jobs only; the newest 100
+// finished jobs of a tenant are kept. Admin scope.
+//
+// Threat model: a job is read and started only with an admin key of its
+// tenant. A tenant runs at most 2 jobs at once and the server at most 4
+// (`429 too_many_jobs`), so that no tenant holds the machine with
+// operations whose cost is the whole file's (an integrity check, a backup).
+//
+// Corresponds with GET /v1/admin/jobs/{id} (the `GetJob` operationId).
+func (c *Client) GetJob(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetJobRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -8767,6 +9124,13 @@ func (c *Client) RevokeAPIKey(ctx context.Context, id string, reqEditors ...Requ
 // between. `messages` and `checkpoints` count the rows the erased sessions
 // stored themselves. Admin scope.
 //
+// **As a job.** The purge runs as a job (see `GET /v1/admin/jobs/{id}`): the
+// answer waits up to 20 seconds for it and is then `200` as above, or `202`
+// with the job to poll, whose `result` is this answer once it is done. Its
+// progress counts the sessions erased of those that matched when it started.
+// It erases in batches through the server's single writer, so appends go on
+// between them (docs/operations.md has what a purge costs them).
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/admin/purge (the `PurgeSessions` operationId).
@@ -8794,6 +9158,13 @@ func (c *Client) PurgeSessionsWithBody(ctx context.Context, params *PurgeSession
 // `dry_run` reports exactly what the real run erases if nothing changes in
 // between. `messages` and `checkpoints` count the rows the erased sessions
 // stored themselves. Admin scope.
+//
+// **As a job.** The purge runs as a job (see `GET /v1/admin/jobs/{id}`): the
+// answer waits up to 20 seconds for it and is then `200` as above, or `202`
+// with the job to poll, whose `result` is this answer once it is done. Its
+// progress counts the sessions erased of those that matched when it started.
+// It erases in batches through the server's single writer, so appends go on
+// between them (docs/operations.md has what a purge costs them).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -10340,6 +10711,17 @@ func (c *Client) PutItem(ctx context.Context, namespace ItemNamespace, key ItemK
 // messages containing more of the words, or rarer ones, rank higher (SQLite
 // FTS5 `bm25`). At most 32 distinct words count. A `q` with no word in it
 // (e.g. `?!`) finds nothing.
+//
+// **Common words (`partial`).** A search costs about what its hits cost, not
+// what the tenant holds. On SQLite, the words of `q` that are rare enough (all
+// of them together in at most 2,000 messages of the database) are ranked over
+// every message that holds them; words more common than that are matched
+// newest message first, reading a bounded number of the newest matches, and
+// their hits come after the ranked ones with `rank` 0. On PostgreSQL, at most
+// 2,000 matching messages are ranked (`ts_rank_cd`), whichever the database
+// reads first. Either way `partial` is then `true`: the hits are good ones,
+// but not necessarily the best of every message. Add a rarer word, or narrow
+// with `session_id`, `role` or `after`/`before`, for a complete ranking.
 //
 // **Filters** all apply together: `role` (one or more), `session_id`, and the
 // time window `after`/`before` on the message's `created_at`, both inclusive.
@@ -12260,15 +12642,26 @@ func NewBackupDatabaseRequestWithBody(server string, params *BackupDatabaseParam
 
 	if params != nil {
 
-		if params.IdempotencyKey != nil {
+		if params.Prefer != nil {
 			var headerParam0 string
 
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
 			if err != nil {
 				return nil, err
 			}
 
-			req.Header.Set("Idempotency-Key", headerParam0)
+			req.Header.Set("Prefer", headerParam0)
+		}
+
+		if params.IdempotencyKey != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam1)
 		}
 
 	}
@@ -12414,6 +12807,55 @@ func NewCheckIntegrityRequest(server string, params *CheckIntegrityParams) (*htt
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
 		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.Prefer != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetJobRequest constructs an http.Request for the GetJob method
+func NewGetJobRequest(server string, id string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/admin/jobs/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -12618,15 +13060,26 @@ func NewPurgeSessionsRequestWithBody(server string, params *PurgeSessionsParams,
 
 	if params != nil {
 
-		if params.IdempotencyKey != nil {
+		if params.Prefer != nil {
 			var headerParam0 string
 
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
 			if err != nil {
 				return nil, err
 			}
 
-			req.Header.Set("Idempotency-Key", headerParam0)
+			req.Header.Set("Prefer", headerParam0)
+		}
+
+		if params.IdempotencyKey != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam1)
 		}
 
 	}
@@ -17715,7 +18168,8 @@ type ClientWithResponsesInterface interface {
 	// BackupDatabaseWithBodyWithResponse Back the database up
 	//
 	// Writes a consistent copy of the **whole** database file (every tenant) with
-	// SQLite's `VACUUM INTO` while the server keeps serving, into the server's
+	// SQLite's online backup, from one read transaction, paced so that the server's
+	// writes go on, while it keeps serving, into the server's
 	// backup directory (`--backup-dir`; by default `backups` next to the database
 	// file) and nowhere else. `name` is a plain file name; by default
 	// `logbook-<UTC time>.db`. An existing file is never overwritten
@@ -17723,6 +18177,11 @@ type ClientWithResponsesInterface interface {
 	// does the same with `logbook backup PATH`. Because the copy holds every
 	// tenant's data, only an admin key of the operator's tenant `default` (or open
 	// mode) may make one; any other tenant's key gets `403 forbidden`.
+	//
+	// **As a job.** The copy takes as long as writing the whole file does: it runs
+	// as a job, and the answer waits up to 20 seconds for it and is then `201` with
+	// the file, or `202` with the job to poll (`GET /v1/admin/jobs/{id}`), whose
+	// `result` is the file and whose progress counts the bytes written so far.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -17732,7 +18191,8 @@ type ClientWithResponsesInterface interface {
 	// BackupDatabaseWithResponse Back the database up
 	//
 	// Writes a consistent copy of the **whole** database file (every tenant) with
-	// SQLite's `VACUUM INTO` while the server keeps serving, into the server's
+	// SQLite's online backup, from one read transaction, paced so that the server's
+	// writes go on, while it keeps serving, into the server's
 	// backup directory (`--backup-dir`; by default `backups` next to the database
 	// file) and nowhere else. `name` is a plain file name; by default
 	// `logbook-<UTC time>.db`. An existing file is never overwritten
@@ -17740,6 +18200,11 @@ type ClientWithResponsesInterface interface {
 	// does the same with `logbook backup PATH`. Because the copy holds every
 	// tenant's data, only an admin key of the operator's tenant `default` (or open
 	// mode) may make one; any other tenant's key gets `403 forbidden`.
+	//
+	// **As a job.** The copy takes as long as writing the whole file does: it runs
+	// as a job, and the answer waits up to 20 seconds for it and is then `201` with
+	// the file, or `202` with the job to poll (`GET /v1/admin/jobs/{id}`), whose
+	// `result` is the file and whose progress counts the bytes written so far.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -17808,10 +18273,35 @@ type ClientWithResponsesInterface interface {
 	// counters are first set to what the messages say; `repaired` lists those
 	// fixes and the checks run afterwards. Admin scope.
 	//
+	// **As a job.** The check reads the whole file, so on a large database it
+	// takes minutes (docs/operations.md): it runs as a job, and the answer waits
+	// up to 20 seconds for it and is then `200` with the report, or `202` with the
+	// job to poll (`GET /v1/admin/jobs/{id}`), whose `result` is the report.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/admin/integrity (the `CheckIntegrity` operationId).
 	CheckIntegrityWithResponse(ctx context.Context, params *CheckIntegrityParams, reqEditors ...RequestEditorFn) (*CheckIntegrityResponse, error)
+
+	// GetJobWithResponse Read a job (a purge, an integrity check, a backup)
+	//
+	// A purge, an integrity check or a backup that did not finish within its
+	// route's wait, as it is now: `running` with its `progress`, then
+	// `succeeded` with its `result`, `failed` with its `error`, or `interrupted`
+	// when the server stopped or restarted while it ran (on PostgreSQL, when
+	// the process running it has not written to it for 30 seconds). Poll it
+	// every few seconds. The caller's tenant's jobs only; the newest 100
+	// finished jobs of a tenant are kept. Admin scope.
+	//
+	// Threat model: a job is read and started only with an admin key of its
+	// tenant. A tenant runs at most 2 jobs at once and the server at most 4
+	// (`429 too_many_jobs`), so that no tenant holds the machine with
+	// operations whose cost is the whole file's (an integrity check, a backup).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/admin/jobs/{id} (the `GetJob` operationId).
+	GetJobWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetJobResponse, error)
 
 	// ListAPIKeysWithResponse List this tenant's API keys
 	//
@@ -17870,6 +18360,13 @@ type ClientWithResponsesInterface interface {
 	// between. `messages` and `checkpoints` count the rows the erased sessions
 	// stored themselves. Admin scope.
 	//
+	// **As a job.** The purge runs as a job (see `GET /v1/admin/jobs/{id}`): the
+	// answer waits up to 20 seconds for it and is then `200` as above, or `202`
+	// with the job to poll, whose `result` is this answer once it is done. Its
+	// progress counts the sessions erased of those that matched when it started.
+	// It erases in batches through the server's single writer, so appends go on
+	// between them (docs/operations.md has what a purge costs them).
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/admin/purge (the `PurgeSessions` operationId).
@@ -17887,6 +18384,13 @@ type ClientWithResponsesInterface interface {
 	// `dry_run` reports exactly what the real run erases if nothing changes in
 	// between. `messages` and `checkpoints` count the rows the erased sessions
 	// stored themselves. Admin scope.
+	//
+	// **As a job.** The purge runs as a job (see `GET /v1/admin/jobs/{id}`): the
+	// answer waits up to 20 seconds for it and is then `200` as above, or `202`
+	// with the job to poll, whose `result` is this answer once it is done. Its
+	// progress counts the sessions erased of those that matched when it started.
+	// It erases in batches through the server's single writer, so appends go on
+	// between them (docs/operations.md has what a purge costs them).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -18973,6 +19477,17 @@ type ClientWithResponsesInterface interface {
 	// messages containing more of the words, or rarer ones, rank higher (SQLite
 	// FTS5 `bm25`). At most 32 distinct words count. A `q` with no word in it
 	// (e.g. `?!`) finds nothing.
+	//
+	// **Common words (`partial`).** A search costs about what its hits cost, not
+	// what the tenant holds. On SQLite, the words of `q` that are rare enough (all
+	// of them together in at most 2,000 messages of the database) are ranked over
+	// every message that holds them; words more common than that are matched
+	// newest message first, reading a bounded number of the newest matches, and
+	// their hits come after the ranked ones with `rank` 0. On PostgreSQL, at most
+	// 2,000 matching messages are ranked (`ts_rank_cd`), whichever the database
+	// reads first. Either way `partial` is then `true`: the hits are good ones,
+	// but not necessarily the best of every message. Add a rarer word, or narrow
+	// with `session_id`, `role` or `after`/`before`, for a complete ranking.
 	//
 	// **Filters** all apply together: `role` (one or more), `session_id`, and the
 	// time window `after`/`before` on the message's `created_at`, both inclusive.
@@ -20587,6 +21102,12 @@ type BackupDatabaseResponse201Headers struct {
 	XRequestID         string
 }
 
+// BackupDatabaseResponse202Headers the declared response headers of an HTTP 202 response for BackupDatabase
+type BackupDatabaseResponse202Headers struct {
+	Location   string
+	XRequestID string
+}
+
 // BackupDatabaseResponse400Headers the declared response headers of an HTTP 400 response for BackupDatabase
 type BackupDatabaseResponse400Headers struct {
 	XRequestID string
@@ -20650,6 +21171,8 @@ type BackupDatabaseResponse struct {
 	HTTPResponse *http.Response
 	// JSON201 the response for an HTTP 201 `application/json` response
 	JSON201 *Backup
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *JobAccepted
 	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationProblemJSON400 *BadRequest
 	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -20665,7 +21188,7 @@ type BackupDatabaseResponse struct {
 	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationProblemJSON422 *ValidationFailed
 	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
-	ApplicationProblemJSON429 *RateLimited
+	ApplicationProblemJSON429 *TooManyJobs
 	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationProblemJSON500 *Internal
 	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -20674,6 +21197,8 @@ type BackupDatabaseResponse struct {
 	ApplicationProblemJSONDefault *Default
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *BackupDatabaseResponse201Headers
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *BackupDatabaseResponse202Headers
 	// Headers400 the parsed response headers for an HTTP 400 response
 	Headers400 *BackupDatabaseResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -20701,6 +21226,11 @@ type BackupDatabaseResponse struct {
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
 func (r BackupDatabaseResponse) GetJSON201() *Backup {
 	return r.JSON201
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r BackupDatabaseResponse) GetJSON202() *JobAccepted {
+	return r.JSON202
 }
 
 // GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
@@ -20739,7 +21269,7 @@ func (r BackupDatabaseResponse) GetApplicationProblemJSON422() *ValidationFailed
 }
 
 // GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
-func (r BackupDatabaseResponse) GetApplicationProblemJSON429() *RateLimited {
+func (r BackupDatabaseResponse) GetApplicationProblemJSON429() *TooManyJobs {
 	return r.ApplicationProblemJSON429
 }
 
@@ -21246,6 +21776,12 @@ type CheckIntegrityResponse200Headers struct {
 	XRequestID string
 }
 
+// CheckIntegrityResponse202Headers the declared response headers of an HTTP 202 response for CheckIntegrity
+type CheckIntegrityResponse202Headers struct {
+	Location   string
+	XRequestID string
+}
+
 // CheckIntegrityResponse400Headers the declared response headers of an HTTP 400 response for CheckIntegrity
 type CheckIntegrityResponse400Headers struct {
 	XRequestID string
@@ -21289,6 +21825,8 @@ type CheckIntegrityResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *IntegrityReport
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *JobAccepted
 	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationProblemJSON400 *BadRequest
 	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -21296,7 +21834,7 @@ type CheckIntegrityResponse struct {
 	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
-	ApplicationProblemJSON429 *RateLimited
+	ApplicationProblemJSON429 *TooManyJobs
 	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationProblemJSON500 *Internal
 	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -21305,6 +21843,8 @@ type CheckIntegrityResponse struct {
 	ApplicationProblemJSONDefault *Default
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *CheckIntegrityResponse200Headers
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *CheckIntegrityResponse202Headers
 	// Headers400 the parsed response headers for an HTTP 400 response
 	Headers400 *CheckIntegrityResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -21326,6 +21866,11 @@ func (r CheckIntegrityResponse) GetJSON200() *IntegrityReport {
 	return r.JSON200
 }
 
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r CheckIntegrityResponse) GetJSON202() *JobAccepted {
+	return r.JSON202
+}
+
 // GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
 func (r CheckIntegrityResponse) GetApplicationProblemJSON400() *BadRequest {
 	return r.ApplicationProblemJSON400
@@ -21342,7 +21887,7 @@ func (r CheckIntegrityResponse) GetApplicationProblemJSON403() *Forbidden {
 }
 
 // GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
-func (r CheckIntegrityResponse) GetApplicationProblemJSON429() *RateLimited {
+func (r CheckIntegrityResponse) GetApplicationProblemJSON429() *TooManyJobs {
 	return r.ApplicationProblemJSON429
 }
 
@@ -21384,6 +21929,155 @@ func (r CheckIntegrityResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r CheckIntegrityResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetJobResponse200Headers the declared response headers of an HTTP 200 response for GetJob
+type GetJobResponse200Headers struct {
+	XRequestID string
+}
+
+// GetJobResponse401Headers the declared response headers of an HTTP 401 response for GetJob
+type GetJobResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestID      string
+}
+
+// GetJobResponse403Headers the declared response headers of an HTTP 403 response for GetJob
+type GetJobResponse403Headers struct {
+	XRequestID string
+}
+
+// GetJobResponse404Headers the declared response headers of an HTTP 404 response for GetJob
+type GetJobResponse404Headers struct {
+	XRequestID string
+}
+
+// GetJobResponse429Headers the declared response headers of an HTTP 429 response for GetJob
+type GetJobResponse429Headers struct {
+	RetryAfter int
+	XRequestID string
+}
+
+// GetJobResponse500Headers the declared response headers of an HTTP 500 response for GetJob
+type GetJobResponse500Headers struct {
+	XRequestID string
+}
+
+// GetJobResponse503Headers the declared response headers of an HTTP 503 response for GetJob
+type GetJobResponse503Headers struct {
+	RetryAfter int
+	XRequestID string
+}
+
+// GetJobResponseDefaultHeaders the declared response headers of an HTTP default response for GetJob
+type GetJobResponseDefaultHeaders struct {
+	XRequestID string
+}
+
+type GetJobResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Job
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *RateLimited
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *Default
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetJobResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetJobResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetJobResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetJobResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetJobResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetJobResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetJobResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetJobResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetJobResponse) GetJSON200() *Job {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetJobResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetJobResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetJobResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetJobResponse) GetApplicationProblemJSON429() *RateLimited {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r GetJobResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetJobResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetJobResponse) GetApplicationProblemJSONDefault() *Default {
+	return r.ApplicationProblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetJobResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetJobResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetJobResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetJobResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -21858,6 +22552,12 @@ type PurgeSessionsResponse200Headers struct {
 	XRequestID         string
 }
 
+// PurgeSessionsResponse202Headers the declared response headers of an HTTP 202 response for PurgeSessions
+type PurgeSessionsResponse202Headers struct {
+	Location   string
+	XRequestID string
+}
+
 // PurgeSessionsResponse400Headers the declared response headers of an HTTP 400 response for PurgeSessions
 type PurgeSessionsResponse400Headers struct {
 	XRequestID string
@@ -21921,6 +22621,8 @@ type PurgeSessionsResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *PurgeResult
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *JobAccepted
 	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationProblemJSON400 *BadRequest
 	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -21936,7 +22638,7 @@ type PurgeSessionsResponse struct {
 	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationProblemJSON422 *ValidationFailed
 	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
-	ApplicationProblemJSON429 *RateLimited
+	ApplicationProblemJSON429 *TooManyJobs
 	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationProblemJSON500 *Internal
 	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -21945,6 +22647,8 @@ type PurgeSessionsResponse struct {
 	ApplicationProblemJSONDefault *Default
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *PurgeSessionsResponse200Headers
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *PurgeSessionsResponse202Headers
 	// Headers400 the parsed response headers for an HTTP 400 response
 	Headers400 *PurgeSessionsResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -21972,6 +22676,11 @@ type PurgeSessionsResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r PurgeSessionsResponse) GetJSON200() *PurgeResult {
 	return r.JSON200
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r PurgeSessionsResponse) GetJSON202() *JobAccepted {
+	return r.JSON202
 }
 
 // GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
@@ -22010,7 +22719,7 @@ func (r PurgeSessionsResponse) GetApplicationProblemJSON422() *ValidationFailed 
 }
 
 // GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
-func (r PurgeSessionsResponse) GetApplicationProblemJSON429() *RateLimited {
+func (r PurgeSessionsResponse) GetApplicationProblemJSON429() *TooManyJobs {
 	return r.ApplicationProblemJSON429
 }
 
@@ -34826,7 +35535,8 @@ func (c *ClientWithResponses) GetReadinessWithResponse(ctx context.Context, reqE
 // BackupDatabaseWithBodyWithResponse Back the database up
 //
 // Writes a consistent copy of the **whole** database file (every tenant) with
-// SQLite's `VACUUM INTO` while the server keeps serving, into the server's
+// SQLite's online backup, from one read transaction, paced so that the server's
+// writes go on, while it keeps serving, into the server's
 // backup directory (`--backup-dir`; by default `backups` next to the database
 // file) and nowhere else. `name` is a plain file name; by default
 // `logbook-<UTC time>.db`. An existing file is never overwritten
@@ -34834,6 +35544,11 @@ func (c *ClientWithResponses) GetReadinessWithResponse(ctx context.Context, reqE
 // does the same with `logbook backup PATH`. Because the copy holds every
 // tenant's data, only an admin key of the operator's tenant `default` (or open
 // mode) may make one; any other tenant's key gets `403 forbidden`.
+//
+// **As a job.** The copy takes as long as writing the whole file does: it runs
+// as a job, and the answer waits up to 20 seconds for it and is then `201` with
+// the file, or `202` with the job to poll (`GET /v1/admin/jobs/{id}`), whose
+// `result` is the file and whose progress counts the bytes written so far.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -34849,7 +35564,8 @@ func (c *ClientWithResponses) BackupDatabaseWithBodyWithResponse(ctx context.Con
 // BackupDatabaseWithResponse Back the database up
 //
 // Writes a consistent copy of the **whole** database file (every tenant) with
-// SQLite's `VACUUM INTO` while the server keeps serving, into the server's
+// SQLite's online backup, from one read transaction, paced so that the server's
+// writes go on, while it keeps serving, into the server's
 // backup directory (`--backup-dir`; by default `backups` next to the database
 // file) and nowhere else. `name` is a plain file name; by default
 // `logbook-<UTC time>.db`. An existing file is never overwritten
@@ -34857,6 +35573,11 @@ func (c *ClientWithResponses) BackupDatabaseWithBodyWithResponse(ctx context.Con
 // does the same with `logbook backup PATH`. Because the copy holds every
 // tenant's data, only an admin key of the operator's tenant `default` (or open
 // mode) may make one; any other tenant's key gets `403 forbidden`.
+//
+// **As a job.** The copy takes as long as writing the whole file does: it runs
+// as a job, and the answer waits up to 20 seconds for it and is then `201` with
+// the file, or `202` with the job to poll (`GET /v1/admin/jobs/{id}`), whose
+// `result` is the file and whose progress counts the bytes written so far.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -34955,6 +35676,11 @@ func (c *ClientWithResponses) PutTenantEmbeddingWithResponse(ctx context.Context
 // counters are first set to what the messages say; `repaired` lists those
 // fixes and the checks run afterwards. Admin scope.
 //
+// **As a job.** The check reads the whole file, so on a large database it
+// takes minutes (docs/operations.md): it runs as a job, and the answer waits
+// up to 20 seconds for it and is then `200` with the report, or `202` with the
+// job to poll (`GET /v1/admin/jobs/{id}`), whose `result` is the report.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/admin/integrity (the `CheckIntegrity` operationId).
@@ -34964,6 +35690,32 @@ func (c *ClientWithResponses) CheckIntegrityWithResponse(ctx context.Context, pa
 		return nil, err
 	}
 	return ParseCheckIntegrityResponse(rsp)
+}
+
+// GetJobWithResponse Read a job (a purge, an integrity check, a backup)
+//
+// A purge, an integrity check or a backup that did not finish within its
+// route's wait, as it is now: `running` with its `progress`, then
+// `succeeded` with its `result`, `failed` with its `error`, or `interrupted`
+// when the server stopped or restarted while it ran (on PostgreSQL, when
+// the process running it has not written to it for 30 seconds). Poll it
+// every few seconds. The caller's tenant's jobs only; the newest 100
+// finished jobs of a tenant are kept. Admin scope.
+//
+// Threat model: a job is read and started only with an admin key of its
+// tenant. A tenant runs at most 2 jobs at once and the server at most 4
+// (`429 too_many_jobs`), so that no tenant holds the machine with
+// operations whose cost is the whole file's (an integrity check, a backup).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/admin/jobs/{id} (the `GetJob` operationId).
+func (c *ClientWithResponses) GetJobWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetJobResponse, error) {
+	rsp, err := c.GetJob(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetJobResponse(rsp)
 }
 
 // ListAPIKeysWithResponse List this tenant's API keys
@@ -35047,6 +35799,13 @@ func (c *ClientWithResponses) RevokeAPIKeyWithResponse(ctx context.Context, id s
 // between. `messages` and `checkpoints` count the rows the erased sessions
 // stored themselves. Admin scope.
 //
+// **As a job.** The purge runs as a job (see `GET /v1/admin/jobs/{id}`): the
+// answer waits up to 20 seconds for it and is then `200` as above, or `202`
+// with the job to poll, whose `result` is this answer once it is done. Its
+// progress counts the sessions erased of those that matched when it started.
+// It erases in batches through the server's single writer, so appends go on
+// between them (docs/operations.md has what a purge costs them).
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/admin/purge (the `PurgeSessions` operationId).
@@ -35070,6 +35829,13 @@ func (c *ClientWithResponses) PurgeSessionsWithBodyWithResponse(ctx context.Cont
 // `dry_run` reports exactly what the real run erases if nothing changes in
 // between. `messages` and `checkpoints` count the rows the erased sessions
 // stored themselves. Admin scope.
+//
+// **As a job.** The purge runs as a job (see `GET /v1/admin/jobs/{id}`): the
+// answer waits up to 20 seconds for it and is then `200` as above, or `202`
+// with the job to poll, whose `result` is this answer once it is done. Its
+// progress counts the sessions erased of those that matched when it started.
+// It erases in batches through the server's single writer, so appends go on
+// between them (docs/operations.md has what a purge costs them).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -36458,6 +37224,17 @@ func (c *ClientWithResponses) PutItemWithResponse(ctx context.Context, namespace
 // messages containing more of the words, or rarer ones, rank higher (SQLite
 // FTS5 `bm25`). At most 32 distinct words count. A `q` with no word in it
 // (e.g. `?!`) finds nothing.
+//
+// **Common words (`partial`).** A search costs about what its hits cost, not
+// what the tenant holds. On SQLite, the words of `q` that are rare enough (all
+// of them together in at most 2,000 messages of the database) are ranked over
+// every message that holds them; words more common than that are matched
+// newest message first, reading a bounded number of the newest matches, and
+// their hits come after the ranked ones with `rank` 0. On PostgreSQL, at most
+// 2,000 matching messages are ranked (`ts_rank_cd`), whichever the database
+// reads first. Either way `partial` is then `true`: the hits are good ones,
+// but not necessarily the best of every message. Add a rarer word, or narrow
+// with `session_id`, `role` or `after`/`before`, for a complete ranking.
 //
 // **Filters** all apply together: `role` (one or more), `session_id`, and the
 // time window `after`/`before` on the message's `created_at`, both inclusive.
@@ -38404,6 +39181,13 @@ func ParseBackupDatabaseResponse(rsp *http.Response) (*BackupDatabaseResponse, e
 		}
 		response.JSON201 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest JobAccepted
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -38454,7 +39238,7 @@ func ParseBackupDatabaseResponse(rsp *http.Response) (*BackupDatabaseResponse, e
 		response.ApplicationProblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
-		var dest RateLimited
+		var dest TooManyJobs
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -38501,6 +39285,23 @@ func ParseBackupDatabaseResponse(rsp *http.Response) (*BackupDatabaseResponse, e
 			headers.XRequestID = value
 		}
 		response.Headers201 = &headers
+	case rsp.StatusCode == 202:
+		var headers BackupDatabaseResponse202Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers202 = &headers
 	case rsp.StatusCode == 400:
 		var headers BackupDatabaseResponse400Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
@@ -39208,6 +40009,13 @@ func ParseCheckIntegrityResponse(rsp *http.Response) (*CheckIntegrityResponse, e
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest JobAccepted
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -39230,7 +40038,7 @@ func ParseCheckIntegrityResponse(rsp *http.Response) (*CheckIntegrityResponse, e
 		response.ApplicationProblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
-		var dest RateLimited
+		var dest TooManyJobs
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -39270,6 +40078,23 @@ func ParseCheckIntegrityResponse(rsp *http.Response) (*CheckIntegrityResponse, e
 			headers.XRequestID = value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 202:
+		var headers CheckIntegrityResponse202Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers202 = &headers
 	case rsp.StatusCode == 400:
 		var headers CheckIntegrityResponse400Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
@@ -39353,6 +40178,185 @@ func ParseCheckIntegrityResponse(rsp *http.Response) (*CheckIntegrityResponse, e
 		response.Headers503 = &headers
 	case true:
 		var headers CheckIntegrityResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetJobResponse parses an HTTP response from a GetJobWithResponse call
+func ParseGetJobResponse(rsp *http.Response) (*GetJobResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetJobResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Job
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Default
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetJobResponse200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetJobResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetJobResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetJobResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetJobResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetJobResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetJobResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	case true:
+		var headers GetJobResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -39948,6 +40952,13 @@ func ParsePurgeSessionsResponse(rsp *http.Response) (*PurgeSessionsResponse, err
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest JobAccepted
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -39998,7 +41009,7 @@ func ParsePurgeSessionsResponse(rsp *http.Response) (*PurgeSessionsResponse, err
 		response.ApplicationProblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
-		var dest RateLimited
+		var dest TooManyJobs
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -40045,6 +41056,23 @@ func ParsePurgeSessionsResponse(rsp *http.Response) (*PurgeSessionsResponse, err
 			headers.XRequestID = value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 202:
+		var headers PurgeSessionsResponse202Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers202 = &headers
 	case rsp.StatusCode == 400:
 		var headers PurgeSessionsResponse400Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {

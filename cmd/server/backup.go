@@ -12,7 +12,7 @@ import (
 	"github.com/urfave/cli/v3"
 )
 
-// backupCommand writes a consistent copy of the database to PATH with VACUUM INTO.
+// backupCommand writes a consistent copy of the database to PATH (sqlite.BackupFile).
 // It reads the file directly (read-only), so it works while a server is writing
 // it, and it never overwrites an existing file.
 func backupCommand(stdout io.Writer) *cli.Command {
@@ -20,8 +20,9 @@ func backupCommand(stdout io.Writer) *cli.Command {
 		Name:      "backup",
 		Usage:     "write a consistent copy of the database to PATH (safe while serving)",
 		ArgsUsage: "PATH",
-		Description: "The copy is made with VACUUM INTO over a read-only connection, so a running\n" +
-			"server goes on writing meanwhile. An existing PATH is never overwritten.\n" +
+		Description: "The copy is made with SQLite's online backup over a read-only connection, from\n" +
+			"one read transaction and paced, so a running server goes on writing meanwhile.\n" +
+			"An existing PATH is never overwritten.\n" +
 			"A PATH that starts with - would read as a flag: put it after --.",
 		Action: withConfig(func(ctx context.Context, cmd *cli.Command, cfg config) error {
 			if err := wantArgs(cmd, 1, "PATH"); err != nil {

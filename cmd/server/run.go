@@ -96,6 +96,7 @@ func serve(ctx context.Context, cfg config, stdout io.Writer) error {
 		ImportMaxBytes:      cfg.ImportMaxBytes, MaxFileBytes: cfg.MaxFileBytes, BackupDir: cfg.BackupDir, Version: v,
 		CORSOrigins: cfg.CORSOrigins, Requests: ms.requests(), Pprof: cfg.Pprof, Embeddings: embeddings,
 		IdempotencyTTL: cfg.IdempotencyTTL, EventsMaxStreams: cfg.EventsMaxStreams})
+	defer handler.StopJobs() // after the HTTP server, before the store: running jobs end as interrupted
 	ms.serve(handler)
 	srv := &http.Server{
 		Handler: handler,

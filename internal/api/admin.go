@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"path/filepath"
 	"time"
@@ -31,12 +32,10 @@ func (s *Server) purgeSessions(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	out, err := s.store.PurgeSessions(r.Context(), tenantOf(r), in)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.writeJSON(w, r, http.StatusOK, out)
+	tenant := tenantOf(r)
+	s.runJob(w, r, model.JobPurge, http.StatusOK, func(ctx context.Context) (any, error) {
+		return s.store.PurgeSessions(ctx, tenant, in)
+	})
 }
 
 func (s *Server) checkIntegrity(w http.ResponseWriter, r *http.Request) {
@@ -46,12 +45,10 @@ func (s *Server) checkIntegrity(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	rep, err := s.store.CheckIntegrity(r.Context(), tenantOf(r), repair == "counters")
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.writeJSON(w, r, http.StatusOK, rep)
+	tenant := tenantOf(r)
+	s.runJob(w, r, model.JobIntegrity, http.StatusOK, func(ctx context.Context) (any, error) {
+		return s.store.CheckIntegrity(ctx, tenant, repair == "counters")
+	})
 }
 
 // backupDatabase copies the whole database into the backup directory, under a
@@ -82,12 +79,10 @@ func (s *Server) backupDatabase(w http.ResponseWriter, r *http.Request) {
 	if name == "" {
 		name = model.DefaultBackupName(time.Now())
 	}
-	b, err := s.store.Backup(r.Context(), filepath.Join(dir, name))
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.writeJSON(w, r, http.StatusCreated, b)
+	dest := filepath.Join(dir, name)
+	s.runJob(w, r, model.JobBackup, http.StatusCreated, func(ctx context.Context) (any, error) {
+		return s.store.Backup(ctx, dest)
+	})
 }
 
 // boolean reads true or false; false when absent.

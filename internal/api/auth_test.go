@@ -187,6 +187,8 @@ func TestCrossTenantEveryRoute(t *testing.T) {
 	aFile := mustUpload(t, a, "image/png", []byte("A's picture"))
 	mustPutItem(t, a, "zoo.a/zebra", map[string]any{"value": map[string]any{"owner": "a", "note": "A's zebras"}})
 	waitSearchable(t, a)
+	var aJob model.Job
+	a.do("GET", "/v1/admin/integrity", nil, "Prefer", "respond-async").want(t, http.StatusAccepted, &aJob)
 	aEndpoint := &model.EmbeddingConfig{URL: "http://zebras.example/v1/embeddings", Model: "m"}
 	if err := c.store.SetTenantEmbedding(t.Context(), "tenant-a", aEndpoint); err != nil {
 		t.Fatal(err)
@@ -322,6 +324,7 @@ func TestCrossTenantEveryRoute(t *testing.T) {
 		"purgeSessions":  {ownWrite, map[string]any{"status": "completed", "older_than": "2000-01-01T00:00:00Z", "dry_run": true}, ""},
 		"checkIntegrity": {ownList, nil, ""},
 		"backupDatabase": {forbidden, map[string]any{}, ""},
+		"getJob":         {notFound, nil, ""},
 	}
 
 	doc, _ := loadSpec(t)
@@ -346,6 +349,8 @@ func TestCrossTenantEveryRoute(t *testing.T) {
 				filled = strings.Replace(filled, "{id}", aAgent.ID, 1)
 			case strings.HasPrefix(path, "/v1/files/"):
 				filled = strings.Replace(filled, "{id}", aFile.ID, 1)
+			case strings.HasPrefix(path, "/v1/admin/jobs/"):
+				filled = strings.Replace(filled, "{id}", aJob.ID, 1)
 			default:
 				filled = strings.Replace(filled, "{id}", aSes.ID, 1)
 			}

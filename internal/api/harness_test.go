@@ -157,6 +157,9 @@ func withEventsHeartbeat(d time.Duration) testServerOption {
 	return func(c *testConfig) { c.api.EventsHeartbeat = d }
 }
 
+// withJobWait sets how long a job's route waits before answering 202.
+func withJobWait(d time.Duration) testServerOption { return func(c *testConfig) { c.api.JobWait = d } }
+
 func withDB(path string) testServerOption { return func(c *testConfig) { c.repo.Path = path } }
 
 // withEventsWriteTimeout sets how long a write to a live feed's client may
@@ -189,7 +192,9 @@ func newClient(t testing.TB, opts ...testServerOption) *client {
 	if cfg.embed != nil {
 		cfg.embed.start(t, &cfg, st)
 	}
-	ts := httptest.NewServer(api.New(cfg.api))
+	h := api.New(cfg.api)
+	t.Cleanup(h.StopJobs) // after the server closes, before the store does
+	ts := httptest.NewServer(h)
 	t.Cleanup(ts.Close)
 	return &client{t: t, base: ts.URL, http: ts.Client(), store: st}
 }

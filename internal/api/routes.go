@@ -138,6 +138,7 @@ func (s *Server) routes() *chi.Mux {
 			r.Post("/admin/purge", s.purgeSessions)
 			r.Get("/admin/integrity", s.checkIntegrity)
 			r.Post("/admin/backup", s.backupDatabase)
+			r.Get("/admin/jobs/{id}", s.getJob)
 			r.Get("/admin/embedding", s.getTenantEmbedding)
 			r.Put("/admin/embedding", s.putTenantEmbedding)
 			r.Delete("/admin/embedding", s.deleteTenantEmbedding)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/logbook/logbook/internal/feed"
+	"github.com/logbook/logbook/internal/jobs"
 	"github.com/logbook/logbook/internal/model"
 	"github.com/logbook/logbook/internal/repo"
 	"github.com/rs/zerolog"
@@ -87,6 +88,11 @@ type Config struct {
 	// IdempotencyTTL is how long an Idempotency-Key is remembered; 0 means
 	// 24h (the expiry sweep deletes older keys: expiry.Sweeper).
 	IdempotencyTTL time.Duration
+	// JobWait is how long a purge, an integrity check or a backup is waited
+	// for before its route answers 202 with the job; 0 means 20s.
+	JobWait time.Duration
+	// JobLimits bound the jobs that run at once (jobs.Limits' defaults when 0).
+	JobLimits jobs.Limits
 }
 
 // Embeddings is how the server computes embeddings.
@@ -148,6 +154,8 @@ type Server struct {
 	idempotencyTTL time.Duration
 	keysInFlight   keysInFlight
 	itemOps        ItemObserver // nil: nobody counts
+	jobs           *jobs.Runner
+	jobWait        time.Duration
 }
 
 // New builds the server and its router.
@@ -222,6 +230,13 @@ func New(cfg Config) *Server {
 	s.bodies = newBodyMemory(cfg.BodyMemoryBytes)
 	if s.importMax <= 0 {
 		s.importMax = defaultImportMaxBytes
+	}
+	if cfg.Store != nil {
+		s.jobs = jobs.New(cfg.Store, jobError, cfg.JobLimits)
+	}
+	s.jobWait = cfg.JobWait
+	if s.jobWait <= 0 {
+		s.jobWait = defaultJobWait
 	}
 	s.router = s.routes()
 	return s

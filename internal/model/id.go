@@ -10,6 +10,7 @@ const (
 	PrefixCheckpoint = "ckp_"
 	PrefixFile       = "file_"
 	PrefixItem       = "itm_"
+	PrefixJob        = "job_"
 )
 
 // ValidClientID reports whether s may be used as a client-chosen id:

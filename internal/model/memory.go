@@ -94,4 +94,8 @@ type MessageSearch struct {
 type SearchResult[T any] struct {
 	Data     []T   `json:"data"`
 	IndexLag int64 `json:"index_lag"` // messages written but not yet searchable
+	// Partial says the search bounded its work: some of the query's words
+	// match too many messages to rank them all, so hits of those words alone
+	// are the newest ones (and rank ignores those words), not the best of all.
+	Partial bool `json:"partial"`
 }

@@ -2,6 +2,7 @@ package repo
 
 import (
 	"context"
+	"time"
 
 	"github.com/logbook/logbook/internal/model"
 )
@@ -30,6 +31,13 @@ type Purger interface {
 	PurgeExpiredItems(ctx context.Context, tenant string, cutoff model.Time) (int64, error)
 }
 
+// PurgeRester is a Purger that rests between batches, after one that took
+// took, so that the writes queued behind a batch go first (SQLite's single
+// writer; PostgreSQL's writers do not queue behind a purge).
+type PurgeRester interface {
+	RestAfterBatch(ctx context.Context, took time.Duration)
+}
+
 // PurgeSessions erases the tenant's sessions in in.Status whose updated_at is
 // before in.Cutoff() (or with in.Expired those past their expires_at, and
 // then the expired passages and items), in batches of bounded size, and counts what it
@@ -56,19 +64,34 @@ func PurgeSessions(ctx context.Context, p Purger, tenant string, in model.PurgeR
 	var (
 		after      *PurgeCursor // nil: from the start of a pass
 		passErased int64
+		total      int64 = -1
 	)
+	if Reporting(ctx) { // a job: its progress is worth a dry run first
+		n, err := p.PurgeCount(ctx, tenant, in, cutoff)
+		if err != nil {
+			return out, err
+		}
+		total = n.Sessions
+		ReportProgress(ctx, "erase", 0, total)
+	}
+	rester, _ := p.(PurgeRester)
 	for {
 		if err := ctx.Err(); err != nil {
 			return out, err
 		}
+		began := time.Now()
 		batch, last, err := p.PurgeBatch(ctx, tenant, in, cutoff, after)
 		if err != nil {
 			return out, err
+		}
+		if rester != nil {
+			rester.RestAfterBatch(ctx, time.Since(began))
 		}
 		out.Sessions += batch.Sessions
 		out.Messages += batch.Messages
 		out.Checkpoints += batch.Checkpoints
 		passErased += batch.Sessions
+		ReportProgress(ctx, "erase", out.Sessions, max(total, out.Sessions))
 		if last != nil {
 			after = last
 			continue

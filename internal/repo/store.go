@@ -24,6 +24,7 @@ type Store interface {
 	Files
 	Keys
 	Admin
+	Jobs
 	Events
 	Usage
 	Embeddings
@@ -166,6 +167,22 @@ type Keys interface {
 	RevokeAPIKey(ctx context.Context, tenant, id string) (model.APIKey, error)
 	Authenticate(ctx context.Context, text string) (model.Principal, error)
 	HasActiveKeys(ctx context.Context) (bool, error)
+}
+
+// Jobs: the operations an operator starts that may outlast a request
+// (model.Job). The store keeps them; the API runs them (internal/jobs).
+type Jobs interface {
+	// CreateJob records a job of kind, running, of this process. Old
+	// finished jobs of the tenant beyond the newest 100 go.
+	CreateJob(ctx context.Context, tenant, kind string) (model.Job, error)
+	// UpdateJob writes a running job's progress; it is also its heartbeat.
+	UpdateJob(ctx context.Context, tenant, id string, p model.JobProgress) error
+	// FinishJob ends a running job: succeeded with result, failed with jerr,
+	// or interrupted.
+	FinishJob(ctx context.Context, tenant, id string, state model.JobState, result []byte, jerr *model.JobError) error
+	// GetJob reads a job; one whose runner is gone reads as interrupted.
+	// Errors: KindNotFound.
+	GetJob(ctx context.Context, tenant, id string) (model.Job, error)
 }
 
 // Admin: retention, integrity and backups.

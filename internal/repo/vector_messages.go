@@ -78,7 +78,7 @@ func RankMessages(in model.MessageSearch, vectors MessageVectors, contents Messa
 		return kw, err
 	}
 	fused := fuse(kw.Data, vector, messageKey, messageRank, messageLess)
-	return model.SearchResult[model.MessageHit]{Data: PageHits(fused, 0, in.Limit), IndexLag: kw.IndexLag}, nil
+	return model.SearchResult[model.MessageHit]{Data: PageHits(fused, 0, in.Limit), IndexLag: kw.IndexLag, Partial: kw.Partial}, nil
 }
 
 // SearchMessagesByMeaning is a vector or hybrid conversation search as both

@@ -897,7 +897,8 @@ class Client:
         words (``mode="keyword"``, the default), by meaning (``"vector"``) or
         both (``"hybrid"``), with ``query_embedding`` your embedding of ``q``
         (left out, the server embeds ``q``). ``index_lag`` in the answer says
-        how many messages are not searchable yet."""
+        how many messages are not searchable yet; ``partial`` that some words
+        were too common to rank over every message."""
         path = "/v1/messages/search" if agent_id is None else "/v1/agents/%s/messages/search" % _seg(agent_id)
         roles = [role] if isinstance(role, str) else role
         query = {

@@ -159,6 +159,7 @@ class MessageHit(TypedDict):
 class MessageSearchResult(TypedDict):
     data: List[MessageHit]
     index_lag: int
+    partial: bool
 
 
 class _CompactionBase(TypedDict):

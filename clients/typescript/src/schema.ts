@@ -536,6 +536,17 @@ export interface paths {
          *     FTS5 `bm25`). At most 32 distinct words count. A `q` with no word in it
          *     (e.g. `?!`) finds nothing.
          *
+         *     **Common words (`partial`).** A search costs about what its hits cost, not
+         *     what the tenant holds. On SQLite, the words of `q` that are rare enough (all
+         *     of them together in at most 2,000 messages of the database) are ranked over
+         *     every message that holds them; words more common than that are matched
+         *     newest message first, reading a bounded number of the newest matches, and
+         *     their hits come after the ranked ones with `rank` 0. On PostgreSQL, at most
+         *     2,000 matching messages are ranked (`ts_rank_cd`), whichever the database
+         *     reads first. Either way `partial` is then `true`: the hits are good ones,
+         *     but not necessarily the best of every message. Add a rarer word, or narrow
+         *     with `session_id`, `role` or `after`/`before`, for a complete ranking.
+         *
          *     **Filters** all apply together: `role` (one or more), `session_id`, and the
          *     time window `after`/`before` on the message's `created_at`, both inclusive.
          *
@@ -2263,6 +2274,13 @@ export interface paths {
          *     `dry_run` reports exactly what the real run erases if nothing changes in
          *     between. `messages` and `checkpoints` count the rows the erased sessions
          *     stored themselves. Admin scope.
+         *
+         *     **As a job.** The purge runs as a job (see `GET /v1/admin/jobs/{id}`): the
+         *     answer waits up to 20 seconds for it and is then `200` as above, or `202`
+         *     with the job to poll, whose `result` is this answer once it is done. Its
+         *     progress counts the sessions erased of those that matched when it started.
+         *     It erases in batches through the server's single writer, so appends go on
+         *     between them (docs/operations.md has what a purge costs them).
          */
         post: operations["purgeSessions"];
         delete?: never;
@@ -2288,8 +2306,47 @@ export interface paths {
          *     `ok` is true when nothing was found. With `?repair=counters` the drifting
          *     counters are first set to what the messages say; `repaired` lists those
          *     fixes and the checks run afterwards. Admin scope.
+         *
+         *     **As a job.** The check reads the whole file, so on a large database it
+         *     takes minutes (docs/operations.md): it runs as a job, and the answer waits
+         *     up to 20 seconds for it and is then `200` with the report, or `202` with the
+         *     job to poll (`GET /v1/admin/jobs/{id}`), whose `result` is the report.
          */
         get: operations["checkIntegrity"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/jobs/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The job's id, from a `202`'s body or `Location`. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * Read a job (a purge, an integrity check, a backup)
+         * @description A purge, an integrity check or a backup that did not finish within its
+         *     route's wait, as it is now: `running` with its `progress`, then
+         *     `succeeded` with its `result`, `failed` with its `error`, or `interrupted`
+         *     when the server stopped or restarted while it ran (on PostgreSQL, when
+         *     the process running it has not written to it for 30 seconds). Poll it
+         *     every few seconds. The caller's tenant's jobs only; the newest 100
+         *     finished jobs of a tenant are kept. Admin scope.
+         *
+         *     Threat model: a job is read and started only with an admin key of its
+         *     tenant. A tenant runs at most 2 jobs at once and the server at most 4
+         *     (`429 too_many_jobs`), so that no tenant holds the machine with
+         *     operations whose cost is the whole file's (an integrity check, a backup).
+         */
+        get: operations["getJob"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2347,7 +2404,8 @@ export interface paths {
         /**
          * Back the database up
          * @description Writes a consistent copy of the **whole** database file (every tenant) with
-         *     SQLite's `VACUUM INTO` while the server keeps serving, into the server's
+         *     SQLite's online backup, from one read transaction, paced so that the server's
+         *     writes go on, while it keeps serving, into the server's
          *     backup directory (`--backup-dir`; by default `backups` next to the database
          *     file) and nowhere else. `name` is a plain file name; by default
          *     `logbook-<UTC time>.db`. An existing file is never overwritten
@@ -2355,6 +2413,11 @@ export interface paths {
          *     does the same with `logbook backup PATH`. Because the copy holds every
          *     tenant's data, only an admin key of the operator's tenant `default` (or open
          *     mode) may make one; any other tenant's key gets `403 forbidden`.
+         *
+         *     **As a job.** The copy takes as long as writing the whole file does: it runs
+         *     as a job, and the answer waits up to 20 seconds for it and is then `201` with
+         *     the file, or `202` with the job to poll (`GET /v1/admin/jobs/{id}`), whose
+         *     `result` is the file and whose progress counts the bytes written so far.
          */
         post: operations["backupDatabase"];
         delete?: never;
@@ -2718,6 +2781,73 @@ export interface components {
         BackupRequest: {
             /** @description The backup's file name in the backup directory (not `.` or `..`); default `logbook-<UTC time>.db`. */
             name?: string;
+        };
+        /**
+         * @description An operation an operator started that may outlast a request: a purge, an
+         *     integrity check or a backup. It runs in the server beside the requests and
+         *     is kept in the database: one that the server's restart cut short reads as
+         *     `interrupted` (the batches a purge committed stay done).
+         */
+        Job: {
+            /** @description The job's id. */
+            id: string;
+            /**
+             * @description Which operation.
+             * @enum {string}
+             */
+            kind: "purge" | "integrity" | "backup";
+            /**
+             * @description `running`; then `succeeded` (see `result`), `failed` (see `error`) or
+             *     `interrupted` (the server stopped or restarted while it ran; start it again).
+             * @enum {string}
+             */
+            state: "running" | "succeeded" | "failed" | "interrupted";
+            progress: components["schemas"]["JobProgress"];
+            /**
+             * @description Once `succeeded`, what the job's route answers when it finishes in time:
+             *     a `PurgeResult`, an `IntegrityReport` or a `Backup`. Otherwise null.
+             */
+            result: components["schemas"]["PurgeResult"] | components["schemas"]["IntegrityReport"] | components["schemas"]["Backup"] | null;
+            /** @description Once `failed`, why, as the route would have answered it. Otherwise null. */
+            error: components["schemas"]["JobError"] | null;
+            /** @description When the job started. */
+            created_at: components["schemas"]["Timestamp"];
+            /** @description When the job last wrote its progress (at least every 5 s while it runs). */
+            updated_at: components["schemas"]["Timestamp"];
+            /**
+             * Format: date-time
+             * @description When it ended; null while it runs.
+             */
+            finished_at: string | null;
+        };
+        /**
+         * @description How far the job has got: `done` of `total` units of its current `phase`
+         *     (`total` null when not known). A purge counts sessions (`erase`), an integrity
+         *     check its checks (`integrity_check`, `counters`, `orphans`, `index`), a backup
+         *     bytes written (`copy`).
+         */
+        JobProgress: {
+            /** @description The step under way; empty before the first. */
+            phase: string;
+            /**
+             * Format: int64
+             * @description Units done.
+             */
+            done: number;
+            /**
+             * Format: int64
+             * @description Units in all, when known.
+             */
+            total: number | null;
+        };
+        /** @description Why a job failed. */
+        JobError: {
+            /** @description The HTTP status the route would have answered. */
+            status: number;
+            /** @description The problem's stable `code`. */
+            code: string;
+            /** @description What went wrong, for a person. */
+            detail: string;
         };
         /** @description A backup file the server wrote. */
         Backup: {
@@ -4445,7 +4575,7 @@ export interface components {
             /** @description How well the message matches; lower is better. */
             rank: components["schemas"]["Rank"];
         };
-        /** @description The best hits of a conversation search, best first, and how far the search index is behind. */
+        /** @description The best hits of a conversation search, best first, how far the search index is behind, and whether the search bounded its work. */
         MessageSearchResult: {
             /** @description The hits, best first, at most `limit`. */
             data: components["schemas"]["MessageHit"][];
@@ -4457,6 +4587,13 @@ export interface components {
              *     message was searched.
              */
             index_lag: number;
+            /**
+             * @description `true` when the search bounded its work: some words of `q` match too many
+             *     messages to rank them all, so the hits are ranked among the newest (SQLite)
+             *     or first-read (PostgreSQL) matches only, not among every message. `false`:
+             *     the hits are the best `limit` of every searchable message that matches.
+             */
+            partial: boolean;
         };
         /**
          * @description A memory tool's name (Letta's names).
@@ -4878,12 +5015,13 @@ export interface components {
          *     | `unauthorized` | 401 | missing or bad credentials |
          *     | `forbidden` | 403 | not allowed for these credentials |
          *     | `rate_limited` | 429 | too many requests |
+         *     | `too_many_jobs` | 429 | the tenant (2) or the server (4) runs as many jobs as it may; poll them |
          *     | `storage_unavailable` | 503 | storage failed; nothing was applied |
          *     | `embedding_unavailable` | 503 | the embedding endpoint did not embed the search's `q` (the detail says why, in the server's words, never the endpoint's); retry, or send `query_embedding` |
          *     | `internal` | 500 | unexpected failure |
          * @enum {string}
          */
-        ErrorCode: "not_found" | "validation_failed" | "invalid_transition" | "session_closed" | "conflict" | "idempotency_conflict" | "idempotency_in_progress" | "idempotency_applied" | "precondition_failed" | "limit_exceeded" | "old_not_found" | "read_only" | "block_exists" | "block_attached" | "already_attached" | "not_attached" | "stale_iteration" | "no_checkpoint" | "no_parent" | "checkpoint_exists" | "stale_seq" | "rewound" | "stream_stopped" | "unknown_tool_call" | "duplicate_tool_result" | "client_id_taken" | "corrupted" | "invalid_import" | "payload_too_large" | "malformed_json" | "invalid_query" | "invalid_cursor" | "invalid_event_id" | "method_not_allowed" | "unsupported_media_type" | "unauthorized" | "forbidden" | "rate_limited" | "storage_unavailable" | "embedding_unavailable" | "internal";
+        ErrorCode: "not_found" | "validation_failed" | "invalid_transition" | "session_closed" | "conflict" | "idempotency_conflict" | "idempotency_in_progress" | "idempotency_applied" | "precondition_failed" | "limit_exceeded" | "old_not_found" | "read_only" | "block_exists" | "block_attached" | "already_attached" | "not_attached" | "stale_iteration" | "no_checkpoint" | "no_parent" | "checkpoint_exists" | "stale_seq" | "rewound" | "stream_stopped" | "unknown_tool_call" | "duplicate_tool_result" | "client_id_taken" | "corrupted" | "invalid_import" | "payload_too_large" | "malformed_json" | "invalid_query" | "invalid_cursor" | "invalid_event_id" | "method_not_allowed" | "unsupported_media_type" | "unauthorized" | "forbidden" | "rate_limited" | "too_many_jobs" | "storage_unavailable" | "embedding_unavailable" | "internal";
         /** @description One bad input field or query parameter. */
         FieldError: {
             /** @description The field's JSON path as the client wrote it (e.g. `messages[2].role`), a query parameter's name, or a header's name (`Idempotency-Key`). */
@@ -5138,6 +5276,64 @@ export interface components {
                  *       "detail": "this key's scope is read; this route needs write",
                  *       "code": "forbidden",
                  *       "instance": "/v1/sessions"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description The operation runs as a job and has not finished within the wait (or
+         *     `Prefer: respond-async` asked not to wait): poll `Location`. It goes on
+         *     whether or not the client waits. The job's `result`, once it succeeds, is
+         *     what this route answers when it finishes in time.
+         */
+        JobAccepted: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                Location: components["headers"]["JobLocation"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "id": "job_0193a4b2c1d07e8f9a0b1c2d3e4f5a71",
+                 *       "kind": "purge",
+                 *       "state": "running",
+                 *       "progress": {
+                 *         "phase": "erase",
+                 *         "done": 1200,
+                 *         "total": 10000
+                 *       },
+                 *       "result": null,
+                 *       "error": null,
+                 *       "created_at": "2026-11-22T02:36:54.323Z",
+                 *       "updated_at": "2026-11-22T02:37:04.411Z",
+                 *       "finished_at": null
+                 *     }
+                 */
+                "application/json": components["schemas"]["Job"];
+            };
+        };
+        /**
+         * @description `too_many_jobs`: the tenant runs 2 jobs already, or the server 4; poll
+         *     them and start this one when one has finished. `rate_limited`: the tenant
+         *     sent more requests per second than the server allows.
+         */
+        TooManyJobs: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                "Retry-After": components["headers"]["RetryAfter"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "urn:logbook:problem:too_many_jobs",
+                 *       "title": "Too Many Requests",
+                 *       "status": 429,
+                 *       "detail": "as many jobs run as may: poll the running ones (GET /v1/admin/jobs/{id}) and start this one when one has finished",
+                 *       "code": "too_many_jobs",
+                 *       "instance": "/v1/admin/purge"
                  *     }
                  */
                 "application/problem+json": components["schemas"]["Problem"];
@@ -5426,6 +5622,12 @@ export interface components {
     };
     parameters: {
         /**
+         * @description `respond-async` (RFC 7240): answer `202` with the job at once instead of
+         *     waiting up to 20 seconds for it to finish.
+         * @example respond-async
+         */
+        PreferAsync: string;
+        /**
          * @description The id of the last event received, as the feed gave it; the feed
          *     resumes right after it. Anything else is `400 invalid_event_id`.
          */
@@ -5634,6 +5836,11 @@ export interface components {
          * @example 1
          */
         RetryAfter: number;
+        /**
+         * @description Where to poll the job, `/v1/admin/jobs/{id}`.
+         * @example /v1/admin/jobs/job_0193a4b2c1d07e8f9a0b1c2d3e4f5a71
+         */
+        JobLocation: string;
         /**
          * @description The new agent's URL path.
          * @example /v1/agents/agt_0193a4b2c1d07e8f9a0b1c2d3e4f5a70
@@ -8171,7 +8378,8 @@ export interface operations {
                      *           "rank": -0.0000010731707317073174
                      *         }
                      *       ],
-                     *       "index_lag": 0
+                     *       "index_lag": 0,
+                     *       "partial": false
                      *     }
                      */
                     "application/json": components["schemas"]["MessageSearchResult"];
@@ -10258,6 +10466,12 @@ export interface operations {
             query?: never;
             header?: {
                 /**
+                 * @description `respond-async` (RFC 7240): answer `202` with the job at once instead of
+                 *     waiting up to 20 seconds for it to finish.
+                 * @example respond-async
+                 */
+                Prefer?: components["parameters"]["PreferAsync"];
+                /**
                  * @description Makes the request safe to retry: the same key with the same request
                  *     (method, path, query, `Content-Type` and body) is answered as the first
                  *     was (its status, body, `Content-Type`, `Location`, `ETag`) with
@@ -10316,6 +10530,7 @@ export interface operations {
                     "application/json": components["schemas"]["PurgeResult"];
                 };
             };
+            202: components["responses"]["JobAccepted"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -10323,7 +10538,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
-            429: components["responses"]["RateLimited"];
+            429: components["responses"]["TooManyJobs"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["Default"];
@@ -10335,7 +10550,14 @@ export interface operations {
                 /** @description `counters`: fix drifting session counters before checking. */
                 repair?: "counters";
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description `respond-async` (RFC 7240): answer `202` with the job at once instead of
+                 *     waiting up to 20 seconds for it to finish.
+                 * @example respond-async
+                 */
+                Prefer?: components["parameters"]["PreferAsync"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -10373,9 +10595,62 @@ export interface operations {
                     "application/json": components["schemas"]["IntegrityReport"];
                 };
             };
+            202: components["responses"]["JobAccepted"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyJobs"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["Default"];
+        };
+    };
+    getJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The job's id, from a `202`'s body or `Location`. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The job. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "job_0193a4b2c1d07e8f9a0b1c2d3e4f5a71",
+                     *       "kind": "backup",
+                     *       "state": "succeeded",
+                     *       "progress": {
+                     *         "phase": "copy",
+                     *         "done": 1048576,
+                     *         "total": 1048576
+                     *       },
+                     *       "result": {
+                     *         "path": "/var/lib/logbook/backups/before-upgrade.db",
+                     *         "bytes": 1048576,
+                     *         "created_at": "2026-11-22T02:37:54.323Z"
+                     *       },
+                     *       "error": null,
+                     *       "created_at": "2026-11-22T02:36:54.323Z",
+                     *       "updated_at": "2026-11-22T02:37:54.323Z",
+                     *       "finished_at": "2026-11-22T02:37:54.323Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Job"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -10474,6 +10749,12 @@ export interface operations {
             query?: never;
             header?: {
                 /**
+                 * @description `respond-async` (RFC 7240): answer `202` with the job at once instead of
+                 *     waiting up to 20 seconds for it to finish.
+                 * @example respond-async
+                 */
+                Prefer?: components["parameters"]["PreferAsync"];
+                /**
                  * @description Makes the request safe to retry: the same key with the same request
                  *     (method, path, query, `Content-Type` and body) is answered as the first
                  *     was (its status, body, `Content-Type`, `Location`, `ETag`) with
@@ -10527,6 +10808,7 @@ export interface operations {
                     "application/json": components["schemas"]["Backup"];
                 };
             };
+            202: components["responses"]["JobAccepted"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -10534,7 +10816,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
-            429: components["responses"]["RateLimited"];
+            429: components["responses"]["TooManyJobs"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["Default"];

@@ -82,7 +82,7 @@ func (s *Store) FindCheckpoints(ctx context.Context, tenant string, f model.Chec
 		d := ckstore.ListSQL{
 			Arg: func(v any) string { args = append(args, v); return "$" + strconv.Itoa(len(args)) },
 			Metadata: func(key, value string) string {
-				return `EXISTS (SELECT 1 FROM json_each(c.metadata::json) j WHERE j.key = ` + key + ` AND ` + sessionMetaValuePG + ` = ` + value + `)`
+				return `EXISTS (SELECT 1 FROM json_each(c.metadata::json) j WHERE j.key = ` + key + ` AND session_meta_text(j.value) = ` + value + `)`
 			},
 		}
 		var cp *repo.Cursor

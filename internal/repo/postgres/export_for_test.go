@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/logbook/logbook/internal/model"
+	"github.com/logbook/logbook/internal/repo"
 )
 
 // FilesReleaseForTest runs releaseFilesPG in a transaction of its own, for the
@@ -42,9 +43,8 @@ func PGVectorAtLeastForTest(version string, major, minor int) bool {
 // SessionsPlanForTest is PostgreSQL's plan for the first page of a list of
 // the tenant's sessions with f's filters, as ListSessions asks for it.
 func SessionsPlanForTest(ctx context.Context, s *Store, tenant string, f model.SessionFilter) (string, error) {
-	where, args := sessionsWherePG(tenant, f)
-	rows, err := s.pool.Query(ctx, `EXPLAIN SELECT `+sessionColumnsPG+` FROM sessions WHERE `+strings.Join(where, " AND ")+
-		` ORDER BY created_at DESC, id COLLATE "C" DESC LIMIT 51`, args...)
+	query, args := listSessionsSQL(tenant, f, repo.Cursor{}, false, 50)
+	rows, err := s.pool.Query(ctx, `EXPLAIN `+query, args...)
 	if err != nil {
 		return "", err
 	}
@@ -59,3 +59,10 @@ func SessionsPlanForTest(ctx context.Context, s *Store, tenant string, f model.S
 	}
 	return strings.Join(plan, "\n"), rows.Err()
 }
+
+// ListSessionsSQLForTest is ListSessions' statement, for the tests of its plan.
+var ListSessionsSQLForTest = listSessionsSQL
+
+// PurgedTablesForTest are the tables a purge erases a session's rows from
+// besides messages and checkpoints.
+var PurgedTablesForTest = purgedTables

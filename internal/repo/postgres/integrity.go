@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/logbook/logbook/internal/model"
+	"github.com/logbook/logbook/internal/repo"
 )
 
 // CheckIntegrity checks, for the tenant, session counters against the messages
@@ -16,6 +17,9 @@ import (
 // PostgreSQL checks its own pages; IntegrityCheck says whether it answers.
 // With repairCounters, drifting counters are first set to what the messages
 // say, in one transaction holding the sessions' rows.
+// integrityChecks is how many checks CheckIntegrity reports its progress in.
+const integrityChecks = 4
+
 func (s *Store) CheckIntegrity(ctx context.Context, tenant string, repairCounters bool) (model.IntegrityReport, error) {
 	rep := model.IntegrityReport{CounterDrift: []model.CounterDrift{}, IndexDrift: []model.IndexDrift{},
 		Repaired: []model.CounterDrift{}}
@@ -41,10 +45,12 @@ func (s *Store) CheckIntegrity(ctx context.Context, tenant string, repairCounter
 		}
 	}
 	var err error
+	repo.ReportProgress(ctx, "integrity_check", 0, integrityChecks)
 	if rep.IntegrityCheck, err = s.IntegrityCheck(ctx); err != nil {
 		return rep, err
 	}
 	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		repo.ReportProgress(ctx, "counters", 1, integrityChecks)
 		drift, err := integrityDrift(ctx, tx, tenant, false)
 		if err != nil {
 			return err
@@ -52,6 +58,7 @@ func (s *Store) CheckIntegrity(ctx context.Context, tenant string, repairCounter
 		for _, d := range drift {
 			rep.CounterDrift = append(rep.CounterDrift, d.fields...)
 		}
+		repo.ReportProgress(ctx, "orphans", 2, integrityChecks)
 		if err := tx.QueryRow(ctx, `SELECT
 			(SELECT COUNT(*) FROM messages m WHERE m.tenant_id = $1 AND NOT EXISTS
 				(SELECT 1 FROM sessions s WHERE s.tenant_id = m.tenant_id AND s.id = m.session_id)),
@@ -64,6 +71,7 @@ func (s *Store) CheckIntegrity(ctx context.Context, tenant string, repairCounter
 			tenant).Scan(&rep.Orphans.Messages, &rep.Orphans.Checkpoints, &rep.Orphans.RequestKeys, &rep.Orphans.Forks); err != nil {
 			return err
 		}
+		repo.ReportProgress(ctx, "index", 3, integrityChecks)
 		// The index is kept by the inserting statement's trigger: a message
 		// without its part 0 means the trigger was dropped.
 		rows, err := tx.Query(ctx, `SELECT m.session_id, COUNT(*) FROM messages m WHERE m.tenant_id = $1
@@ -88,6 +96,7 @@ func (s *Store) CheckIntegrity(ctx context.Context, tenant string, repairCounter
 	}
 	rep.OK = rep.IntegrityCheck == "ok" && len(rep.CounterDrift) == 0 && len(rep.IndexDrift) == 0 &&
 		rep.Orphans == (model.OrphanCounts{})
+	repo.ReportProgress(ctx, "index", integrityChecks, integrityChecks)
 	return rep, nil
 }
 

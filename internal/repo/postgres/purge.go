@@ -193,7 +193,7 @@ func purgeSessionTxPG(ctx context.Context, tx pgx.Tx, tenant, id string) (msgs, 
 	ckps = tag.RowsAffected()
 	b := &pgx.Batch{}
 	// Its events go too, as on SQLite: a purge leaves nothing of the session.
-	for _, table := range []string{"request_keys", "rewound_keys", "compactions", "checkpoint_writes", "tool_calls", "tool_results", "events", "usage_sessions"} {
+	for _, table := range purgedTables {
 		b.Queue(`DELETE FROM `+table+` WHERE tenant_id = $1 AND session_id = $2`, tenant, id)
 	}
 	b.Queue(`DELETE FROM sessions WHERE tenant_id = $1 AND id = $2`, tenant, id)
@@ -202,6 +202,11 @@ func purgeSessionTxPG(ctx context.Context, tx pgx.Tx, tenant, id string) (msgs, 
 	}
 	return msgs, ckps, nil
 }
+
+// purgedTables are the tables besides messages and checkpoints that hold a
+// session's rows under (tenant_id, session_id); each has an index that
+// leads with those two (TestPurgeDeletesReadTheSessionsRowsOnlyPG).
+var purgedTables = []string{"request_keys", "rewound_keys", "compactions", "checkpoint_writes", "tool_calls", "tool_results", "events", "usage_sessions"}
 
 // ExpiredTenants lists, in order (bytewise, as SQLite's), the tenants that
 // have sessions, archival passages or items whose expires_at is before cutoff, for

@@ -90,3 +90,55 @@ func TestSearchMessagesPG(t *testing.T) {
 		t.Errorf("unknown session: %v", err)
 	}
 }
+
+// A word in more rows than a search ranks is ranked among the rows the index
+// gives first, and the answer says it is partial; a rare word is ranked whole.
+// A small session is read whole by its primary key, whatever the tenant holds.
+func TestSearchBoundsCommonWordsPG(t *testing.T) {
+	ctx := context.Background()
+	url := mustDatabase(t)
+	st := mustOpenURL(t, url)
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	insertSessionRow(t, url, "bulk", "active", 2100)
+	if _, err := conn.Exec(ctx, `INSERT INTO messages (tenant_id, session_id, seq, id, role, content, tokens, cost, created_at,
+		gid, cum_tokens, cum_cost) SELECT 't', 'bulk', n, 'm' || n, 'user', 'plain chatter number' || n, 0, 0, n,
+		nextval('messages_gid'), 0, 0 FROM generate_series(1, 2100) n`); err != nil {
+		t.Fatal(err)
+	}
+	insertSessionRow(t, url, "few", "active", 2)
+	insertMessageRows(t, url, "few", "a heron by the river", "heron chatter")
+	if _, err := conn.Exec(ctx, `ANALYZE`); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, tc := range []struct {
+		name    string
+		in      model.MessageSearch
+		hits    int
+		partial bool
+	}{
+		{"rare", model.MessageSearch{Query: "heron", Limit: 10}, 2, false},
+		{"common", model.MessageSearch{Query: "chatter", Limit: 10}, 10, true},
+		{"common within a small session", model.MessageSearch{Query: "chatter", SessionID: "few", Limit: 10}, 1, false},
+		{"common within a large session", model.MessageSearch{Query: "chatter", SessionID: "bulk", Limit: 5}, 5, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := st.SearchMessages(ctx, "t", tc.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Data) != tc.hits || res.Partial != tc.partial {
+				t.Errorf("%d hits, partial %v; want %d, %v", len(res.Data), res.Partial, tc.hits, tc.partial)
+			}
+			for _, h := range res.Data {
+				if tc.in.SessionID != "" && h.SessionID != tc.in.SessionID {
+					t.Errorf("hit of session %s", h.SessionID)
+				}
+			}
+		})
+	}
+}

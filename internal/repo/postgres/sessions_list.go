@@ -9,27 +9,11 @@ import (
 	"github.com/logbook/logbook/internal/repo"
 )
 
-// sessionMetaValuePG renders a metadata value (j.value, of json_each) as text
-// the way SQLite's CAST(json_each.value AS TEXT) does, so that a filter
-// matches the same sessions on both: strings unquoted, integers as written,
-// other numbers as SQLite prints a REAL (always with a ".0" or a fraction:
-// 1e3 is "1000.0", 1e20 "1.0e+20"), true, false, null, objects and arrays as
-// their JSON text. SQLite prints a REAL with 15 significant digits and
-// PostgreSQL with the shortest exact ones: a number that needs more than 15
-// digits reads differently, and so does one with a three-digit exponent
-// (taken as written: it may not fit a float8, and the filter must not fail).
-const sessionMetaValuePG = `CASE json_typeof(j.value)
-	WHEN 'string' THEN j.value #>> '{}'
-	WHEN 'number' THEN CASE WHEN j.value::text ~ '^-?[0-9]+$' THEN j.value::text
-		WHEN j.value::text ~* 'e[+-]?0*[0-9]{3}' THEN j.value::text
-		ELSE regexp_replace((j.value::text)::float8::text, '^(-?[0-9]+)(e.*)?$', '\1.0\2') END
-	ELSE j.value::text END`
-
-// titleFoldedPG is a session's title as model.FoldTitle folds it, whatever
+// titleFoldedPG is a session's title (of sessions as s) as model.FoldTitle folds it, whatever
 // the database's locale: the expression of the trigram index
 // sessions_by_title (migration 00022), which a query must spell the same
 // way to use it.
-const titleFoldedPG = `translate(title, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')`
+const titleFoldedPG = `translate(s.title, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')`
 
 // likeEscaper makes a text a LIKE pattern's literal part (backslash is
 // LIKE's default escape).
@@ -38,31 +22,22 @@ var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 // ListSessions returns one page of the tenant's sessions, newest first (or
 // oldest first). A cursor from another filter is KindBadRequest
 // (invalid_cursor).
+//
+// Each page is one range of an index, as on SQLite: with a metadata filter,
+// session_meta's rows of that key and value; otherwise sessions' keyset
+// indexes (or the title's trigram index, as the planner weighs it). Ids
+// compare byte by byte (COLLATE "C", as the indexes are made), as SQLite's
+// BINARY collation does, whatever the database's locale: otherwise pages
+// would follow another order than SQLite's, and a cursor could skip rows.
 func (s *Store) ListSessions(ctx context.Context, tenant string, f model.SessionFilter, p repo.PageRequest) (model.Page[model.Session], error) {
 	q := repo.Fingerprint("sessions", f)
 	cur, hasCur, err := repo.DecodeCursor(p.Cursor, q)
 	if err != nil {
 		return model.Page[model.Session]{}, err
 	}
-	where, args := sessionsWherePG(tenant, f)
-	arg := func(v any) string {
-		args = append(args, v)
-		return "$" + strconv.Itoa(len(args))
-	}
-	// Ids compare byte by byte (COLLATE "C"), as SQLite's BINARY collation
-	// does, whatever the database's locale: otherwise pages would follow
-	// another order than SQLite's, and a cursor could skip rows.
-	dir, cmp := "DESC", "<"
-	if f.Oldest {
-		dir, cmp = "ASC", ">"
-	}
-	if hasCur {
-		n, id := arg(cur.N), arg(cur.S)
-		where = append(where, `(created_at `+cmp+` `+n+` OR (created_at = `+n+` AND id COLLATE "C" `+cmp+` `+id+`))`)
-	}
 	limit := p.Clamp()
-	rows, err := s.pool.Query(ctx, `SELECT `+sessionColumnsPG+` FROM sessions WHERE `+strings.Join(where, " AND ")+
-		` ORDER BY created_at `+dir+`, id COLLATE "C" `+dir+` LIMIT `+arg(limit+1), args...)
+	query, args := listSessionsSQL(tenant, f, cur, hasCur, limit)
+	rows, err := s.pool.Query(ctx, query, args...)
 	if err != nil {
 		return model.Page[model.Session]{}, mapErr(err)
 	}
@@ -85,55 +60,109 @@ func (s *Store) ListSessions(ctx context.Context, tenant string, f model.Session
 
 // CountSessions counts the sessions f selects, up to model.SessionCountMax.
 func (s *Store) CountSessions(ctx context.Context, tenant string, f model.SessionFilter) (model.SessionCount, error) {
-	where, args := sessionsWherePG(tenant, f)
-	args = append(args, model.SessionCountMax+1)
+	sel := selectSessionsPG(tenant, f)
+	where := sel.where
+	if f.CreatedAfter != nil {
+		where = append(where, sel.created+" > "+sel.arg(int64(*f.CreatedAfter)))
+	}
+	if f.CreatedBefore != nil {
+		where = append(where, sel.created+" < "+sel.arg(int64(*f.CreatedBefore)))
+	}
 	var n int64
-	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM sessions WHERE `+strings.Join(where, " AND ")+
-		` LIMIT $`+strconv.Itoa(len(args))+`) x`, args...).Scan(&n)
+	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM `+sel.from+` WHERE `+strings.Join(where, " AND ")+
+		` LIMIT `+sel.arg(model.SessionCountMax+1)+`) x`, sel.args...).Scan(&n)
 	if err != nil {
 		return model.SessionCount{}, mapErr(err)
 	}
 	return repo.CountOf(n), nil
 }
 
-// sessionsWherePG is the condition of a list of the tenant's sessions with
-// f's filters, the cursor aside, and its arguments ($1 is the tenant).
-func sessionsWherePG(tenant string, f model.SessionFilter) ([]string, []any) {
-	var (
-		where = []string{"tenant_id = $1"}
-		args  = []any{tenant}
-	)
-	arg := func(v any) string {
-		args = append(args, v)
-		return "$" + strconv.Itoa(len(args))
+// sessionSelectPG is a list's source and filters, its created range and
+// cursor aside; created and id are the keyset's columns in from.
+type sessionSelectPG struct {
+	from, created, id string
+	where             []string
+	args              []any
+}
+
+// arg adds an argument and names its placeholder.
+func (sel *sessionSelectPG) arg(v any) string {
+	sel.args = append(sel.args, v)
+	return "$" + strconv.Itoa(len(sel.args))
+}
+
+// selectSessionsPG reads session_meta's rows of an indexed metadata filter,
+// or the sessions themselves.
+func selectSessionsPG(tenant string, f model.SessionFilter) *sessionSelectPG {
+	sel := &sessionSelectPG{from: "sessions s", created: "s.created_at", id: `s.id COLLATE "C"`}
+	by, rest, indexed := repo.IndexedMetadata(f.Metadata)
+	if indexed {
+		// session_meta.session_id is of collation "C"; sessions.id of the
+		// database's, which its primary key is made in.
+		sel.from = `session_meta k JOIN sessions s ON s.tenant_id = k.tenant_id AND s.id = (k.session_id COLLATE "default")`
+		sel.created, sel.id = "k.created_at", "k.session_id"
+		sel.where = append(sel.where, "k.tenant_id = "+sel.arg(tenant), "k.key = "+sel.arg(by.Key), "k.value = "+sel.arg(by.Value))
+	} else {
+		sel.where = append(sel.where, "s.tenant_id = "+sel.arg(tenant))
 	}
 	if f.Status != "" {
-		where = append(where, "status = "+arg(string(f.Status)))
+		sel.where = append(sel.where, "s.status = "+sel.arg(string(f.Status)))
 	}
 	if f.AgentID != "" {
-		where = append(where, "agent_id = "+arg(f.AgentID))
+		sel.where = append(sel.where, "s.agent_id = "+sel.arg(f.AgentID))
 	}
 	if f.UserID != "" {
-		where = append(where, "user_id = "+arg(f.UserID))
+		sel.where = append(sel.where, "s.user_id = "+sel.arg(f.UserID))
 	}
-	for _, m := range f.Metadata {
-		where = append(where, `EXISTS (SELECT 1 FROM json_each(sessions.metadata) j WHERE j.key = `+arg(m.Key)+
-			` AND `+sessionMetaValuePG+` = `+arg(m.Value)+`)`)
-	}
-	if f.CreatedAfter != nil {
-		where = append(where, "created_at > "+arg(int64(*f.CreatedAfter)))
-	}
-	if f.CreatedBefore != nil {
-		where = append(where, "created_at < "+arg(int64(*f.CreatedBefore)))
+	for _, m := range rest {
+		sel.where = append(sel.where, `EXISTS (SELECT 1 FROM json_each(s.metadata) j WHERE j.key = `+sel.arg(m.Key)+
+			` AND session_meta_text(j.value) = `+sel.arg(m.Value)+`)`)
 	}
 	if f.DueBefore != nil {
-		where = append(where, "pause_until IS NOT NULL AND pause_until <= "+arg(int64(*f.DueBefore)))
+		sel.where = append(sel.where, "s.pause_until IS NOT NULL AND s.pause_until <= "+sel.arg(int64(*f.DueBefore)))
 	}
 	if f.Title != "" {
 		// A LIKE the trigram index answers, when the database has pg_trgm;
 		// the planner weighs it against walking the list's own index.
-		where = append(where, titleFoldedPG+" LIKE "+arg("%"+likeEscaper.Replace(model.FoldTitle(f.Title))+"%"))
+		sel.where = append(sel.where, titleFoldedPG+" LIKE "+sel.arg("%"+likeEscaper.Replace(model.FoldTitle(f.Title))+"%"))
 	}
-	where = append(where, "(expires_at IS NULL OR expires_at > "+arg(int64(model.Now()))+")")
-	return where, args
+	sel.where = append(sel.where, "(s.expires_at IS NULL OR s.expires_at > "+sel.arg(int64(model.Now()))+")")
+	return sel
+}
+
+// listSessionsSQL is ListSessions' statement for one page of limit+1 rows.
+func listSessionsSQL(tenant string, f model.SessionFilter, cur repo.Cursor, hasCur bool, limit int) (string, []any) {
+	sel := selectSessionsPG(tenant, f)
+	where := sel.where
+	dir := "DESC"
+	if f.Oldest {
+		// Oldest first, the cursor is a lower bound beside created_after.
+		dir = "ASC"
+		if f.CreatedAfter != nil {
+			where = append(where, sel.created+" > "+sel.arg(int64(*f.CreatedAfter)))
+		}
+		if f.CreatedBefore != nil {
+			where = append(where, sel.created+" < "+sel.arg(int64(*f.CreatedBefore)))
+		}
+		if hasCur {
+			where = append(where, "("+sel.created+", "+sel.id+") > ("+sel.arg(cur.N)+", "+sel.arg(cur.S)+")")
+		}
+	} else {
+		r := repo.SessionRangeOf(f, cur, hasCur)
+		if r.After != nil {
+			where = append(where, sel.created+" > "+sel.arg(*r.After))
+		}
+		if r.Before != nil {
+			where = append(where, sel.created+" < "+sel.arg(*r.Before))
+		}
+		if r.Cursor != nil {
+			where = append(where, "("+sel.created+", "+sel.id+") < ("+sel.arg(r.Cursor.N)+", "+sel.arg(r.Cursor.S)+")")
+		}
+	}
+	cols := strings.Split(sessionColumnsPG, ",")
+	for i, c := range cols {
+		cols[i] = "s." + strings.TrimSpace(c)
+	}
+	return `SELECT ` + strings.Join(cols, ", ") + ` FROM ` + sel.from + ` WHERE ` + strings.Join(where, " AND ") +
+		` ORDER BY ` + sel.created + ` ` + dir + `, ` + sel.id + ` ` + dir + ` LIMIT ` + sel.arg(limit+1), sel.args
 }

@@ -45,6 +45,7 @@ type Store struct {
 	faults  *repo.Faults
 	vectors *repo.VectorCache
 	url     string
+	runner  string // this process's name on the jobs it runs (jobs.go)
 	appends appendQueuesPG
 	events  repo.EventSignal
 
@@ -81,7 +82,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	s := &Store{pool: pool, faults: cfg.Faults, url: cfg.URL}
+	s := &Store{pool: pool, faults: cfg.Faults, url: cfg.URL, runner: newID("run_")}
 	s.vectors = repo.NewVectorCache(s.loadVectors, cfg.VectorCacheBytes)
 	var one int
 	if err := pool.QueryRow(ctx, `SELECT 1 FROM sessions LIMIT 1`).Scan(&one); err != nil && !errors.Is(err, pgx.ErrNoRows) {

@@ -169,8 +169,30 @@ func BenchmarkMessageLayout(b *testing.B) {
 }
 
 // BenchmarkIndexCatchUp is the idle-time indexer's speed: messages made
-// searchable per second once appends stop, and its CPU per message.
+// searchable per second once appends stop, and its CPU per message, for
+// messages of one 200-character word (the cost of a row) and of ~150 words
+// of prose (~1 KB, what a conversation holds: the cost of FTS5's tokens).
 func BenchmarkIndexCatchUp(b *testing.B) {
+	prose := rand.New(rand.NewPCG(1, 2))
+	zipf := rand.NewZipf(prose, 1.07, 1, 19999)
+	for _, bc := range []struct {
+		name string
+		msg  func(i int) model.NewMessage
+	}{
+		{"text=one-word", benchMessage},
+		{"text=prose", func(int) model.NewMessage {
+			var t strings.Builder
+			for range 150 {
+				fmt.Fprintf(&t, "w%dq ", zipf.Uint64())
+			}
+			return model.NewMessage{Role: model.RoleUser, Content: model.TextContent(t.String()), Tokens: 10, Cost: 0.001}
+		}},
+	} {
+		b.Run(bc.name, func(b *testing.B) { benchIndexCatchUp(b, bc.msg) })
+	}
+}
+
+func benchIndexCatchUp(b *testing.B, msg func(int) model.NewMessage) {
 	s, err := Open(context.Background(), Config{Path: filepath.Join(b.TempDir(), "l.db"), Migrate: true, NoMessageIndex: true})
 	if err != nil {
 		b.Fatal(err)
@@ -180,7 +202,7 @@ func BenchmarkIndexCatchUp(b *testing.B) {
 	id := mustSession(b, s)
 	msgs := make([]model.NewMessage, 1000)
 	for i := range msgs {
-		msgs[i] = benchMessage(i)
+		msgs[i] = msg(i)
 	}
 	st, err := s.readIndexState(ctx)
 	if err != nil {
@@ -196,7 +218,7 @@ func BenchmarkIndexCatchUp(b *testing.B) {
 		// Run the indexer's steps directly, without its rests: the store was
 		// opened without an indexer goroutine.
 		for more := true; more; {
-			if more, err = s.indexStep(ctx, &st); err != nil {
+			if more, err = s.indexStep(ctx, &st, idleStep); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -8,10 +8,10 @@ import (
 
 // A message's text is indexed in parts of at most indexPartBytes, cut at a space
 // where there is one, so that no word is split and the cost of indexing one part
-// is small and known (FTS5 takes ~30 µs a KiB here). Part 0 of a message is the
-// FTS5 row whose rowid is the message's gid, as before parts existed; part k ≥ 1
-// is the row -(gid·256 + k). Negative rowids keep the two ranges apart without
-// renumbering the rows that were indexed before.
+// is small and known (FTS5 takes ~30 µs a KiB here). Part k of the message
+// numbered gid is the FTS5 row gid<<8 | k: rowid order is gid order, so a
+// search that reads the index newest first (ORDER BY rowid DESC) meets a
+// message's parts together and stops wherever it has read enough.
 const (
 	indexPartBytes = 8 << 10
 	maxIndexParts  = 255 // 2 MiB of text at least; content is capped well below
@@ -56,21 +56,21 @@ func maxPartsOf(n int64) int {
 }
 
 // partRowID is the FTS5 rowid of part k of the message numbered gid.
-func partRowID(gid int64, k int) int64 {
-	if k == 0 {
-		return gid
-	}
-	return -(gid*256 + int64(k))
-}
+func partRowID(gid int64, k int) int64 { return gid<<8 | int64(k) }
 
 // gidOfRowIDSQL is the gid of the message that FTS5 row f belongs to.
-const gidOfRowIDSQL = `(CASE WHEN f.rowid > 0 THEN f.rowid ELSE (-f.rowid) >> 8 END)`
+const gidOfRowIDSQL = `(f.rowid >> 8)`
 
-// indexPartsFrom inserts parts from..len(parts)-1 of one message.
-func indexPartsFrom(ctx context.Context, tx *sql.Tx, tenant, session string, seq, gid int64, parts []string, from int) error {
+// insertPartSQL inserts one part; its scope column holds the message's scope
+// tokens (ftsscope.go).
+const insertPartSQL = `INSERT INTO messages_fts (rowid, content, scope, tenant_id, session_id, seq) VALUES (?, ?, ?, ?, ?, ?)`
+
+// indexPartsFrom inserts parts from..len(parts)-1 of one message with ins, a
+// statement of insertPartSQL.
+func indexPartsFrom(ctx context.Context, ins *sql.Stmt, tenant, session string, seq, gid int64, parts []string, from int) error {
+	scope := scopeOf(tenant, session)
 	for k := from; k < len(parts); k++ {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO messages_fts (rowid, content, tenant_id, session_id, seq) VALUES (?, ?, ?, ?, ?)`,
-			partRowID(gid, k), parts[k], tenant, session, seq); err != nil {
+		if _, err := ins.ExecContext(ctx, partRowID(gid, k), parts[k], scope, tenant, session, seq); err != nil {
 			return err
 		}
 	}

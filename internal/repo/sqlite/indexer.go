@@ -17,12 +17,28 @@ import (
 // in index_lag), while in a lull it catches up on one core. It wakes when the
 // writer commits (and once a second, for messages another process wrote).
 const (
-	indexStepBytes = 512 << 10             // text indexed by one step
-	indexStepTime  = 25 * time.Millisecond // and a step stops after this
-	indexBatch     = 32                    // messages read at a time
-	indexPoll      = time.Second
-	indexIdle      = 50 * time.Millisecond
-	indexBusyEvery = 250 * time.Millisecond
+	indexStepBytes = 512 << 10             // text indexed by one step while the writer is busy
+	indexStepTime  = 25 * time.Millisecond // and such a step stops after this
+	// In a lull a step may take more: fewer, larger transactions make fewer
+	// FTS5 segments to merge later, which is most of a bulk load's indexing.
+	indexIdleStepBytes = 4 << 20
+	indexIdleStepTime  = 100 * time.Millisecond
+	indexBatch         = 256      // messages read at a time
+	indexInlineBytes   = 64 << 10 // longer texts are read, and kept, one at a time (partsOf)
+	indexPoll          = time.Second
+	indexIdle          = 50 * time.Millisecond
+	indexBusyEvery     = 250 * time.Millisecond
+)
+
+// stepBudget bounds one indexing step.
+type stepBudget struct {
+	bytes int
+	time  time.Duration
+}
+
+var (
+	busyStep = stepBudget{indexStepBytes, indexStepTime}
+	idleStep = stepBudget{indexIdleStepBytes, indexIdleStepTime}
 )
 
 // runIndexer indexes until stop is closed.
@@ -30,6 +46,9 @@ func (s *Store) runIndexer(st indexState) {
 	defer close(s.indexerDone)
 	ctx := context.Background()
 	for {
+		// Count what is new for index_lag first: it is cheap, and searches
+		// should not wait for the indexer's turn to see it.
+		_ = s.lag.observe(ctx, s.rdb)
 		select {
 		case <-s.stopIndexer:
 			return
@@ -38,7 +57,8 @@ func (s *Store) runIndexer(st indexState) {
 		}
 		var last time.Time
 		for {
-			if wait := s.untilIndexTurn(last); wait > 0 {
+			wait, budget := s.untilIndexTurn(last)
+			if wait > 0 {
 				select {
 				case <-s.stopIndexer:
 					return
@@ -46,8 +66,11 @@ func (s *Store) runIndexer(st indexState) {
 				}
 				continue
 			}
-			more, err := s.indexStep(ctx, &st)
+			more, err := s.indexStep(ctx, &st, budget)
 			last = time.Now()
+			if err == nil && !more {
+				_ = s.lag.resync(ctx, s.rdb, st.nextGID)
+			}
 			if err != nil || !more {
 				break // an error is retried at the next wake-up
 			}
@@ -60,22 +83,31 @@ func (s *Store) runIndexer(st indexState) {
 	}
 }
 
-// untilIndexTurn is how long the indexer should wait before its next step: not
-// at all once the writer has been idle for indexIdle; else until indexBusyEvery
-// after its last step, or until the writer would have been idle that long,
-// whichever comes first.
-func (s *Store) untilIndexTurn(lastStep time.Time) time.Duration {
+// untilIndexTurn is how long the indexer should wait before its next step, and
+// that step's budget: not at all, with the idle budget, once the writer has
+// been idle for indexIdle; else until indexBusyEvery after its last step, or
+// until the writer would have been idle that long, whichever comes first.
+func (s *Store) untilIndexTurn(lastStep time.Time) (time.Duration, stepBudget) {
 	idleFor := time.Since(time.Unix(0, s.lastCommit.Load()))
 	if idleFor >= indexIdle {
-		return 0
+		return 0, idleStep
 	}
-	return min(indexIdle-idleFor, indexBusyEvery-time.Since(lastStep))
+	return max(0, min(indexIdle-idleFor, indexBusyEvery-time.Since(lastStep))), busyStep
+}
+
+// pendingMessage is a message the indexer has yet to finish; content is
+// empty when the text is longer than indexInlineBytes (partsOf reads it).
+type pendingMessage struct {
+	gid             int64
+	tenant, session string
+	seq             int64
+	content         sql.NullString
 }
 
 // indexStep applies queued deletions, then indexes the next parts of the next
 // messages, in one transaction of the index file, and says whether any remain.
 // st is advanced only when the transaction commits.
-func (s *Store) indexStep(ctx context.Context, st *indexState) (more bool, err error) {
+func (s *Store) indexStep(ctx context.Context, st *indexState, budget stepBudget) (more bool, err error) {
 	start := time.Now()
 	next := *st
 	tx, err := s.idb.BeginTx(ctx, nil)
@@ -90,29 +122,33 @@ func (s *Store) indexStep(ctx context.Context, st *indexState) (more bool, err e
 	if more, err = s.applyDeletes(ctx, tx, &next); err != nil {
 		return false, err
 	}
-	rows, err := s.rdb.QueryContext(ctx, `SELECT gid, tenant_id, session_id, seq FROM messages INDEXED BY messages_by_gid
-		WHERE gid >= ? ORDER BY gid LIMIT ?`, next.nextGID, indexBatch)
+	// One read for the batch, texts included: a read per message cost about
+	// as much as indexing a short one.
+	rows, err := s.rdb.QueryContext(ctx, `SELECT gid, tenant_id, session_id, seq,
+			CASE WHEN octet_length(content) <= ? THEN content END
+		FROM messages INDEXED BY messages_by_gid WHERE gid >= ? ORDER BY gid LIMIT ?`, indexInlineBytes, next.nextGID, indexBatch)
 	if err != nil {
 		return false, err
 	}
-	type msg struct {
-		gid             int64
-		tenant, session string
-		seq             int64
-	}
-	batch, err := collect(rows, func(sc scanner) (msg, error) {
-		var m msg
-		return m, sc.Scan(&m.gid, &m.tenant, &m.session, &m.seq)
+	batch, err := collect(rows, func(sc scanner) (pendingMessage, error) {
+		var m pendingMessage
+		return m, sc.Scan(&m.gid, &m.tenant, &m.session, &m.seq, &m.content)
 	})
 	if err != nil {
 		return false, err
 	}
+	ins, err := tx.PrepareContext(ctx, insertPartSQL)
+	if err != nil {
+		return false, err
+	}
+	defer ins.Close()
 	// The budget is checked only once a part is indexed: a step that spent its
 	// time before its first part (reading a large message on a busy machine)
 	// would otherwise never make progress.
-	budget, done, progressed := indexStepBytes, 0, false
+	left, progressed := budget.bytes, false
+	var finished []pendingMessage
 	for _, m := range batch {
-		if progressed && (budget <= 0 || time.Since(start) > indexStepTime) {
+		if progressed && (left <= 0 || time.Since(start) > budget.time) {
 			more = true
 			break
 		}
@@ -120,17 +156,17 @@ func (s *Store) indexStep(ctx context.Context, st *indexState) (more bool, err e
 		if m.gid == next.nextGID {
 			part = next.nextPart // the rest of a message an earlier step began
 		}
-		parts, err := s.partsOf(ctx, m.gid, m.tenant, m.session, m.seq)
+		parts, err := s.partsOf(ctx, m)
 		if err != nil {
 			return false, err
 		}
 		upto := part
-		for upto < len(parts) && (!progressed || (budget > 0 && time.Since(start) <= indexStepTime)) {
-			budget -= len(parts[upto]) + 64 // a row costs something even when empty
+		for upto < len(parts) && (!progressed || (left > 0 && time.Since(start) <= budget.time)) {
+			left -= len(parts[upto]) + 64 // a row costs something even when empty
 			upto++
 			progressed = true
 		}
-		if err := indexPartsFrom(ctx, tx, m.tenant, m.session, m.seq, m.gid, parts[:upto], part); err != nil {
+		if err := indexPartsFrom(ctx, ins, m.tenant, m.session, m.seq, m.gid, parts[:upto], part); err != nil {
 			return false, err
 		}
 		if upto < len(parts) {
@@ -138,7 +174,7 @@ func (s *Store) indexStep(ctx context.Context, st *indexState) (more bool, err e
 			break
 		}
 		next.nextGID, next.nextPart = m.gid+1, 0
-		done++
+		finished = append(finished, m)
 	}
 	more = more || len(batch) == indexBatch
 	if _, err := tx.ExecContext(ctx, `UPDATE index_state SET next_gid = ?, next_part = ?, deletes_upto = ? WHERE id = 1`,
@@ -150,7 +186,8 @@ func (s *Store) indexStep(ctx context.Context, st *indexState) (more bool, err e
 	}
 	*st = next
 	s.deletesApplied.Store(next.deletesUpto)
-	s.stats.indexed.Add(int64(done))
+	s.stats.indexed.Add(int64(len(finished)))
+	s.lag.indexed(finished, next.nextGID)
 	return more, nil
 }
 
@@ -182,19 +219,22 @@ func (s *Store) applyDeletes(ctx context.Context, tx *sql.Tx, st *indexState) (m
 	return len(list) == 256, nil
 }
 
-// partsOf is the index parts of one message's text. The last message's parts
-// are kept: a long message is indexed over many steps, and reading and cutting
-// a megabyte again for each would cost more than indexing its next part.
-func (s *Store) partsOf(ctx context.Context, gid int64, tenant, session string, seq int64) ([]string, error) {
-	if s.lastParts.gid == gid && s.lastParts.parts != nil {
+// partsOf is the index parts of one message's text. The last long message's
+// parts are kept: a long message is indexed over many steps, and reading and
+// cutting a megabyte again for each would cost more than indexing its next part.
+func (s *Store) partsOf(ctx context.Context, m pendingMessage) ([]string, error) {
+	if m.content.Valid {
+		return indexParts(m.content.String), nil
+	}
+	if s.lastParts.gid == m.gid && s.lastParts.parts != nil {
 		return s.lastParts.parts, nil
 	}
 	var content string
 	if err := s.rdb.QueryRowContext(ctx, `SELECT content FROM messages WHERE tenant_id = ? AND session_id = ? AND seq = ?`,
-		tenant, session, seq).Scan(&content); err != nil {
+		m.tenant, m.session, m.seq).Scan(&content); err != nil {
 		return nil, err
 	}
 	parts := indexParts(content)
-	s.lastParts.gid, s.lastParts.parts = gid, parts
+	s.lastParts.gid, s.lastParts.parts = m.gid, parts
 	return parts, nil
 }

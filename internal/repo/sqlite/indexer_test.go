@@ -41,7 +41,7 @@ func TestIndexStepsAreBoundedByText(t *testing.T) {
 	var rows int64
 	steps := 0
 	for more := true; more; steps++ {
-		if more, err = s.indexStep(ctx, &st); err != nil {
+		if more, err = s.indexStep(ctx, &st, busyStep); err != nil {
 			t.Fatal(err)
 		}
 		var n int64
@@ -70,7 +70,7 @@ func TestIndexStepsAreBoundedByText(t *testing.T) {
 	if err := s.PurgeSession(ctx, "t", "big"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.indexStep(ctx, &st); err != nil {
+	if _, err := s.indexStep(ctx, &st, busyStep); err != nil {
 		t.Fatal(err)
 	}
 	var left int64

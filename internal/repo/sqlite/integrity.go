@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"github.com/logbook/logbook/internal/model"
+	"github.com/logbook/logbook/internal/repo"
 )
 
 // CheckIntegrity checks the database: PRAGMA integrity_check over the whole file,
@@ -33,6 +34,7 @@ func (s *Store) CheckIntegrity(ctx context.Context, tenant string, repairCounter
 		}
 	}
 	var err error
+	repo.ReportProgress(ctx, "integrity_check", 0, integrityChecks)
 	if rep.IntegrityCheck, err = s.IntegrityCheck(ctx); err != nil {
 		return rep, err
 	}
@@ -48,6 +50,7 @@ func (s *Store) CheckIntegrity(ctx context.Context, tenant string, repairCounter
 	if err := tx.QueryRowContext(ctx, `SELECT next_gid FROM idx.index_state WHERE id = 1`).Scan(&progress); err != nil {
 		return rep, mapErr(err)
 	}
+	repo.ReportProgress(ctx, "counters", 1, integrityChecks)
 	drift, err := counterDrift(ctx, tx, tenant)
 	if err != nil {
 		return rep, mapErr(err)
@@ -55,16 +58,23 @@ func (s *Store) CheckIntegrity(ctx context.Context, tenant string, repairCounter
 	for _, d := range drift {
 		rep.CounterDrift = append(rep.CounterDrift, d.fields...)
 	}
+	repo.ReportProgress(ctx, "orphans", 2, integrityChecks)
 	if rep.Orphans, err = orphans(ctx, tx, tenant); err != nil {
 		return rep, mapErr(err)
 	}
+	repo.ReportProgress(ctx, "index", 3, integrityChecks)
 	if rep.IndexDrift, err = indexDrift(ctx, tx, tenant); err != nil {
 		return rep, mapErr(err)
 	}
 	rep.OK = rep.IntegrityCheck == "ok" && len(rep.CounterDrift) == 0 && len(rep.IndexDrift) == 0 &&
 		rep.Orphans == (model.OrphanCounts{})
+	repo.ReportProgress(ctx, "index", integrityChecks, integrityChecks)
 	return rep, nil
 }
+
+// integrityChecks is how many checks CheckIntegrity reports its progress in:
+// the file's, counters, orphans, the search index.
+const integrityChecks = 4
 
 // counters are a session's running totals.
 type counters struct {
@@ -194,6 +204,7 @@ func compareCounters(id string, stored, actual counters) sessionDrift {
 // say, inside the writer, and returns what it changed. updated_at is kept: a
 // repair is not a change a client made.
 func repairCountersTx(ctx context.Context, tx *sql.Tx, tenant string) ([]model.CounterDrift, error) {
+	repo.ReportProgress(ctx, "counters", 1, integrityChecks)
 	drift, err := counterDrift(ctx, tx, tenant)
 	if err != nil {
 		return nil, err
@@ -248,7 +259,7 @@ func indexDrift(ctx context.Context, q querier, tenant string) ([]model.IndexDri
 			GROUP BY f.session_id ORDER BY f.session_id`},
 		{model.IndexMissingRows, `SELECT m.session_id, COUNT(*) FROM messages m
 			WHERE m.tenant_id = ? AND m.gid < (SELECT next_gid FROM idx.index_state WHERE id = 1)
-			AND NOT EXISTS (SELECT 1 FROM idx.messages_fts f WHERE f.rowid = m.gid)
+			AND NOT EXISTS (SELECT 1 FROM idx.messages_fts f WHERE f.rowid = m.gid << 8)
 			GROUP BY m.session_id ORDER BY m.session_id`},
 	} {
 		rows, err := q.QueryContext(ctx, c.query, tenant)

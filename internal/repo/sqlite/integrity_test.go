@@ -57,8 +57,8 @@ func TestIntegrityFindsAndRepairsDrift(t *testing.T) {
 	}
 	// The index is another file, written by the indexer's own connection.
 	for _, q := range []string{
-		`DELETE FROM messages_fts WHERE rowid = ` + itoa(gidA1),
-		`INSERT INTO messages_fts (rowid, content, tenant_id, session_id, seq) VALUES (-999999, 'ghost', 't', 'ghost', 1)`,
+		`DELETE FROM messages_fts WHERE rowid = ` + itoa(gidA1<<8),
+		`INSERT INTO messages_fts (rowid, content, tenant_id, session_id, seq) VALUES (999999 << 8, 'ghost', 't', 'ghost', 1)`,
 	} {
 		if _, err := s.idb.Exec(q); err != nil {
 			t.Fatal(err)

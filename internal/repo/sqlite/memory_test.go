@@ -320,7 +320,7 @@ func TestMessageIndexCatchesUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	for more := true; more; {
-		if more, err = s.indexStep(ctx, &st); err != nil {
+		if more, err = s.indexStep(ctx, &st, busyStep); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -98,14 +98,12 @@ func (s *Store) Files() (FileSizes, error) {
 // IndexLag counts the messages, of every tenant, that are stored but not
 // searchable yet: what the API's index_lag says for one tenant. ok is false
 // when no indexer runs in this process (search off, or --search-index=false),
-// where the count would only grow and cost a scan of every message to say so.
-// The count walks the gid index from the indexer's position, so it costs what
-// the lag is.
+// where the count would only grow. It is read from the indexer's book
+// (indexlag.go), so it costs what was written since it was last asked.
 func (s *Store) IndexLag(ctx context.Context) (lag int64, ok bool, err error) {
 	if s.idb == nil || s.stopIndexer == nil {
 		return 0, false, nil
 	}
-	err = s.rdb.QueryRowContext(ctx, `SELECT COUNT(*) FROM messages INDEXED BY messages_by_gid
-		WHERE gid >= (SELECT next_gid FROM idx.index_state WHERE id = 1)`).Scan(&lag)
+	lag, err = s.lag.all(ctx, s.rdb)
 	return lag, true, mapErr(err)
 }

@@ -6,7 +6,9 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
+	"os"
 
 	"modernc.org/sqlite"
 )
@@ -24,13 +26,14 @@ import (
 // searchIndexPath is the index file of the database at path.
 func searchIndexPath(path string) string { return path + "-search" }
 
-// searchSchema is the index file's schema. index_state is one row: which
-// database it indexes, how far (every message below next_gid, and next_part
-// parts of message next_gid), and how much of the main file's index_deletes it
-// has applied.
+// searchSchema is the index file's schema, version searchIndexVersion (the
+// file's user_version). index_state is one row: which database it indexes, how
+// far (every message below next_gid, and next_part parts of message next_gid),
+// and how much of the main file's index_deletes it has applied. The scope
+// column holds a row's tenant and session tokens (ftsscope.go).
 const searchSchema = `
 CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5(
-    content, tenant_id UNINDEXED, session_id UNINDEXED, seq UNINDEXED,
+    content, scope, tenant_id UNINDEXED, session_id UNINDEXED, seq UNINDEXED,
     content = '', contentless_delete = 1, contentless_unindexed = 1, tokenize = 'porter unicode61');
 CREATE TABLE IF NOT EXISTS index_state (
     id           INTEGER PRIMARY KEY CHECK (id = 1),
@@ -39,6 +42,12 @@ CREATE TABLE IF NOT EXISTS index_state (
     next_part    INTEGER NOT NULL,
     deletes_upto INTEGER NOT NULL
 );`
+
+// searchIndexVersion is the layout searchSchema makes. A file of another
+// version (1: no scope column, rowids of parts negative) is deleted and built
+// again from the messages: the index is derived data, and rebuilding it costs
+// the indexer's time (docs/operations.md, Upgrading) rather than a migration.
+const searchIndexVersion = 2
 
 // indexState is the index file's progress.
 type indexState struct {
@@ -60,12 +69,38 @@ func openSearchIndex(ctx context.Context, mainPath string, main *sql.DB) (*sql.D
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(NORMAL)")
 	q.Set("_txlock", "immediate")
-	idb, err := sql.Open("sqlite", "file:"+(&url.URL{Path: searchIndexPath(mainPath)}).EscapedPath()+"?"+q.Encode())
+	path := searchIndexPath(mainPath)
+	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
+	idb, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, indexState{}, fmt.Errorf("repo: open search index: %w", err)
 	}
 	idb.SetMaxOpenConns(1)
 	idb.SetConnMaxIdleTime(0)
+	var version int
+	if err := idb.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
+		idb.Close()
+		return nil, indexState{}, fmt.Errorf("repo: read search index version: %w", err)
+	}
+	if version != searchIndexVersion {
+		// An older layout (or a new, empty file): start from an empty file.
+		// Deleting it is instant where dropping a large FTS5 table is not.
+		idb.Close()
+		for _, suffix := range []string{"", "-wal", "-shm"} {
+			if err := os.Remove(path + suffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return nil, indexState{}, fmt.Errorf("repo: remove the old search index: %w", err)
+			}
+		}
+		if idb, err = sql.Open("sqlite", dsn); err != nil {
+			return nil, indexState{}, fmt.Errorf("repo: open search index: %w", err)
+		}
+		idb.SetMaxOpenConns(1)
+		idb.SetConnMaxIdleTime(0)
+		if _, err := idb.ExecContext(ctx, searchSchema+fmt.Sprintf("PRAGMA user_version = %d;", searchIndexVersion)); err != nil {
+			idb.Close()
+			return nil, indexState{}, fmt.Errorf("repo: search index schema: %w", err)
+		}
+	}
 	st, err := checkSearchIndex(ctx, idb, main)
 	if err != nil {
 		idb.Close()
@@ -150,21 +185,13 @@ func (s *Store) noteDeletedMessages(ctx context.Context, tx *sql.Tx, tenant, ses
 		return err
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO index_deletes (gid, bytes)
-		SELECT gid, length(CAST(content AS BLOB)) FROM messages
+		SELECT gid, octet_length(content) FROM messages
 		WHERE tenant_id = ? AND session_id = ? AND seq > ? AND seq <= ?`, tenant, session, after, upto); err != nil {
 		return err
 	}
 	_, err := tx.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES ('gid_high_water', ?)
 		ON CONFLICT (key) DO UPDATE SET value = excluded.value`, itoa(s.gid))
 	return err
-}
-
-// indexLag counts the tenant's messages the index has not reached yet.
-func indexLag(ctx context.Context, q querier, tenant string) (int64, error) {
-	var n int64
-	err := q.QueryRowContext(ctx, `SELECT COUNT(*) FROM messages INDEXED BY messages_by_gid
-		WHERE gid >= (SELECT next_gid FROM idx.index_state WHERE id = 1) AND tenant_id = ?`, tenant).Scan(&n)
-	return n, err
 }
 
 // mustConnector is a plain connector for a DSN this package built.

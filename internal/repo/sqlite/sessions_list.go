@@ -14,6 +14,13 @@ import (
 // ListSessions returns one page of the tenant's sessions, newest first (or
 // oldest first). A cursor from another filter is KindBadRequest
 // (invalid_cursor).
+//
+// Each page is one range of an index: with a metadata filter, session_meta's
+// rows for that key and value (the other filters checked on each session);
+// with a title the trigram index finds few of, those sessions, sorted;
+// otherwise sessions' own keyset indexes. Newest first, the cursor is the
+// range's upper bound (repo.SessionRangeOf), so a deep page costs what the
+// first does.
 func (s *Store) ListSessions(ctx context.Context, tenant string, f model.SessionFilter, p repo.PageRequest) (model.Page[model.Session], error) {
 	q := repo.Fingerprint("sessions", f)
 	cur, hasCur, err := repo.DecodeCursor(p.Cursor, q)
@@ -25,22 +32,13 @@ func (s *Store) ListSessions(ctx context.Context, tenant string, f model.Session
 		return model.Page[model.Session]{}, mapErr(err)
 	}
 	defer tx.Rollback()
-	from, where, args, err := sessionsWhere(ctx, tx, tenant, f)
+	few, err := titleFew(ctx, tx, tenant, f)
 	if err != nil {
 		return model.Page[model.Session]{}, err
 	}
-	dir, cmp := "DESC", "<"
-	if f.Oldest {
-		dir, cmp = "ASC", ">"
-	}
-	if hasCur {
-		where = append(where, "(created_at, id) "+cmp+" (?, ?)")
-		args = append(args, cur.N, cur.S)
-	}
 	limit := p.Clamp()
-	args = append(args, limit+1)
-	rows, err := tx.QueryContext(ctx, `SELECT `+sessionColumns+` FROM `+from+` WHERE `+
-		strings.Join(where, " AND ")+` ORDER BY created_at `+dir+`, id `+dir+` LIMIT ?`, args...)
+	query, args := listSessionsSQL(tenant, f, few, cur, hasCur, limit)
+	rows, err := tx.QueryContext(ctx, query, args...)
 	if err != nil {
 		return model.Page[model.Session]{}, mapErr(err)
 	}
@@ -82,66 +80,138 @@ func (s *Store) CountSessions(ctx context.Context, tenant string, f model.Sessio
 }
 
 // sessionsWhere is what a list of the tenant's sessions with f's filters
-// reads (the sessions table, or those of them a title filter found) and its
-// condition, the cursor aside, with their arguments in order.
+// reads (sessions as s, joined to what drives the read) and its condition,
+// the page's range aside, with their arguments in order.
 func sessionsWhere(ctx context.Context, tx *sql.Tx, tenant string, f model.SessionFilter) (from string, where []string, args []any, err error) {
-	from = "sessions"
-	if f.Title != "" {
-		ids, few, err := titleCandidates(ctx, tx, tenant, f.Title)
-		if err != nil {
-			return "", nil, nil, err
-		}
-		if few {
-			// CROSS JOIN keeps SQLite from walking the tenant's sessions in
-			// the list's order to look each up among the few; the few are
-			// sorted instead.
-			from = "(SELECT s.* FROM json_each(?) j CROSS JOIN sessions s ON s.tenant_id = ? AND s.id = j.value) AS sessions"
-			args = append(args, ids, tenant)
-		}
+	few, err := titleFew(ctx, tx, tenant, f)
+	if err != nil {
+		return "", nil, nil, err
 	}
-	where = append(where, "tenant_id = ?")
-	args = append(args, tenant)
-	if f.Status != "" {
-		where = append(where, "status = ?")
-		args = append(args, f.Status)
-	}
-	if f.AgentID != "" {
-		where = append(where, "agent_id = ?")
-		args = append(args, f.AgentID)
-	}
-	if f.UserID != "" {
-		where = append(where, "user_id = ?")
-		args = append(args, f.UserID)
-	}
-	for _, m := range f.Metadata {
-		// json_each names keys literally, so a key with dots or quotes needs no
-		// path escaping; the CASE renders values the way JSON writes them.
-		where = append(where, `EXISTS (SELECT 1 FROM json_each(sessions.metadata) j WHERE j.key = ? AND
-			CASE j.type WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' WHEN 'null' THEN 'null'
-			ELSE CAST(j.value AS TEXT) END = ?)`)
-		args = append(args, m.Key, m.Value)
-	}
+	sel := selectSessions(tenant, f, few)
+	where, args = sel.where, sel.args
 	if f.CreatedAfter != nil {
-		where = append(where, "created_at > ?")
-		args = append(args, int64(*f.CreatedAfter))
+		where, args = append(where, sel.created+" > ?"), append(args, int64(*f.CreatedAfter))
 	}
 	if f.CreatedBefore != nil {
-		where = append(where, "created_at < ?")
-		args = append(args, int64(*f.CreatedBefore))
+		where, args = append(where, sel.created+" < ?"), append(args, int64(*f.CreatedBefore))
+	}
+	return sel.from, where, args, nil
+}
+
+// sessionSelect is a list's source and filters, its created range and
+// cursor aside; created and id are the keyset's columns in from.
+type sessionSelect struct {
+	from, created, id string
+	where             []string
+	args              []any
+}
+
+// selectSessions reads the few sessions a title filter found (few, a JSON
+// array of ids, when not nil), or session_meta's rows of an indexed metadata
+// filter, or the sessions themselves.
+func selectSessions(tenant string, f model.SessionFilter, few *string) sessionSelect {
+	sel := sessionSelect{from: "sessions s", created: "s.created_at", id: "s.id"}
+	rest := f.Metadata
+	switch by, others, indexed := repo.IndexedMetadata(f.Metadata); {
+	case few != nil:
+		// CROSS JOIN keeps SQLite from walking the tenant's sessions in
+		// the list's order to look each up among the few; the few are
+		// sorted instead.
+		sel.from = "(SELECT s.* FROM json_each(?) j CROSS JOIN sessions s ON s.tenant_id = ? AND s.id = j.value) AS s"
+		sel.args = append(sel.args, *few, tenant)
+		sel.where, sel.args = append(sel.where, "s.tenant_id = ?"), append(sel.args, tenant)
+	case indexed:
+		sel.from = "session_meta k CROSS JOIN sessions s ON s.tenant_id = k.tenant_id AND s.id = k.session_id"
+		sel.created, sel.id = "k.created_at", "k.session_id"
+		sel.where = append(sel.where, "k.tenant_id = ?", "k.key = ?", "k.value = ?")
+		sel.args = append(sel.args, tenant, by.Key, by.Value)
+		rest = others
+	default:
+		sel.where, sel.args = append(sel.where, "s.tenant_id = ?"), append(sel.args, tenant)
+	}
+	if f.Status != "" {
+		sel.where, sel.args = append(sel.where, "s.status = ?"), append(sel.args, f.Status)
+	}
+	if f.AgentID != "" {
+		sel.where, sel.args = append(sel.where, "s.agent_id = ?"), append(sel.args, f.AgentID)
+	}
+	if f.UserID != "" {
+		sel.where, sel.args = append(sel.where, "s.user_id = ?"), append(sel.args, f.UserID)
+	}
+	for _, m := range rest {
+		// json_each names keys literally, so a key with dots or quotes needs no
+		// path escaping; the CASE renders values the way JSON writes them.
+		sel.where = append(sel.where, `EXISTS (SELECT 1 FROM json_each(s.metadata) j WHERE j.key = ? AND
+			CASE j.type WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' WHEN 'null' THEN 'null'
+			ELSE CAST(j.value AS TEXT) END = ?)`)
+		sel.args = append(sel.args, m.Key, m.Value)
 	}
 	if f.DueBefore != nil {
-		where = append(where, "pause_until IS NOT NULL AND pause_until <= ?")
-		args = append(args, int64(*f.DueBefore))
+		sel.where, sel.args = append(sel.where, "s.pause_until IS NOT NULL AND s.pause_until <= ?"), append(sel.args, int64(*f.DueBefore))
 	}
 	if f.Title != "" {
 		// SQLite's LIKE folds A–Z only, as model.FoldTitle does (and costs
 		// a walk half what lower() and instr() do).
-		where = append(where, `title LIKE ? ESCAPE '\'`)
-		args = append(args, "%"+likeEscaper.Replace(f.Title)+"%")
+		sel.where, sel.args = append(sel.where, `s.title LIKE ? ESCAPE '\'`), append(sel.args, "%"+likeEscaper.Replace(f.Title)+"%")
 	}
-	where = append(where, "(expires_at IS NULL OR expires_at > ?)")
-	args = append(args, int64(model.Now()))
-	return from, where, args, nil
+	sel.where, sel.args = append(sel.where, "(s.expires_at IS NULL OR s.expires_at > ?)"), append(sel.args, int64(model.Now()))
+	return sel
+}
+
+// listSessionsSQL is ListSessions' statement for one page of limit+1 rows.
+func listSessionsSQL(tenant string, f model.SessionFilter, few *string, cur repo.Cursor, hasCur bool, limit int) (string, []any) {
+	sel := selectSessions(tenant, f, few)
+	where, args := sel.where, sel.args
+	dir := "DESC"
+	if f.Oldest {
+		// Oldest first, the cursor is a lower bound beside created_after.
+		dir = "ASC"
+		if f.CreatedAfter != nil {
+			where, args = append(where, sel.created+" > ?"), append(args, int64(*f.CreatedAfter))
+		}
+		if f.CreatedBefore != nil {
+			where, args = append(where, sel.created+" < ?"), append(args, int64(*f.CreatedBefore))
+		}
+		if hasCur {
+			where, args = append(where, "("+sel.created+", "+sel.id+") > (?, ?)"), append(args, cur.N, cur.S)
+		}
+	} else {
+		r := repo.SessionRangeOf(f, cur, hasCur)
+		if r.After != nil {
+			where, args = append(where, sel.created+" > ?"), append(args, *r.After)
+		}
+		if r.Before != nil {
+			where, args = append(where, sel.created+" < ?"), append(args, *r.Before)
+		}
+		if r.Cursor != nil {
+			where, args = append(where, "("+sel.created+", "+sel.id+") < (?, ?)"), append(args, r.Cursor.N, r.Cursor.S)
+		}
+	}
+	args = append(args, limit+1)
+	return `SELECT ` + sessionColumnsOf("s") + ` FROM ` + sel.from + ` WHERE ` + strings.Join(where, " AND ") +
+		` ORDER BY ` + sel.created + ` ` + dir + `, ` + sel.id + ` ` + dir + ` LIMIT ?`, args
+}
+
+// sessionColumnsOf is sessionColumns, each named through the table alias a.
+func sessionColumnsOf(a string) string {
+	cols := strings.Split(sessionColumns, ",")
+	for i, c := range cols {
+		cols[i] = a + "." + strings.TrimSpace(c)
+	}
+	return strings.Join(cols, ", ")
+}
+
+// titleFew is titleCandidates for f's title, when it has one and the index
+// finds few: nil otherwise.
+func titleFew(ctx context.Context, tx *sql.Tx, tenant string, f model.SessionFilter) (*string, error) {
+	if f.Title == "" {
+		return nil, nil
+	}
+	ids, few, err := titleCandidates(ctx, tx, tenant, f.Title)
+	if err != nil || !few {
+		return nil, err
+	}
+	return &ids, nil
 }
 
 // likeEscaper makes a text a LIKE pattern's literal part.

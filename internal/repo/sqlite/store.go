@@ -62,6 +62,7 @@ type Store struct {
 	stopIndexer    chan struct{} // nil when no indexer runs
 	indexerDone    chan struct{}
 	deletesApplied atomic.Int64 // index_deletes rows the indexer has applied
+	lag            *lagBook     // per tenant, the messages the indexer has not reached (indexlag.go)
 	lastCommit     atomic.Int64 // when the writer last committed (Unix ns), for the indexer
 	inGroup        atomic.Bool  // the writer is running a group, for the checkpointer
 	lastParts      struct {     // the indexer's alone (partsOf)
@@ -92,6 +93,7 @@ type Store struct {
 
 	pendingCrash repo.FaultKind // a crash injected inside a write, applied at the group's commit
 
+	runner       string                                // this process's name on the jobs it runs (jobs.go)
 	observer     atomic.Pointer[observerBox]           // told of each group (metrics.go); nil: no one
 	ckptObserver atomic.Pointer[checkpointObserverBox] // told of each checkpoint (metrics.go)
 	wal          walBound                              // the writer's bound on the WAL (checkpointer.go)
@@ -256,12 +258,14 @@ func Open(ctx context.Context, cfg Config) (s *Store, err error) {
 		sessions:        sessionCache{m: map[sessionKey]*sessionState{}},
 		syncFull:        sync == "FULL",
 		wal:             walBound{path: cfg.Path + "-wal", max: walMax},
+		runner:          newID("run_"),
 	}
 	if s.maxBatch <= 0 {
 		s.maxBatch = 1000
 	}
 	s.vectors = repo.NewVectorCache(s.loadVectors, cfg.VectorCacheBytes)
 	s.deletesApplied.Store(index.deletesUpto)
+	s.lag = newLagBook(index.nextGID)
 	go s.runWriter()
 	go s.runCheckpointer(s.stopCheckpoints, s.checkpointsDone)
 	if idb != nil && !cfg.NoMessageIndex {
