@@ -326,8 +326,8 @@ func (s *Store) messageByKey(ctx context.Context, tx *sql.Tx, g *group, tenant, 
 
 // flush writes what the group staged: the rows, each touched session's
 // counters (once, whatever the number of its appends), and the request keys.
-// Nothing else: a row is its own event of the live feed, and the search index
-// and embeddings follow the rows by gid.
+// Nothing else: a row is its own event of the live feed, and the search index,
+// the embeddings and the usage rollups follow the rows by gid.
 func (s *Store) flush(ctx context.Context, tx *sql.Tx, g *group) error {
 	if len(g.rows) == 0 && len(g.reqKeys) == 0 {
 		return nil
@@ -365,9 +365,6 @@ func (s *Store) flush(ctx context.Context, tx *sql.Tx, g *group) error {
 			return err
 		}
 	}
-	if err := flushUsage(ctx, tx, g); err != nil {
-		return err
-	}
 	for _, k := range g.touched {
 		st := s.sessions.m[k]
 		if st == nil { // forgotten since: a closure runs only after a flush, so this cannot be
@@ -390,30 +387,6 @@ func (s *Store) flush(ctx context.Context, tx *sql.Tx, g *group) error {
 		}
 	}
 	*g = *newGroup()
-	return nil
-}
-
-// flushUsage adds the group's rows to the usage rollups, one statement per
-// session: a session's rows in a group are a run of seqs.
-func flushUsage(ctx context.Context, tx *sql.Tx, g *group) error {
-	type run struct{ lo, hi int64 }
-	runs := map[sessionKey]*run{}
-	var order []sessionKey
-	for _, sr := range g.rows {
-		k, seq := sessionKey{sr.tenant, sr.session}, sr.r.msg.Seq
-		if r := runs[k]; r != nil {
-			r.lo, r.hi = min(r.lo, seq), max(r.hi, seq)
-			continue
-		}
-		runs[k] = &run{seq, seq}
-		order = append(order, k)
-	}
-	for _, k := range order {
-		r := runs[k]
-		if err := applyUsage(ctx, tx, k.tenant, k.id, r.lo-1, r.hi, +1); err != nil {
-			return err
-		}
-	}
 	return nil
 }
 

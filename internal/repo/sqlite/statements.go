@@ -26,6 +26,9 @@ type writerStatements struct {
 	updateSessionCountersActivate *sql.Stmt
 	insertRequestKey              *sql.Stmt
 	insertEvent                   *sql.Stmt
+
+	// The usage folder's (usagefold.go).
+	usageFolded, usageStretch, addUsageDaily, addUsageSession, setUsageFolded *sql.Stmt
 }
 
 func prepareWriterStatements(ctx context.Context, db *sql.DB) (writerStatements, error) {
@@ -62,6 +65,11 @@ func prepareWriterStatements(ctx context.Context, db *sql.DB) (writerStatements,
 			turn_count = ?, updated_at = ?, status = 'active' WHERE tenant_id = ? AND id = ? AND status = 'created'`},
 		{&st.insertRequestKey, `INSERT INTO request_keys (tenant_id, session_id, key, request_hash, seqs, created_at)
 			VALUES (?, ?, ?, ?, ?, ?)`},
+		{&st.usageFolded, usageFoldedSQL},
+		{&st.usageStretch, usageStretchSQL},
+		{&st.addUsageDaily, addUsageDailySQL},
+		{&st.addUsageSession, addUsageSessionSQL},
+		{&st.setUsageFolded, setUsageFoldedSQL},
 	} {
 		s, err := db.PrepareContext(ctx, p.sql)
 		if err != nil {

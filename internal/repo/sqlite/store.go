@@ -69,6 +69,15 @@ type Store struct {
 		parts []string
 	}
 
+	// The usage folder (usagefold.go): woken after commits; committedGID is
+	// the writer's gid as of its last commit, usageFolded the folder's mark.
+	usageWake        chan struct{}
+	stopUsageFolder  chan struct{}
+	usageFolderDone  chan struct{}
+	committedGID     atomic.Int64
+	usageFolded      atomic.Int64
+	closeUsageFolder sync.Once
+
 	queue  chan *writeOp
 	events repo.EventSignal // the live feed's readers, woken after each commit of events
 	// eventsWritten says that the writer's current group recorded events.
@@ -182,9 +191,12 @@ func Open(ctx context.Context, cfg Config) (s *Store, err error) {
 	if err != nil {
 		return nil, err
 	}
-	var lastGID int64
+	var lastGID, folded int64
 	if err := st.maxGID.QueryRowContext(ctx).Scan(&lastGID); err != nil {
 		return nil, fmt.Errorf("repo: read the last message number: %w", err)
+	}
+	if err := st.usageFolded.QueryRowContext(ctx).Scan(&folded); err != nil {
+		return nil, fmt.Errorf("repo: read the usage rollups' progress: %w", err)
 	}
 	feedSecret, err := loadFeedSecret(ctx, wdb)
 	if err != nil {
@@ -245,6 +257,9 @@ func Open(ctx context.Context, cfg Config) (s *Store, err error) {
 		stopCheckpoints: make(chan struct{}),
 		checkpointsDone: make(chan struct{}),
 		indexWake:       make(chan struct{}, 1),
+		usageWake:       make(chan struct{}, 1),
+		stopUsageFolder: make(chan struct{}),
+		usageFolderDone: make(chan struct{}),
 		queue:           make(chan *writeOp, 4096),
 		writerDone:      make(chan struct{}),
 		maxBatch:        cfg.MaxBatch,
@@ -262,7 +277,10 @@ func Open(ctx context.Context, cfg Config) (s *Store, err error) {
 	}
 	s.vectors = repo.NewVectorCache(s.loadVectors, cfg.VectorCacheBytes)
 	s.deletesApplied.Store(index.deletesUpto)
+	s.committedGID.Store(lastGID)
+	s.usageFolded.Store(folded)
 	go s.runWriter()
+	go s.runUsageFolder(s.stopUsageFolder, s.usageFolderDone)
 	go s.runCheckpointer(s.stopCheckpoints, s.checkpointsDone)
 	if idb != nil && !cfg.NoMessageIndex {
 		s.stopIndexer, s.indexerDone = make(chan struct{}), make(chan struct{})
@@ -324,6 +342,18 @@ func (s *Store) Ping(ctx context.Context) error {
 // Close stops taking writes, lets the writer finish every queued write, checkpoints
 // the WAL into the main file and closes both pools.
 func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.mu.Unlock()
+	// The folder writes through the queue: it stops first. (What it leaves
+	// unfolded is read as the tail, and folded by the next Open's folder.)
+	s.closeUsageFolder.Do(func() {
+		close(s.stopUsageFolder)
+		<-s.usageFolderDone
+	})
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()

@@ -132,8 +132,13 @@ func (s *Store) runWriter() {
 			s.eventsWritten = false
 			s.events.Signal()
 		}
+		s.committedGID.Store(s.gid)
 		select { // new messages, perhaps: the indexer looks
 		case s.indexWake <- struct{}{}:
+		default:
+		}
+		select { // and the usage folder
+		case s.usageWake <- struct{}{}:
 		default:
 		}
 		s.boundWAL(now)
