@@ -116,8 +116,8 @@ type attachingConnector struct {
 	indexPath string
 }
 
-func newReadConnector(dsn, indexPath string) (driver.Connector, error) {
-	c, err := sqlite.NewConnector(dsn)
+func newReadConnector(connect func(string) (driver.Connector, error), dsn, indexPath string) (driver.Connector, error) {
+	c, err := connect(dsn)
 	if err != nil {
 		return nil, err
 	}

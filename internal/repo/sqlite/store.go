@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/logbook/logbook/internal/repo"
-	_ "modernc.org/sqlite" // registers the "sqlite" driver (pure Go, no cgo)
+	"modernc.org/sqlite" // also registers the "sqlite" driver (pure Go, no cgo)
 )
 
 // Config says where the database lives and how hard it syncs.
@@ -44,6 +44,13 @@ type Config struct {
 	// it the writer hands over for a RESTART checkpoint between two groups.
 	// 0 means DefaultWALMaxBytes; negative, no bound (PASSIVE checkpoints only).
 	WALMaxBytes int64
+
+	// connect opens the database's connections (nil: the driver's own). The
+	// cost guard (cost_test.go) counts statements through it.
+	connect func(dsn string) (driver.Connector, error)
+	// noUsageFolder leaves the usage rollups unfolded (reads add the tail),
+	// so that a test sees the writer's groups without the folder's writes.
+	noUsageFolder bool
 }
 
 // Store is the storage handle. Its methods are safe for concurrent use.
@@ -171,7 +178,18 @@ func Open(ctx context.Context, cfg Config) (s *Store, err error) {
 	if walMax > 0 {
 		writerDSN += fmt.Sprintf("&_pragma=journal_size_limit(%d)", walMax)
 	}
-	wdb, err := open(sql.Open("sqlite", writerDSN))
+	connect := cfg.connect
+	if connect == nil {
+		connect = sqlite.NewConnector
+	}
+	openDSN := func(dsn string) (*sql.DB, error) {
+		c, err := connect(dsn)
+		if err != nil {
+			return nil, err
+		}
+		return open(sql.OpenDB(c), nil)
+	}
+	wdb, err := openDSN(writerDSN)
 	if err != nil {
 		return nil, fmt.Errorf("repo: open writer: %w", err)
 	}
@@ -213,7 +231,7 @@ func Open(ctx context.Context, cfg Config) (s *Store, err error) {
 
 	// The checkpoint connection's busy timeout is how long a RESTART waits
 	// for readers while the writer waits for it.
-	cdb, err := open(sql.Open("sqlite", dsnWait(cfg.Path, false, sync, restartWait)))
+	cdb, err := openDSN(dsnWait(cfg.Path, false, sync, restartWait))
 	if err != nil {
 		return nil, fmt.Errorf("repo: open checkpointer: %w", err)
 	}
@@ -222,10 +240,10 @@ func Open(ctx context.Context, cfg Config) (s *Store, err error) {
 	readDSN := dsn(cfg.Path, true, sync)
 	var rdb *sql.DB
 	if cfg.NoSearch {
-		rdb, err = open(sql.Open("sqlite", readDSN))
+		rdb, err = openDSN(readDSN)
 	} else {
 		var conn driver.Connector
-		if conn, err = newReadConnector(readDSN, searchIndexPath(cfg.Path)); err == nil {
+		if conn, err = newReadConnector(connect, readDSN, searchIndexPath(cfg.Path)); err == nil {
 			rdb, err = open(sql.OpenDB(conn), nil)
 		}
 	}
@@ -280,7 +298,11 @@ func Open(ctx context.Context, cfg Config) (s *Store, err error) {
 	s.committedGID.Store(lastGID)
 	s.usageFolded.Store(folded)
 	go s.runWriter()
-	go s.runUsageFolder(s.stopUsageFolder, s.usageFolderDone)
+	if cfg.noUsageFolder {
+		close(s.usageFolderDone)
+	} else {
+		go s.runUsageFolder(s.stopUsageFolder, s.usageFolderDone)
+	}
 	go s.runCheckpointer(s.stopCheckpoints, s.checkpointsDone)
 	if idb != nil && !cfg.NoMessageIndex {
 		s.stopIndexer, s.indexerDone = make(chan struct{}), make(chan struct{})
@@ -394,7 +416,7 @@ func (s *Store) IntegrityCheck(ctx context.Context) (string, error) {
 	if s.idb == nil {
 		db = sql.OpenDB(mustConnector(s.readDSN))
 	} else {
-		conn, err := newReadConnector(s.readDSN, searchIndexPath(s.path))
+		conn, err := newReadConnector(sqlite.NewConnector, s.readDSN, searchIndexPath(s.path))
 		if err != nil {
 			return "", mapErr(err)
 		}
