@@ -135,6 +135,7 @@ func (s *Store) appendGroupOncePG(ctx context.Context, jobs []*appendJobPG) (out
 	if err := appendSendCommitPG(ctx, conn.Conn(), b); err != nil {
 		return out, err
 	}
+	s.kickSequencer()
 	if crashAfter { // stored, but the answers are lost
 		return out, model.Unavailable(fmt.Errorf("%w: %s", repo.ErrInjected, repo.FaultCrashAfterCommit))
 	}

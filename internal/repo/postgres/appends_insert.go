@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"encoding/json"
-	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -123,13 +122,11 @@ func (w *appendInsertsPG) queue(b *pgx.Batch) {
 			w.parts, w.isError, w.providerItem, w.cumTurns)
 	}
 	if w.rows > 0 {
-		// The group's rows are one session's run of seqs.
-		queueUsagePG(b, w.tenant, w.session, slices.Min(w.seq)-1, slices.Max(w.seq), +1)
-		// The live feed's events, in seq order, told at commit (events.go).
-		b.Queue(`WITH e AS (INSERT INTO events (tenant_id, session_id, type, message_id, seq, created_at)
-				SELECT $1, $2, '`+string(model.EventMessageAppended)+`', u.id, u.seq, $5
-				FROM unnest($3::text[], $4::bigint[]) AS u(id, seq))
-			SELECT pg_notify('`+eventsRecordedChannel+`', '')`, w.tenant, w.session, w.id, w.seq, int64(model.Now()))
+		// The live feed's events, in seq order, numbered after the commit
+		// (kickSequencer); the usage rollups follow them (usagefold.go).
+		b.Queue(`INSERT INTO events (tenant_id, session_id, type, message_id, seq, created_at)
+			SELECT $1, $2, '`+string(model.EventMessageAppended)+`', u.id, u.seq, $5
+			FROM unnest($3::text[], $4::bigint[]) AS u(id, seq)`, w.tenant, w.session, w.id, w.seq, int64(model.Now()))
 	}
 	if len(w.fileSeq) > 0 {
 		// With the session's user, so that "does this user reference this

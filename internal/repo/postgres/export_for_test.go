@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/logbook/logbook/internal/model"
 )
 
 // FilesReleaseForTest runs releaseFilesPG in a transaction of its own, for the
@@ -35,3 +37,20 @@ func SetEfSearchForTest(ef int) { efSearchMin = ef }
 func PGVectorAtLeastForTest(version string, major, minor int) bool {
 	return pgvectorAtLeast(version, major, minor)
 }
+
+// FoldUsageForTest numbers the committed events and folds them into the
+// usage rollups, all of them, as the folder does in the background.
+func FoldUsageForTest(ctx context.Context, s *Store) error {
+	if err := sequenceEventsPG(ctx, s.pool); err != nil {
+		return err
+	}
+	for {
+		more, err := s.foldUsagePG(ctx)
+		if err != nil || !more {
+			return err
+		}
+	}
+}
+
+// UsageQueryForTest is the statement Usage runs for q.
+func UsageQueryForTest(tenant string, q model.UsageQuery) (string, []any) { return usageQueryPG(tenant, q) }

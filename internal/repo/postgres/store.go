@@ -60,6 +60,11 @@ type Store struct {
 	listenOnce sync.Once          // the feed's listener starts with its first reader
 	stopListen context.CancelFunc // set by listenOnce
 	listenDone chan struct{}
+
+	// The sequencer and the usage folder (usagefold.go), woken by appends.
+	sequenceWake, usageWake        chan struct{}
+	stopBackground                 context.CancelFunc
+	sequencerDone, usageFolderDone chan struct{}
 }
 
 // Open connects to cfg.URL, applies migrations when cfg.Migrate is set, and
@@ -105,6 +110,12 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 			s.pgvectorErr = err
 		}
 	}
+	bg, stop := context.WithCancel(context.Background())
+	s.stopBackground = stop
+	s.sequenceWake, s.usageWake = make(chan struct{}, 1), make(chan struct{}, 1)
+	s.sequencerDone, s.usageFolderDone = make(chan struct{}), make(chan struct{})
+	go s.runSequencer(bg)
+	go s.runUsageFolder(bg)
 	return s, nil
 }
 
@@ -122,6 +133,12 @@ func (s *Store) Close() error {
 	if s.stopListen != nil {
 		s.stopListen()
 		<-s.listenDone
+	}
+	if s.stopBackground != nil {
+		s.stopBackground()
+		<-s.sequencerDone
+		<-s.usageFolderDone
+		s.stopBackground = nil
 	}
 	s.pool.Close()
 	return nil
