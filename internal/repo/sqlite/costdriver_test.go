@@ -87,7 +87,9 @@ type costConn struct {
 
 func collapse(q string) string { return strings.Join(strings.Fields(q), " ") }
 
-func (c *costConn) note(kind, q string) { c.r.add(costEvent{role: c.role, kind: kind, sql: collapse(q)}) }
+func (c *costConn) note(kind, q string) {
+	c.r.add(costEvent{role: c.role, kind: kind, sql: collapse(q)})
+}
 
 func (c *costConn) Prepare(q string) (driver.Stmt, error) {
 	return c.PrepareContext(context.Background(), q)
