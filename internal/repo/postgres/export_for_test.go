@@ -53,4 +53,6 @@ func FoldUsageForTest(ctx context.Context, s *Store) error {
 }
 
 // UsageQueryForTest is the statement Usage runs for q.
-func UsageQueryForTest(tenant string, q model.UsageQuery) (string, []any) { return usageQueryPG(tenant, q) }
+func UsageQueryForTest(tenant string, q model.UsageQuery) (string, []any) {
+	return usageQueryPG(tenant, q)
+}
