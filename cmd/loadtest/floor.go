@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strconv"
 	"syscall"
 	"time"
@@ -43,11 +44,25 @@ func floorServe(args []string) error {
 	fs := flag.NewFlagSet(floorCmd, flag.ContinueOnError)
 	dbPath := fs.String("db", "", "SQLite database file (created and migrated if new)")
 	addr := fs.String("addr", "127.0.0.1:0", "listen address")
+	profile := fs.String("cpu-profile", "", "write a CPU profile of the run to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *dbPath == "" {
 		return errors.New("floor-serve: -db is required")
+	}
+	if *profile != "" {
+		out, err := os.Create(*profile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(out); err != nil {
+			return err
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			out.Close()
+		}()
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

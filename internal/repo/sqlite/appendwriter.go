@@ -39,6 +39,7 @@ type sessionState struct {
 	lastSeq, count, tokens, turns int64
 	cost                          float64
 	expiresAt                     sql.NullInt64
+	agent                         sql.NullString // the usage rollups' agent of a message that names none
 	dirty, activate               bool
 }
 
@@ -77,7 +78,7 @@ func (s *Store) sessionState(ctx context.Context, tx *sql.Tx, tenant, id string)
 	}
 	st := &sessionState{}
 	err := tx.StmtContext(ctx, s.st.selectSessionState).QueryRowContext(ctx, tenant, id).
-		Scan(&st.status, &st.lastSeq, &st.count, counterInt{&st.tokens}, counterFloat{&st.cost}, &st.turns, &st.expiresAt)
+		Scan(&st.status, &st.lastSeq, &st.count, counterInt{&st.tokens}, counterFloat{&st.cost}, &st.turns, &st.expiresAt, &st.agent)
 	switch {
 	case err == sql.ErrNoRows:
 		return nil, nil
@@ -358,8 +359,14 @@ func (s *Store) flush(ctx context.Context, tx *sql.Tx, g *group) error {
 		}
 	}
 	// Each row is its own message.appended event (events.go): the feed's
-	// readers look after the commit.
+	// readers look after the commit. The usage folder takes the rows from
+	// memory (usageAcc), not from the table.
 	s.eventsWritten = s.eventsWritten || len(g.rows) > 0
+	if s.usage.valid {
+		for _, sr := range g.rows {
+			s.usage.add(sr.tenant, sr.session, &sr.r.msg, s.sessions.m[sessionKey{sr.tenant, sr.session}])
+		}
+	}
 	for k, p := range g.pins {
 		if err := pinAgent(ctx, tx, k.tenant, p); err != nil {
 			return err

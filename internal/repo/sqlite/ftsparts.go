@@ -66,11 +66,11 @@ func partRowID(gid int64, k int) int64 {
 // gidOfRowIDSQL is the gid of the message that FTS5 row f belongs to.
 const gidOfRowIDSQL = `(CASE WHEN f.rowid > 0 THEN f.rowid ELSE (-f.rowid) >> 8 END)`
 
-// indexPartsFrom inserts parts from..len(parts)-1 of one message.
-func indexPartsFrom(ctx context.Context, tx *sql.Tx, tenant, session string, seq, gid int64, parts []string, from int) error {
+// indexPartsFrom inserts parts from..len(parts)-1 of one message through
+// insert (indexerStatements.insert, in the step's transaction).
+func indexPartsFrom(ctx context.Context, insert *sql.Stmt, tenant, session string, seq, gid int64, parts []string, from int) error {
 	for k := from; k < len(parts); k++ {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO messages_fts (rowid, content, tenant_id, session_id, seq) VALUES (?, ?, ?, ?, ?)`,
-			partRowID(gid, k), parts[k], tenant, session, seq); err != nil {
+		if _, err := insert.ExecContext(ctx, partRowID(gid, k), parts[k], tenant, session, seq); err != nil {
 			return err
 		}
 	}

@@ -109,6 +109,7 @@ type sessionImport struct {
 }
 
 func (s *Store) newSessionImport(ctx context.Context, tx *sql.Tx, tenant string, opts model.ImportOptions) *sessionImport {
+	s.usage.invalidate() // the imported messages are no appends' (usagefold.go)
 	return &sessionImport{s: s, tx: tx, tenant: tenant, opts: opts, fileChunk: -1, insert: tx.StmtContext(ctx, s.st.insertMessage)}
 }
 

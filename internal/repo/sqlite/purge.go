@@ -307,6 +307,7 @@ func (s *Store) detachFork(ctx context.Context, tx *sql.Tx, tenant, fork string)
 // copySegment copies one stored segment of a lineage under fork, copyChunk rows
 // at a time so that a long prefix is never held in memory at once.
 func (s *Store) copySegment(ctx context.Context, tx *sql.Tx, tenant, fork string, g segment) error {
+	s.usage.invalidate() // the copies are no appends' (usagefold.go)
 	type row struct {
 		seq                          int64
 		role, content                string

@@ -64,7 +64,8 @@ type Store struct {
 	stopCheckpoints chan struct{}
 	checkpointsDone chan struct{}
 
-	idb            *sql.DB       // the search index file, used only by the indexer (nil with NoSearch)
+	idb            *sql.DB // the search index file, used only by the indexer (nil with NoSearch)
+	ist            indexerStatements
 	indexWake      chan struct{} // the writer's "new messages" to the indexer
 	stopIndexer    chan struct{} // nil when no indexer runs
 	indexerDone    chan struct{}
@@ -83,6 +84,7 @@ type Store struct {
 	usageFolderDone  chan struct{}
 	committedGID     atomic.Int64
 	usageFolded      atomic.Int64
+	usage            usageAcc // the writer's: what its appends stored since the last fold
 	closeUsageFolder sync.Once
 
 	queue  chan *writeOp
@@ -264,12 +266,19 @@ func Open(ctx context.Context, cfg Config) (s *Store, err error) {
 	if err != nil {
 		return nil, err
 	}
+	var ist indexerStatements
+	if idb != nil { // tests and benchmarks drive the indexer's steps with NoMessageIndex
+		if ist, err = prepareIndexerStatements(ctx, rdb, idb); err != nil {
+			return nil, fmt.Errorf("repo: prepare the indexer's statements: %w", err)
+		}
+	}
 
 	s = &Store{
 		wdb:             wdb,
 		rdb:             rdb,
 		cdb:             cdb,
 		idb:             idb,
+		ist:             ist,
 		readDSN:         readDSN,
 		path:            cfg.Path,
 		stopCheckpoints: make(chan struct{}),
@@ -297,6 +306,10 @@ func Open(ctx context.Context, cfg Config) (s *Store, err error) {
 	s.deletesApplied.Store(index.deletesUpto)
 	s.committedGID.Store(lastGID)
 	s.usageFolded.Store(folded)
+	s.usage.restart(folded)
+	if folded < lastGID {
+		s.usage.invalidate() // messages stored before: the folder reads them back first
+	}
 	go s.runWriter()
 	if cfg.noUsageFolder {
 		close(s.usageFolderDone)

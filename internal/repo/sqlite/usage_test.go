@@ -3,6 +3,7 @@ package sqlite
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"fmt"
 	"math"
 	"strings"
@@ -312,4 +313,40 @@ func TestUsageStatementsUseIndexes(t *testing.T) {
 			}
 		}
 	}
+}
+
+// The folder takes the appends' rows from the sums the writer keeps as it
+// flushes them, and trusts those sums only when the stretch's rows on
+// messages_by_gid are as many: a message stored by a path that did not
+// invalidate them (here, a raw insert in a write of its own) is read back
+// from the table instead, and the rollups stay exact.
+func TestUsageFoldCatchesAnUnsummedMessage(t *testing.T) {
+	s := mustOpen(t)
+	ctx := context.Background()
+	if _, err := s.CreateSession(ctx, "t", model.CreateSession{ID: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := s.AppendMessages(ctx, "t", "a", model.AppendRequest{Messages: []model.NewMessage{
+			{Role: model.RoleUser, Content: model.TextContent("hi"), Tokens: int64(i + 1)}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	foldAll(t, s)
+	checkFolded(t, s, "appends folded from the sums")
+	if _, err := s.AppendMessages(ctx, "t", "a", model.AppendRequest{Messages: []model.NewMessage{
+		{Role: model.RoleUser, Content: model.TextContent("summed"), Tokens: 7}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO messages (tenant_id, session_id, seq, id, role, content, tokens, cost,
+			metadata, created_at, gid, cum_tokens, cum_cost) VALUES ('t', 'a', 100, 'msg_raw', 'user', 'raw', 1000, 0, '{}', ?, ?, 0, 0)`,
+			int64(model.Now()), s.nextGID())
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	foldAll(t, s)
+	checkFolded(t, s, "a raw insert beside a summed append")
+	checkUsage(t, s, "t", "a raw insert beside a summed append")
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"time"
+
+	"github.com/logbook/logbook/internal/model"
 )
 
 // The usage rollups follow the messages by gid, as the search indexer does,
@@ -100,28 +102,136 @@ func (u *usageSums) add(n, tokens int64, cost float64) {
 	u.messages, u.tokens, u.cost = u.messages+n, u.tokens+tokens, u.cost+cost
 }
 
-// foldUsage adds the messages with gid in (folded, folded+usageFoldSpan] to
-// the rollups and moves folded past them, in the writer's transaction. It
-// returns where folded stands and whether gids above it remain. Every gid up
-// to s.gid is handed out already (the writer's alone), so nothing can come
-// to stand below the new mark after it moved.
+// usageSet is sums by both rollups' keys, in the order first added.
+type usageSet struct {
+	daily        map[usageKey]*usageSums
+	sessions     map[sessionUsageKey]*usageSums
+	dailyOrder   []usageKey
+	sessionOrder []sessionUsageKey
+	messages     int64
+}
+
+func (u *usageSet) reset() {
+	u.daily, u.sessions = map[usageKey]*usageSums{}, map[sessionUsageKey]*usageSums{}
+	u.dailyOrder, u.sessionOrder, u.messages = u.dailyOrder[:0], u.sessionOrder[:0], 0
+}
+
+func (u *usageSet) add(k usageKey, session string, n, tokens int64, cost float64) {
+	d := u.daily[k]
+	if d == nil {
+		d = &usageSums{}
+		u.daily[k] = d
+		u.dailyOrder = append(u.dailyOrder, k)
+	}
+	d.add(n, tokens, cost)
+	sk := sessionUsageKey{k.tenant, k.day, session}
+	ss := u.sessions[sk]
+	if ss == nil {
+		ss = &usageSums{}
+		u.sessions[sk] = ss
+		u.sessionOrder = append(u.sessionOrder, sk)
+	}
+	ss.add(n, tokens, cost)
+	u.messages += n
+}
+
+// write adds the sums to the rollups, through the writer's statements.
+func (u *usageSet) write(ctx context.Context, tx *sql.Tx, st *writerStatements) error {
+	for _, k := range u.dailyOrder {
+		d := u.daily[k]
+		if _, err := tx.StmtContext(ctx, st.addUsageDaily).ExecContext(ctx, k.tenant, k.day, k.agent, k.model,
+			d.messages, d.tokens, d.cost); err != nil {
+			return err
+		}
+	}
+	for _, k := range u.sessionOrder {
+		d := u.sessions[k]
+		if _, err := tx.StmtContext(ctx, st.addUsageSession).ExecContext(ctx, k.tenant, k.day, k.session,
+			d.messages, d.tokens, d.cost); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// usageAcc is the usage of the messages the writer's appends stored since
+// the folder's mark stood at from, summed as the appends are flushed, so
+// that a fold reads nothing back in the common case: while valid, it holds
+// every message with a gid above from, and nothing else. Whatever else
+// stores or removes messages (a rewind, a purge, an import, a fork's copies,
+// another process's writes, a group rolled back) makes it invalid, and the
+// fold then reads the stretch back from the table until it has caught up.
+// A fold also counts the stretch's rows on messages_by_gid before it trusts
+// the sums: a path that stored or removed messages without saying so is
+// caught there, not in the rollups. The writer's alone.
+type usageAcc struct {
+	usageSet
+	valid bool
+	from  int64
+}
+
+// restart makes the sums empty and valid from the mark folded, which every
+// gid handed out so far is at or below.
+func (a *usageAcc) restart(folded int64) {
+	a.reset()
+	a.valid, a.from = true, folded
+}
+
+func (a *usageAcc) invalidate() { a.valid = false }
+
+// add sums one stored message (of a session st the writer knows).
+func (a *usageAcc) add(tenant, session string, m *model.Message, st *sessionState) {
+	k := usageKey{tenant: tenant, day: int64(m.CreatedAt) / 86_400_000}
+	switch {
+	case m.AgentID != nil:
+		k.agent = *m.AgentID
+	case st != nil && st.agent.Valid:
+		k.agent = st.agent.String
+	}
+	if m.Model != nil {
+		k.model = *m.Model
+	}
+	a.usageSet.add(k, session, 1, m.Tokens, m.Cost)
+}
+
+// foldUsage adds the messages above the folder's mark to the rollups and
+// moves the mark, in the writer's transaction: from the appends' sums when
+// they cover the whole stretch, else at most usageFoldSpan gids read back
+// from the table. It returns where the mark stands and whether gids above it
+// remain. Every gid up to s.gid is handed out already (the writer's alone),
+// so nothing can come to stand below the new mark after it moved.
 func (s *Store) foldUsage(ctx context.Context, tx *sql.Tx) (int64, bool, error) {
 	var from int64
 	if err := tx.StmtContext(ctx, s.st.usageFolded).QueryRowContext(ctx).Scan(&from); err != nil {
 		return 0, false, err
 	}
-	upto := min(s.gid, from+usageFoldSpan)
-	if upto <= from {
+	if from >= s.gid {
+		s.usage.restart(from)
 		return from, false, nil
 	}
+	if s.usage.valid && s.usage.from == from {
+		var stored int64
+		if err := tx.StmtContext(ctx, s.st.usageCount).QueryRowContext(ctx, from, s.gid).Scan(&stored); err != nil {
+			return 0, false, err
+		}
+		if stored == s.usage.messages {
+			if err := s.usage.write(ctx, tx, &s.st); err != nil {
+				return 0, false, err
+			}
+			if _, err := tx.StmtContext(ctx, s.st.setUsageFolded).ExecContext(ctx, s.gid); err != nil {
+				return 0, false, err
+			}
+			s.usage.restart(s.gid)
+			return s.gid, false, nil
+		}
+	}
+	upto := min(s.gid, from+usageFoldSpan)
 	rows, err := tx.StmtContext(ctx, s.st.usageStretch).QueryContext(ctx, from, upto)
 	if err != nil {
 		return 0, false, err
 	}
-	daily := map[usageKey]*usageSums{}
-	sessions := map[sessionUsageKey]*usageSums{}
-	var dailyOrder []usageKey
-	var sessionOrder []sessionUsageKey
+	var set usageSet
+	set.reset()
 	for rows.Next() {
 		var (
 			k         usageKey
@@ -133,41 +243,21 @@ func (s *Store) foldUsage(ctx context.Context, tx *sql.Tx) (int64, bool, error) 
 			rows.Close()
 			return 0, false, err
 		}
-		d := daily[k]
-		if d == nil {
-			d = &usageSums{}
-			daily[k] = d
-			dailyOrder = append(dailyOrder, k)
-		}
-		d.add(n, tokens, cost)
-		sk := sessionUsageKey{k.tenant, k.day, session}
-		ss := sessions[sk]
-		if ss == nil {
-			ss = &usageSums{}
-			sessions[sk] = ss
-			sessionOrder = append(sessionOrder, sk)
-		}
-		ss.add(n, tokens, cost)
+		set.add(k, session, n, tokens, cost)
 	}
 	if err := rows.Err(); err != nil {
 		return 0, false, err
 	}
-	for _, k := range dailyOrder {
-		u := daily[k]
-		if _, err := tx.StmtContext(ctx, s.st.addUsageDaily).ExecContext(ctx, k.tenant, k.day, k.agent, k.model,
-			u.messages, u.tokens, u.cost); err != nil {
-			return 0, false, err
-		}
-	}
-	for _, k := range sessionOrder {
-		u := sessions[k]
-		if _, err := tx.StmtContext(ctx, s.st.addUsageSession).ExecContext(ctx, k.tenant, k.day, k.session,
-			u.messages, u.tokens, u.cost); err != nil {
-			return 0, false, err
-		}
+	if err := set.write(ctx, tx, &s.st); err != nil {
+		return 0, false, err
 	}
 	if _, err := tx.StmtContext(ctx, s.st.setUsageFolded).ExecContext(ctx, upto); err != nil {
 		return 0, false, err
+	}
+	if upto == s.gid {
+		s.usage.restart(upto) // caught up: the appends' sums serve again
+	} else {
+		s.usage.invalidate()
 	}
 	return upto, upto < s.gid, nil
 }
@@ -191,4 +281,6 @@ const (
 		ON CONFLICT (tenant_id, day, session_id) DO UPDATE SET messages = messages + excluded.messages,
 			tokens = tokens + excluded.tokens, cost = cost + excluded.cost`
 	setUsageFoldedSQL = `UPDATE usage_state SET folded = ? WHERE one = 1`
+	// The messages stored in a stretch, counted on the index alone.
+	usageCountSQL = `SELECT COUNT(*) FROM messages INDEXED BY messages_by_gid WHERE gid > ? AND gid <= ?`
 )

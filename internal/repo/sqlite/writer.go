@@ -220,7 +220,8 @@ func (s *Store) runGroup(batch []*writeOp) (results []error, err error) {
 	defer func() {
 		if !committed {
 			_ = tx.Rollback()
-			s.sessions.reset() // what was staged for this group never happened
+			s.sessions.reset()   // what was staged for this group never happened
+			s.usage.invalidate() // nor was what the appends summed stored
 		}
 	}()
 	if err := s.noticeOtherWriters(ctx, tx); err != nil {
@@ -309,6 +310,7 @@ func (s *Store) noticeOtherWriters(ctx context.Context, tx *sql.Tx) error {
 	}
 	s.dataVersion = v
 	s.sessions.reset()
+	s.usage.invalidate() // its messages are not in the appends' sums
 	s.lineageMoved = true
 	var maxGID int64
 	if err := tx.StmtContext(ctx, s.st.maxGID).QueryRowContext(ctx).Scan(&maxGID); err != nil {
