@@ -211,7 +211,12 @@ func Open(ctx context.Context, cfg Config) (s *Store, err error) {
 	if err != nil {
 		return nil, err
 	}
-	var lastGID, folded int64
+	var lastGID, folded, dataVersion int64
+	// The writer's first group must not take its own connection's opening
+	// for another process's write (noticeOtherWriters).
+	if err := st.dataVersion.QueryRowContext(ctx).Scan(&dataVersion); err != nil {
+		return nil, fmt.Errorf("repo: read data_version: %w", err)
+	}
 	if err := st.maxGID.QueryRowContext(ctx).Scan(&lastGID); err != nil {
 		return nil, fmt.Errorf("repo: read the last message number: %w", err)
 	}
@@ -294,6 +299,7 @@ func Open(ctx context.Context, cfg Config) (s *Store, err error) {
 		rst:             rst,
 		faults:          cfg.Faults,
 		gid:             lastGID,
+		dataVersion:     dataVersion,
 		feedSecret:      feedSecret,
 		sessions:        sessionCache{m: map[sessionKey]*sessionState{}},
 		syncFull:        sync == "FULL",

@@ -155,12 +155,13 @@ func (u *usageSet) write(ctx context.Context, tx *sql.Tx, st *writerStatements) 
 }
 
 // usageAcc is the usage of the messages the writer's appends stored since
-// the folder's mark stood at from, summed as the appends are flushed, so
-// that a fold reads nothing back in the common case: while valid, it holds
-// every message with a gid above from, and nothing else. Whatever else
-// stores or removes messages (a rewind, a purge, an import, a fork's copies,
-// another process's writes, a group rolled back) makes it invalid, and the
-// fold then reads the stretch back from the table until it has caught up.
+// gid from, summed as the appends are flushed, so that a fold reads nothing
+// back in the common case: while valid, it holds every message with a gid
+// above from, and nothing else. Whatever else stores or removes messages (a
+// rewind, a purge, an import, a fork's copies, another process's writes, a
+// group rolled back) makes it invalid; the next fold reads its stretch back
+// from the table and starts the sums again from the last gid, and folds read
+// back until the mark reaches them.
 // A fold also counts the stretch's rows on messages_by_gid before it trusts
 // the sums: a path that stored or removed messages without saying so is
 // caught there, not in the rollups. The writer's alone.
@@ -209,6 +210,9 @@ func (s *Store) foldUsage(ctx context.Context, tx *sql.Tx) (int64, bool, error) 
 		s.usage.restart(from)
 		return from, false, nil
 	}
+	if s.usage.valid && s.usage.from < from {
+		s.usage.invalidate() // behind the mark: cannot be, but a stale sum must never be written
+	}
 	if s.usage.valid && s.usage.from == from {
 		var stored int64
 		if err := tx.StmtContext(ctx, s.st.usageCount).QueryRowContext(ctx, from, s.gid).Scan(&stored); err != nil {
@@ -224,8 +228,14 @@ func (s *Store) foldUsage(ctx context.Context, tx *sql.Tx) (int64, bool, error) 
 			s.usage.restart(s.gid)
 			return s.gid, false, nil
 		}
+		s.usage.invalidate() // something stored or removed messages without saying so
 	}
+	// Read back from the table: up to where the appends' sums start, if they
+	// are summing.
 	upto := min(s.gid, from+usageFoldSpan)
+	if s.usage.valid && s.usage.from > from {
+		upto = min(upto, s.usage.from)
+	}
 	rows, err := tx.StmtContext(ctx, s.st.usageStretch).QueryContext(ctx, from, upto)
 	if err != nil {
 		return 0, false, err
@@ -254,10 +264,10 @@ func (s *Store) foldUsage(ctx context.Context, tx *sql.Tx) (int64, bool, error) 
 	if _, err := tx.StmtContext(ctx, s.st.setUsageFolded).ExecContext(ctx, upto); err != nil {
 		return 0, false, err
 	}
-	if upto == s.gid {
-		s.usage.restart(upto) // caught up: the appends' sums serve again
-	} else {
-		s.usage.invalidate()
+	if !s.usage.valid {
+		// The appends' sums start again from here; the table serves until
+		// the mark reaches them.
+		s.usage.restart(s.gid)
 	}
 	return upto, upto < s.gid, nil
 }
