@@ -183,7 +183,7 @@ func openFloor(ctx context.Context, path string) (*floor, error) {
 			WHERE tenant_id = 'default' AND session_id = ? ORDER BY n DESC LIMIT 1`},
 		{f.rdb, &f.after, `SELECT ` + floorColumns + ` FROM messages
 			WHERE tenant_id = 'default' AND session_id = ? AND seq > ? ORDER BY seq`},
-		{f.rdb, &f.systems, `SELECT ` + floorColumns + ` FROM messages
+		{f.rdb, &f.systems, `SELECT ` + floorColumns + ` FROM messages INDEXED BY messages_by_instruction
 			WHERE tenant_id = 'default' AND session_id = ? AND role IN ('system', 'developer') AND seq <= ? ORDER BY seq`},
 		{f.rdb, &f.newest, `SELECT ` + floorColumns + ` FROM messages
 			WHERE tenant_id = 'default' AND session_id = ? AND seq > ? ORDER BY seq DESC`},
