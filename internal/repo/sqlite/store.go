@@ -48,8 +48,9 @@ type Config struct {
 	// connect opens the database's connections (nil: the driver's own). The
 	// cost guard (cost_test.go) counts statements through it.
 	connect func(dsn string) (driver.Connector, error)
-	// noUsageFolder leaves the usage rollups unfolded (reads add the tail),
-	// so that a test sees the writer's groups without the folder's writes.
+	// noUsageFolder leaves the usage rollups unfolded (reads add the tail)
+	// unless a test folds them, so that a test sees the writer's groups
+	// without the writer's folds.
 	noUsageFolder bool
 }
 
@@ -77,15 +78,12 @@ type Store struct {
 		parts []string
 	}
 
-	// The usage folder (usagefold.go): woken after commits; committedGID is
-	// the writer's gid as of its last commit, usageFolded the folder's mark.
-	usageWake        chan struct{}
-	stopUsageFolder  chan struct{}
-	usageFolderDone  chan struct{}
-	committedGID     atomic.Int64
-	usageFolded      atomic.Int64
-	usage            usageAcc // the writer's: what its appends stored since the last fold
-	closeUsageFolder sync.Once
+	// The usage fold (usagefold.go): usageFolded is its mark; foldsOn,
+	// lastFold and usage are the writer's.
+	usageFolded atomic.Int64
+	foldsOn     bool
+	lastFold    time.Time
+	usage       usageAcc // the writer's: what its appends stored since the last fold
 
 	queue  chan *writeOp
 	events repo.EventSignal // the live feed's readers, woken after each commit of events
@@ -289,9 +287,7 @@ func Open(ctx context.Context, cfg Config) (s *Store, err error) {
 		stopCheckpoints: make(chan struct{}),
 		checkpointsDone: make(chan struct{}),
 		indexWake:       make(chan struct{}, 1),
-		usageWake:       make(chan struct{}, 1),
-		stopUsageFolder: make(chan struct{}),
-		usageFolderDone: make(chan struct{}),
+		foldsOn:         !cfg.noUsageFolder,
 		queue:           make(chan *writeOp, 4096),
 		writerDone:      make(chan struct{}),
 		maxBatch:        cfg.MaxBatch,
@@ -310,18 +306,12 @@ func Open(ctx context.Context, cfg Config) (s *Store, err error) {
 	}
 	s.vectors = repo.NewVectorCache(s.loadVectors, cfg.VectorCacheBytes)
 	s.deletesApplied.Store(index.deletesUpto)
-	s.committedGID.Store(lastGID)
 	s.usageFolded.Store(folded)
 	s.usage.restart(folded)
 	if folded < lastGID {
 		s.usage.invalidate() // messages stored before: the folder reads them back first
 	}
 	go s.runWriter()
-	if cfg.noUsageFolder {
-		close(s.usageFolderDone)
-	} else {
-		go s.runUsageFolder(s.stopUsageFolder, s.usageFolderDone)
-	}
 	go s.runCheckpointer(s.stopCheckpoints, s.checkpointsDone)
 	if idb != nil && !cfg.NoMessageIndex {
 		s.stopIndexer, s.indexerDone = make(chan struct{}), make(chan struct{})
@@ -383,18 +373,6 @@ func (s *Store) Ping(ctx context.Context) error {
 // Close stops taking writes, lets the writer finish every queued write, checkpoints
 // the WAL into the main file and closes both pools.
 func (s *Store) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return nil
-	}
-	s.mu.Unlock()
-	// The folder writes through the queue: it stops first. (What it leaves
-	// unfolded is read as the tail, and folded by the next Open's folder.)
-	s.closeUsageFolder.Do(func() {
-		close(s.stopUsageFolder)
-		<-s.usageFolderDone
-	})
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()

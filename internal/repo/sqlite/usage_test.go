@@ -84,9 +84,15 @@ func checkUsage(t *testing.T, s *Store, tenant, step string) {
 
 // checkFolded holds the rollups themselves to what they must say: the sums
 // over the stored messages the folder has passed (gid <= usage_state.folded),
-// nothing more and nothing less.
+// nothing more and nothing less. Both sides are read in one snapshot: the
+// writer may fold between two statements.
 func checkFolded(t *testing.T, s *Store, step string) {
 	t.Helper()
+	tx, err := s.rdb.BeginTx(context.Background(), &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback() }()
 	for _, q := range []struct{ name, rollup, messages string }{
 		{"usage_daily", `SELECT tenant_id || '/' || day || '/' || agent_id || '/' || model, messages, tokens, cost
 			FROM usage_daily WHERE messages <> 0 OR tokens <> 0`,
@@ -99,7 +105,7 @@ func checkFolded(t *testing.T, s *Store, step string) {
 			`SELECT tenant_id || '/' || (created_at / 86400000) || '/' || session_id, COUNT(*), SUM(tokens), SUM(cost)
 			FROM messages WHERE gid <= (SELECT folded FROM usage_state) GROUP BY 1`},
 	} {
-		got, want := sumsBy(t, s, q.rollup), sumsBy(t, s, q.messages)
+		got, want := sumsBy(t, tx, q.rollup), sumsBy(t, tx, q.messages)
 		if len(got) != len(want) {
 			t.Errorf("%s: %s holds %v; the folded messages say %v", step, q.name, got, want)
 			continue
@@ -113,9 +119,9 @@ func checkFolded(t *testing.T, s *Store, step string) {
 	}
 }
 
-func sumsBy(t *testing.T, s *Store, query string) map[string][3]float64 {
+func sumsBy(t *testing.T, tx *sql.Tx, query string) map[string][3]float64 {
 	t.Helper()
-	rows, err := s.rdb.Query(query)
+	rows, err := tx.Query(query)
 	if err != nil {
 		t.Fatal(err)
 	}

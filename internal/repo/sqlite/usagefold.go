@@ -9,64 +9,64 @@ import (
 )
 
 // The usage rollups follow the messages by gid, as the search indexer does,
-// and cost an append nothing (migration 00026): the folder adds to the
-// rollups what was stored since it last looked, in a write of its own that
-// rides in the writer's next group, and moves usage_state.folded past it in
-// the same transaction. It runs in the writer because what removes messages
-// (a rewind, a purge) runs there too: a fold and a removal never overlap, so
-// a removal takes back exactly what was folded (takeBackUsage), and a crash
-// loses neither half. Reads add the messages above folded (Usage), so a fold
-// that lags changes what a read costs, never what it says.
+// and cost an append nothing (migration 00026): between two groups, at most
+// every usageFoldEvery while appends go on, the writer adds to the rollups
+// what was stored since it last looked, in a transaction of its own, and
+// moves usage_state.folded past it in the same transaction. It is the writer
+// that folds because what removes messages (a rewind, a purge) runs there
+// too: a fold and a removal never overlap, so a removal takes back exactly
+// what was folded (takeBackUsage), and a crash loses neither half. Reads add
+// the messages above folded (Usage), so a fold that lags changes what a read
+// costs, never what it says. A fold is no request's: it draws no injected
+// fault, and a test that replays a seed sees the same faults whenever the
+// writer folds.
 //
-// A fold covers at most usageFoldSpan gids, so the group it joins waits for
-// a bounded amount of work; the folder looks at most every usageFoldEvery
-// while appends go on, so that its statements (a scan of the new stretch of
-// messages_by_gid and an upsert per rollup row touched) are shared by the
-// appends of that time: at 10,000 appends a second, ~2,000 of them.
+// The appends of a while share a fold: its statements (an upsert per rollup
+// row touched, from the sums usageAcc keeps as appends are flushed, or a
+// scan of at most usageFoldSpan gids of messages_by_gid when those do not
+// cover the stretch) cost the appends of 200 ms, ~2,000 of them at 10,000 a
+// second, one commit.
 const (
 	usageFoldSpan  = 4096
 	usageFoldEvery = 200 * time.Millisecond
-	usageFoldPoll  = time.Second // for messages another process stored
 )
 
-// runUsageFolder folds until stop is closed.
-func (s *Store) runUsageFolder(stop <-chan struct{}, done chan<- struct{}) {
-	defer close(done)
-	ctx := context.Background()
-	poll := time.NewTimer(usageFoldPoll)
-	defer poll.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-s.usageWake:
-		case <-poll.C:
-		}
-		poll.Reset(usageFoldPoll)
-		select { // let the appends of a while share the fold
-		case <-stop:
-			return
-		case <-time.After(usageFoldEvery):
-		}
-		for {
-			more, err := s.foldUsageOnce(ctx)
-			if err != nil || !more {
-				break // an error is retried at the next wake-up
-			}
-			select {
-			case <-stop:
-				return
-			default:
-			}
-		}
-	}
+// foldDue reports whether the writer should fold now: something was stored
+// since the mark, and the last fold is usageFoldEvery old.
+func (s *Store) foldDue(now time.Time) bool {
+	return s.foldsOn && s.gid > s.usageFolded.Load() && now.Sub(s.lastFold) >= usageFoldEvery
 }
 
-// foldUsageOnce folds the next stretch and says whether more is waiting.
-func (s *Store) foldUsageOnce(ctx context.Context) (more bool, err error) {
-	if s.committedGID.Load() <= s.usageFolded.Load() {
-		return false, nil // nothing stored since: no write at all
+// foldNow runs one fold in a transaction of its own, on the writer's
+// goroutine between groups, and says whether more waits. A failure (a full
+// disk) is left for the next fold: the tail keeps the reads exact meanwhile.
+func (s *Store) foldNow() (more bool) {
+	s.lastFold = time.Now()
+	ctx := writerCtx
+	tx, err := s.wdb.BeginTx(ctx, nil)
+	if err != nil {
+		return false
 	}
+	var folded int64
+	if err = s.noticeOtherWriters(ctx, tx); err == nil {
+		folded, more, err = s.foldUsage(ctx, tx)
+	}
+	if err == nil {
+		err = tx.Commit()
+	}
+	if err != nil {
+		_ = tx.Rollback()
+		s.usage.invalidate()
+		return false
+	}
+	s.usageFolded.Store(folded)
+	return more
+}
+
+// foldUsageOnce folds the next stretch through the writer's queue, as a
+// write among the others, and says whether more is waiting (tests, which
+// fold when they choose).
+func (s *Store) foldUsageOnce(ctx context.Context) (more bool, err error) {
 	var folded int64
 	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var ferr error

@@ -101,8 +101,26 @@ func (s *Store) enqueue(ctx context.Context, op *writeOp) error {
 func (s *Store) runWriter() {
 	defer close(s.writerDone)
 	batch := make([]*writeOp, 0, s.maxBatch)
+	// The usage fold's turn when no write comes (usagefold.go); at Open, for
+	// what an earlier process left unfolded.
+	fold := time.NewTimer(usageFoldEvery)
+	if !s.foldsOn || s.gid <= s.usageFolded.Load() {
+		fold.Stop()
+	}
+	defer fold.Stop()
 	for {
-		op, ok := <-s.queue
+		var (
+			op *writeOp
+			ok bool
+		)
+		select {
+		case op, ok = <-s.queue:
+		case <-fold.C:
+			if s.foldNow() {
+				fold.Reset(0)
+			}
+			continue
+		}
 		if !ok {
 			return
 		}
@@ -132,14 +150,16 @@ func (s *Store) runWriter() {
 			s.eventsWritten = false
 			s.events.Signal()
 		}
-		s.committedGID.Store(s.gid)
 		select { // new messages, perhaps: the indexer looks
 		case s.indexWake <- struct{}{}:
 		default:
 		}
-		select { // and the usage folder
-		case s.usageWake <- struct{}{}:
-		default:
+		// And the usage fold: now if its turn came, else when it comes.
+		if s.foldDue(now) {
+			s.foldNow()
+		}
+		if s.foldsOn && s.gid > s.usageFolded.Load() {
+			fold.Reset(max(0, usageFoldEvery-time.Since(s.lastFold)))
 		}
 		s.boundWAL(now)
 	}
