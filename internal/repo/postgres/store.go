@@ -87,6 +87,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	s := &Store{pool: pool, faults: cfg.Faults, url: cfg.URL}
+	// Half the pool writes appends at most, in groups; the rest serves reads.
+	s.appends.max = max(2, int(pc.MaxConns)/2)
 	s.vectors = repo.NewVectorCache(s.loadVectors, cfg.VectorCacheBytes)
 	var one int
 	if err := pool.QueryRow(ctx, `SELECT 1 FROM sessions LIMIT 1`).Scan(&one); err != nil && !errors.Is(err, pgx.ErrNoRows) {
