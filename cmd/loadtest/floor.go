@@ -124,7 +124,6 @@ type floor struct {
 type floorSession struct {
 	seq, count, tokens int64
 	cost               float64
-	active             bool
 }
 
 // floorWrite is one queued write: a session to create, or a message.
