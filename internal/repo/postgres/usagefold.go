@@ -11,7 +11,7 @@ import (
 )
 
 // The usage rollups follow the messages in commit order, as the live feed
-// does (migration 00021): the sequencer numbers each message's event after
+// does (migration 00023): the sequencer numbers each message's event after
 // its transaction commits, and the folder adds the messages of the events it
 // has not passed to the rollups and moves usage_state.folded past them, in
 // one transaction. An append writes no rollup row, so no row is written by

@@ -9,7 +9,7 @@ import (
 )
 
 // The usage rollups follow the messages by gid, as the search indexer does,
-// and cost an append nothing (migration 00026): between two groups, at most
+// and cost an append nothing (migration 00028): between two groups, at most
 // every usageFoldEvery while appends go on, the writer adds to the rollups
 // what was stored since it last looked, in a transaction of its own, and
 // moves usage_state.folded past it in the same transaction. It is the writer
