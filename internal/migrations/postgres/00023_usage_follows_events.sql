@@ -1,5 +1,5 @@
 -- +goose Up
--- The usage rollups leave the append (issue 21; SQLite's 00026): every
+-- The usage rollups leave the append (issue 21; SQLite's 00028): every
 -- append of a tenant upserted one usage_daily row (tenant, day, '', ''),
 -- whose lock it held through its commit, so a tenant's appends ran one at a
 -- time. Now an append writes nothing for them. A message's event is numbered
