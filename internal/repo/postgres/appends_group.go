@@ -17,9 +17,10 @@ import (
 // whatever becomes of the group's transaction (a replay, a refusal, or a
 // write whose COMMIT answered).
 type appendOutcomePG struct {
-	res model.AppendResult
-	err error
-	set bool
+	res  model.AppendResult
+	err  error
+	set  bool
+	busy bool // not decided: another transaction held its session's row (runAppendMultiPG)
 }
 
 // runAppendGroupPG writes a group of appends to one session in one

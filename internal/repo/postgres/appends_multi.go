@@ -25,20 +25,22 @@ type appendSessionJobsPG struct {
 // transaction and finishes each job, as runAppendGroupPG does for one
 // session: one commit, two round trips and one statement per table for the
 // whole group, where a transaction per session made 32 clients on 32
-// sessions pay 32 of each (issue 21). The sessions' rows are locked in
-// (tenant, id) order, waiting: two groups, of this process or another, that
-// share sessions take them in the same order and cannot deadlock, and a
-// group of one session holds one lock at a time. A statement the database
-// refused fails the group's writes: each session's appends are then written
-// on their own (runAppendGroupPG), so only the append that carries it fails.
-func (s *Store) runAppendMultiPG(groups []appendSessionJobsPG) {
+// sessions pay 32 of each (issue 21). The sessions' rows are taken only if
+// free (SKIP LOCKED), so that a group never waits for one session another
+// transaction holds (a long rewind, another process's group): that
+// session's appends that must write are left undecided and returned (busy),
+// and go back to its queue to be written in a group of their own, which
+// waits. A statement the database refused fails the group's writes: each
+// session's appends are then written on their own (runAppendGroupPG), so
+// only the append that carries it fails.
+func (s *Store) runAppendMultiPG(groups []appendSessionJobsPG) (busy map[appendQueueKeyPG][]*appendJobPG) {
 	if err := s.faults.Check(repo.PointBegin); err != nil {
 		for _, g := range groups {
 			for _, j := range g.jobs {
 				j.finish(model.AppendResult{}, err)
 			}
 		}
-		return
+		return nil
 	}
 	slices.SortFunc(groups, func(a, b appendSessionJobsPG) int {
 		return cmp.Or(cmp.Compare(a.key.tenant, b.key.tenant), cmp.Compare(a.key.session, b.key.session))
@@ -50,9 +52,15 @@ func (s *Store) runAppendMultiPG(groups []appendSessionJobsPG) {
 		for i, g := range groups {
 			var left []*appendJobPG
 			for k, j := range g.jobs {
-				if out[i][k].set {
+				switch {
+				case out[i][k].set:
 					j.finish(out[i][k].res, out[i][k].err)
-				} else {
+				case out[i][k].busy:
+					if busy == nil {
+						busy = map[appendQueueKeyPG][]*appendJobPG{}
+					}
+					busy[g.key] = append(busy[g.key], j)
+				default:
 					left = append(left, j)
 				}
 			}
@@ -63,7 +71,7 @@ func (s *Store) runAppendMultiPG(groups []appendSessionJobsPG) {
 		var pe *pgconn.PgError
 		switch {
 		case len(rest) == 0:
-			return
+			return busy
 		case retryable(err) && try < 8:
 			time.Sleep(time.Duration(1+try*try) * time.Millisecond)
 			groups = rest
@@ -71,21 +79,21 @@ func (s *Store) runAppendMultiPG(groups []appendSessionJobsPG) {
 			for _, g := range rest {
 				s.runAppendGroupPG(g.jobs)
 			}
-			return
+			return busy
 		default:
 			for _, g := range rest {
 				for _, j := range g.jobs {
 					j.finish(model.AppendResult{}, mapErr(err))
 				}
 			}
-			return
+			return busy
 		}
 	}
 }
 
 // appendMultiOncePG is one try of a group of sessions: BEGIN, every
 // session's lock and lookups in one round trip, the writes and COMMIT in a
-// second. err concerns the jobs whose outcome is not set.
+// second. err concerns the jobs whose outcome is neither set nor busy.
 func (s *Store) appendMultiOncePG(ctx context.Context, groups []appendSessionJobsPG) (out [][]appendOutcomePG, err error) {
 	out = make([][]appendOutcomePG, len(groups))
 	for i, g := range groups {
@@ -126,7 +134,7 @@ func (s *Store) appendMultiOncePG(ctx context.Context, groups []appendSessionJob
 		gs[i] = appendGroupPG{jobs: g.jobs, out: out[i], failed: map[*repo.AppendStream]bool{}, inserts: inserts}
 		views[i] = newAppendViewPG()
 		if len(ops) > 0 {
-			appendQueueLookupsPG(b, ops, views[i], appendLockWait)
+			appendQueueLookupsPG(b, ops, views[i], appendLockTry)
 		}
 	}
 	if err := conn.Conn().SendBatch(ctx, b).Close(); err != nil { // runs the callbacks: the views are complete only after it
@@ -135,8 +143,8 @@ func (s *Store) appendMultiOncePG(ctx context.Context, groups []appendSessionJob
 	var sessions appendSessionUpdatesPG
 	for i, g := range groups {
 		inserts.tenant, inserts.session = g.key.tenant, g.key.session
-		for _, k := range gs[i].decide(views[i], live[i]) { // cannot be: a view read under the lock settles everything
-			out[i][k] = appendOutcomePG{err: model.Internal(errors.New("append left undecided under its session's lock")), set: true}
+		for _, k := range gs[i].decide(views[i], live[i]) { // its row was held: a view without the lock settles no write
+			out[i][k] = appendOutcomePG{busy: true}
 		}
 		if len(gs[i].writers) > 0 {
 			sessions.add(g.key.tenant, g.key.session, views[i].ses)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -11,17 +12,16 @@ import (
 	"github.com/logbook/logbook/internal/repo/postgres"
 )
 
-// manySessionsFixture is sessions of tenant t whose rows another connection
-// holds locked, with a pool of 4 (at most 2 append writers), so that the
-// appends queued meanwhile to all of them gather into a few transactions
-// once it lets go.
+// manySessionsFixture is sessions of tenant t on a store with a pool of 4
+// (at most 2 append writers) whose writers are paused, so that the appends
+// queued meanwhile to all of them wait together until release.
 type manySessionsFixture struct {
-	t     *testing.T
-	url   string
-	st    *postgres.Store
-	hold  pgx.Tx
-	waits []func() (model.AppendResult, error)
-	ses   []string
+	t      *testing.T
+	url    string
+	st     *postgres.Store
+	resume func()
+	waits  []func() (model.AppendResult, error)
+	ses    []string
 }
 
 func mustManySessions(t *testing.T, n int) *manySessionsFixture {
@@ -41,17 +41,7 @@ func mustManySessions(t *testing.T, n int) *manySessionsFixture {
 		}
 		f.ses = append(f.ses, id)
 	}
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close(context.Background()) })
-	if f.hold, err = conn.Begin(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.hold.Exec(ctx, `SELECT 1 FROM sessions WHERE tenant_id = 't' FOR UPDATE`); err != nil {
-		t.Fatal(err)
-	}
+	f.resume = postgres.PauseAppendsForTest(st)
 	return f
 }
 
@@ -64,11 +54,10 @@ func (f *manySessionsFixture) queue(session string, req model.AppendRequest) {
 	f.waits = append(f.waits, wait)
 }
 
+// release lets the writers go and returns the outcomes, in queue order.
 func (f *manySessionsFixture) release() ([]model.AppendResult, []error) {
 	f.t.Helper()
-	if err := f.hold.Rollback(context.Background()); err != nil {
-		f.t.Fatal(err)
-	}
+	f.resume()
 	res, errs := make([]model.AppendResult, len(f.waits)), make([]error, len(f.waits))
 	for i, w := range f.waits {
 		res[i], errs[i] = w()
@@ -93,7 +82,7 @@ func (f *manySessionsFixture) commits() int {
 }
 
 // Appends to many sessions that gather while the writers are busy share
-// transactions, each session's in the order queued and gap-free, with every
+// transactions (a transaction per session before), each session's in the order queued and gap-free, with every
 // session's counters as if one by one; a statement the database refuses
 // (text with U+0000) fails only the append that carries it.
 func TestAppendsOfManySessionsShareCommits(t *testing.T) {
@@ -103,7 +92,7 @@ func TestAppendsOfManySessionsShareCommits(t *testing.T) {
 		bad        string // the session whose second append is refused; "": none
 		maxCommits int
 	}{
-		{"all stored", "", 5},
+		{"all stored", "", 2},
 		{"one refused", "s07", 0}, // the refused one's group is then written session by session
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -145,5 +134,69 @@ func TestAppendsOfManySessionsShareCommits(t *testing.T) {
 				t.Errorf("%d appends to %d sessions took %d commits; want at most %d", sessions*rounds, sessions, c, tc.maxCommits)
 			}
 		})
+	}
+}
+
+// A session whose row another transaction holds (a long rewind, another
+// process's group) does not hold up the group it falls in: the other
+// sessions' appends are stored while it is held, and its own, in order,
+// once it is let go.
+func TestAGroupDoesNotWaitForABusySession(t *testing.T) {
+	const sessions, rounds, busy = 16, 2, "s05"
+	f := mustManySessions(t, sessions)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, f.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	hold, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hold.Exec(ctx, `SELECT 1 FROM sessions WHERE tenant_id = 't' AND id = $1 FOR UPDATE`, busy); err != nil {
+		t.Fatal(err)
+	}
+	for r := range rounds {
+		for _, s := range f.ses {
+			f.queue(s, one(text(fmt.Sprintf("%s-%d", s, r))))
+		}
+	}
+	f.resume()
+	others := make(chan error, len(f.waits))
+	for i, w := range f.waits {
+		if f.ses[i%sessions] == busy {
+			continue
+		}
+		go func() {
+			res, err := w()
+			if err == nil && res.Messages[0].Seq != int64(i/sessions+1) {
+				err = fmt.Errorf("%s, round %d: seq %d", f.ses[i%sessions], i/sessions, res.Messages[0].Seq)
+			}
+			others <- err
+		}()
+	}
+	deadline := time.After(30 * time.Second) // a liveness bound, not a speed: they wait for nothing
+	for range (sessions - 1) * rounds {
+		select {
+		case err := <-others:
+			if err != nil {
+				t.Error(err)
+			}
+		case <-deadline:
+			t.Fatalf("appends to other sessions still wait while %s is held", busy)
+		}
+	}
+	if err := hold.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range f.waits {
+		if f.ses[i%sessions] != busy {
+			continue
+		}
+		res, err := w()
+		if err != nil || res.Messages[0].Seq != int64(i/sessions+1) {
+			t.Errorf("%s, round %d: %v, %+v; want seq %d", busy, i/sessions, err, res, i/sessions+1)
+		}
 	}
 }

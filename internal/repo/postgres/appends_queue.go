@@ -48,11 +48,16 @@ type appendQueuesPG struct {
 	ready    []appendQueueKeyPG
 	writers  int
 	max      int
+	paused   bool // tests: no writer starts (PauseAppendsForTest)
 }
 
 type appendSessionQueuePG struct {
 	jobs          []*appendJobPG
 	busy, isReady bool
+	// alone: a group found its row held by another transaction; its next
+	// group is its own (runAppendGroupPG), which waits for the row, so that
+	// no group of many sessions waits for one.
+	alone bool
 }
 
 // enqueue queues job and starts a writer if one may start.
@@ -72,7 +77,7 @@ func (q *appendQueuesPG) enqueue(s *Store, job *appendJobPG) {
 		sq.isReady = true
 		q.ready = append(q.ready, key)
 	}
-	start := q.writers < max(1, q.max)
+	start := !q.paused && q.writers < max(1, q.max)
 	if start {
 		q.writers++
 	}
@@ -91,10 +96,10 @@ func (q *appendQueuesPG) write(s *Store) {
 			return
 		case len(groups) == 1:
 			s.runAppendGroupPG(groups[0].jobs)
+			q.done(groups, nil)
 		default:
-			s.runAppendMultiPG(groups)
+			q.done(groups, s.runAppendMultiPG(groups))
 		}
-		q.done(groups)
 	}
 }
 
@@ -112,12 +117,12 @@ func (q *appendQueuesPG) take() []appendSessionJobsPG {
 		sq := q.sessions[key]
 		k := min(len(sq.jobs), appendGroupMax-n)
 		jobs := sq.jobs[:k:k]
-		if slices.ContainsFunc(jobs, func(j *appendJobPG) bool { return j.op.embeds() }) {
+		if sq.alone || slices.ContainsFunc(jobs, func(j *appendJobPG) bool { return j.op.embeds() }) {
 			if len(groups) > 0 {
 				break // next time, alone
 			}
 			q.ready = q.ready[1:]
-			sq.isReady, sq.busy, sq.jobs = false, true, sq.jobs[k:]
+			sq.isReady, sq.busy, sq.alone, sq.jobs = false, true, false, sq.jobs[k:]
 			return []appendSessionJobsPG{{key: key, jobs: jobs}}
 		}
 		q.ready = q.ready[1:]
@@ -132,13 +137,17 @@ func (q *appendQueuesPG) take() []appendSessionJobsPG {
 }
 
 // done gives the sessions of a written group back: ready again if appends
-// arrived meanwhile.
-func (q *appendQueuesPG) done(groups []appendSessionJobsPG) {
+// arrived meanwhile, or if the group left some (busy: their row was held),
+// which go back before those that arrived.
+func (q *appendQueuesPG) done(groups []appendSessionJobsPG, busy map[appendQueueKeyPG][]*appendJobPG) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for _, g := range groups {
 		sq := q.sessions[g.key]
 		sq.busy = false
+		if left := busy[g.key]; len(left) > 0 {
+			sq.jobs, sq.alone = append(left, sq.jobs...), true
+		}
 		switch {
 		case len(sq.jobs) > 0:
 			sq.isReady = true

@@ -56,3 +56,22 @@ func FoldUsageForTest(ctx context.Context, s *Store) error {
 func UsageQueryForTest(tenant string, q model.UsageQuery) (string, []any) {
 	return usageQueryPG(tenant, q)
 }
+
+// PauseAppendsForTest keeps appends queued, no writer taking them, until the
+// returned func is called: a test sees how writers gather what waited.
+func PauseAppendsForTest(s *Store) (resume func()) {
+	q := &s.appends
+	q.mu.Lock()
+	q.paused = true
+	q.mu.Unlock()
+	return func() {
+		q.mu.Lock()
+		q.paused = false
+		n := min(len(q.ready), max(1, q.max)-q.writers)
+		q.writers += max(n, 0)
+		q.mu.Unlock()
+		for range n {
+			go q.write(s)
+		}
+	}
+}
