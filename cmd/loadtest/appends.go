@@ -57,6 +57,8 @@ func appendRound(ctx context.Context, e *env, kind string, round int) (stats, er
 		srv, err = startLogbook(ctx, e.serverBin, e.tmp, name, e.opts.serverFlags...)
 	case "naive":
 		srv, err = startNaive(ctx, e.self, e.tmp, name, e.opts.naiveMaxConns)
+	case "floor":
+		srv, err = startFloor(ctx, e.self, e.tmp, name)
 	case "pocketbase":
 		srv, err = startPocketBase(ctx, e, name)
 	default:

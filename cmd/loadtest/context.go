@@ -36,6 +36,7 @@ type contextSpec struct {
 	name    string
 	request string // appended to the session's URL
 	goal    bool   // held to the context goal; the page is the known read beside them
+	floor   bool   // the floor (floor.go) answers it too; it keeps no core memory
 	// check validates one answer, outside the timed part, and says how many
 	// messages it held.
 	check func(body []byte) (int, error)
@@ -49,13 +50,13 @@ func contextSpecs(n int) []contextSpec {
 	through := int64(contextThrough(n))
 	last := int64(n)
 	return []contextSpec{
-		{name: "ctx-4k", request: fmt.Sprintf("/context?max_tokens=%d", contextMaxTokens), goal: true,
+		{name: "ctx-4k", request: fmt.Sprintf("/context?max_tokens=%d", contextMaxTokens), goal: true, floor: true,
 			check: func(b []byte) (int, error) { return checkContext(b, through, last, true, false) }},
-		{name: "ctx-all", request: "/context", goal: true,
+		{name: "ctx-all", request: "/context", goal: true, floor: true,
 			check: func(b []byte) (int, error) { return checkContext(b, through, last, false, false) }},
 		{name: "ctx-4k+b", request: fmt.Sprintf("/context?max_tokens=%d&include=blocks", contextMaxTokens), goal: true,
 			check: func(b []byte) (int, error) { return checkContext(b, through, last, true, true) }},
-		{name: "page-50", request: fmt.Sprintf("/messages?limit=%d", contextPageSize),
+		{name: "page-50", request: fmt.Sprintf("/messages?limit=%d", contextPageSize), floor: true,
 			check: checkFirstPage},
 	}
 }
@@ -140,6 +141,13 @@ func contextSection(ctx context.Context, e *env, rep *report, w io.Writer) error
 		return err
 	}
 	rep.setContext(w, res)
+	// The floor reads a copy of the very rows Logbook reads.
+	fl, err := startFloorOn(ctx, e.self, e.serverBin, srv, "context-floor")
+	if err != nil {
+		return err
+	}
+	defer fl.stop()
+	flSes := "http://" + fl.addr + strings.TrimPrefix(ses, "http://"+srv.addr)
 	rep.contextRoundsHeader(w, e.opts)
 	for i := 1; i <= e.opts.contextRounds; i++ {
 		// Every read in each round, so that a drift of the machine hits all alike.
@@ -148,7 +156,15 @@ func contextSection(ctx context.Context, e *env, rep *report, w io.Writer) error
 			if err != nil {
 				return err
 			}
-			rep.addContextRound(w, i, j, st)
+			var floor *stats
+			if s.floor {
+				f, err := contextReadRound(ctx, e, fl, flSes+s.request, s.name+" floor", i)
+				if err != nil {
+					return err
+				}
+				floor = &f
+			}
+			rep.addContextRound(w, i, j, st, floor)
 		}
 	}
 	rep.contextFooter(w)

@@ -38,6 +38,12 @@ type contextRead struct {
 	// over the rounds.
 	PerSecond float64 `json:"median_reads_per_second"`
 	CPU       float64 `json:"median_server_cpu_us_per_read"`
+	// FloorRounds are the floor's rounds of the same read (floor.go), on a
+	// copy of the same database; FloorCPU the median of the rounds' CPU
+	// ratios Logbook ÷ floor, 0 for a read the floor does not answer.
+	FloorRounds []stats `json:"floor_rounds,omitempty"`
+	FloorCPU    float64 `json:"cpu_ratio_floor,omitempty"`
+	FloorPass   *bool   `json:"cpu_ratio_floor_pass,omitempty"`
 }
 
 func (r *report) setContext(w io.Writer, c *contextReport) {
@@ -82,30 +88,50 @@ func (r *report) contextRoundsHeader(w io.Writer, o options) {
 		"round", r.nameWidth(), "read", "reads/s", "p50 ms", "p99 ms", "srv CPU µs/rd", "srv CPU", "cli CPU µs/rd", "other CPU", "errors")
 }
 
-// addContextRound adds read i's round and updates its medians.
-func (r *report) addContextRound(w io.Writer, round, i int, s stats) {
+// addContextRound adds read i's round, and the floor's when it answers the
+// read, and updates its medians.
+func (r *report) addContextRound(w io.Writer, round, i int, s stats, floor *stats) {
 	rd := &r.Context.Reads[i]
 	r.rowOf(w, "context ", round, rd.Name, s)
 	rd.Rounds = append(rd.Rounds, s)
-	var per, cpu []float64
-	for _, s := range rd.Rounds {
+	if floor != nil {
+		r.rowOf(w, "context floor ", round, "floor", *floor)
+		rd.FloorRounds = append(rd.FloorRounds, *floor)
+		fmt.Fprintf(w, "      logbook/floor server CPU per read = %.2f\n", cpuRatio(s.ServerCPU, floor.ServerCPU))
+	}
+	var per, cpu, ratios []float64
+	for k, s := range rd.Rounds {
 		per, cpu = append(per, s.PerSecond), append(cpu, s.ServerCPU)
+		if k < len(rd.FloorRounds) {
+			if x := cpuRatio(s.ServerCPU, rd.FloorRounds[k].ServerCPU); x > 0 {
+				ratios = append(ratios, x)
+			}
+		}
 	}
 	rd.PerSecond, rd.CPU = median(per), median(cpu)
+	if len(ratios) > 0 {
+		rd.FloorCPU = median(ratios)
+		pass := rd.FloorCPU <= targetFloorRead
+		rd.FloorPass = &pass
+	}
 }
 
 func (r *report) contextFooter(w io.Writer) {
 	c := r.Context
 	page := c.Reads[len(c.Reads)-1]
-	fmt.Fprintf(w, "%-18s %10s %16s %14s\n", fmt.Sprintf("median of %d rounds", len(page.Rounds)), "reads/s",
-		"srv CPU µs/read", "÷ "+page.Name+"'s")
+	fmt.Fprintf(w, "%-18s %10s %16s %14s %14s\n", fmt.Sprintf("median of %d rounds", len(page.Rounds)), "reads/s",
+		"srv CPU µs/read", "÷ "+page.Name+"'s", "÷ floor's")
 	for _, rd := range c.Reads {
-		ratio := "n/a"
+		ratio, floor := "n/a", "n/a"
 		if rd.CPU > 0 && page.CPU > 0 {
 			ratio = fmt.Sprintf("%.2f", rd.CPU/page.CPU)
 		}
-		fmt.Fprintf(w, "%-18s %10.0f %16s %14s\n", rd.Name, rd.PerSecond, cpuCell(rd.CPU), ratio)
+		if rd.FloorPass != nil {
+			floor = fmt.Sprintf("%.2f %s", rd.FloorCPU, verdict(*rd.FloorPass))
+		}
+		fmt.Fprintf(w, "%-18s %10.0f %16s %14s %14s\n", rd.Name, rd.PerSecond, cpuCell(rd.CPU), ratio, floor)
 	}
+	fmt.Fprintf(w, "(÷ floor's: the median of the rounds' ratios of server CPU per read, target <= %.1f)\n", targetFloorRead)
 	var verdicts []string
 	for _, rd := range c.Reads {
 		if rd.Pass != nil {
@@ -124,6 +150,11 @@ func (r *report) contextSummary(w io.Writer) {
 	for _, rd := range c.Reads {
 		if rd.Pass != nil {
 			fmt.Fprintf(w, "  context   %-18s %6.2f  (target <= %g)  %s\n", rd.Name+" p50 ms", rd.P50Ms, c.TargetMs, verdict(*rd.Pass))
+		}
+	}
+	for _, rd := range c.Reads {
+		if rd.FloorPass != nil {
+			fmt.Fprintf(w, "  context   %-18s %6.2f  (target <= %.1f)  %s\n", rd.Name+" CPU ÷ floor", rd.FloorCPU, targetFloorRead, verdict(*rd.FloorPass))
 		}
 	}
 }

@@ -19,7 +19,7 @@ func TestContextSection(t *testing.T) {
 	}
 	opts := options{contextMessages: 300, contextReps: 10, contextClients: 2, contextRounds: 1,
 		duration: 200 * time.Millisecond}
-	e := &env{opts: opts, serverBin: buildServer(t), tmp: t.TempDir(), client: newClient()}
+	e := &env{opts: opts, serverBin: buildServer(t), self: testSelf(t), tmp: t.TempDir(), client: newClient()}
 	defer e.client.CloseIdleConnections()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -72,6 +72,11 @@ func TestContextSection(t *testing.T) {
 		if rd.CPU != rd.Rounds[0].ServerCPU {
 			t.Errorf("%s: median CPU %v, want the round's %v", rd.Name, rd.CPU, rd.Rounds[0].ServerCPU)
 		}
+		// The floor answers every read but the one with core memory.
+		if floor := rd.Name != "ctx-4k+b"; (len(rd.FloorRounds) == 1) != floor || (rd.FloorPass != nil) != floor ||
+			floor && (rd.FloorRounds[0].Requests == 0 || rd.FloorRounds[0].Errors != 0) {
+			t.Errorf("%s: floor rounds %+v, verdict %v; want one round without errors: %v", rd.Name, rd.FloorRounds, rd.FloorPass, floor)
+		}
 	}
 	if c.Pass != pass {
 		t.Errorf("pass = %v, want %v (every context read's)", c.Pass, pass)
@@ -80,7 +85,7 @@ func TestContextSection(t *testing.T) {
 		t.Errorf("left %d entries in the temporary directory, want none", len(entries))
 	}
 	for _, want := range []string{"(g) context reads", "ctx-4k+b", "(g2) concurrent context reads", "÷ page-50's",
-		"goal: a context read of a 300-message session", "context   ctx-4k p50 ms"} {
+		"goal: a context read of a 300-message session", "context   ctx-4k p50 ms", "÷ floor's", "ctx-all CPU ÷ floor"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, out.String())
 		}

@@ -53,6 +53,7 @@ type options struct {
 	pagingClients int // concurrent clients of the page-read rounds
 	pagingRounds  int
 	streamRounds  int
+	streamWindow  int // lines each stream sends at once
 	// The context section's session and its reads.
 	contextMessages int
 	contextReps     int
@@ -89,6 +90,13 @@ func main() {
 		}
 		return
 	}
+	if len(os.Args) > 1 && os.Args[1] == floorCmd {
+		if err := floorServe(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "loadtest floor-serve:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout)
 	interrupted := ctx.Err() != nil // read before stop, which cancels ctx too
@@ -120,7 +128,8 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.pagingReps, "paging-reps", 200, "timed reads of each page in the paging test")
 	fs.IntVar(&o.pagingClients, "paging-clients", 8, "concurrent clients in the paging test's page-read rounds")
 	fs.IntVar(&o.pagingRounds, "paging-rounds", 3, "page-read rounds (logbook/pocketbase pairs with -pocketbase)")
-	fs.IntVar(&o.streamRounds, "stream-rounds", 2, "rounds of NDJSON streaming appends (with -clients streams)")
+	fs.IntVar(&o.streamRounds, "stream-rounds", 2, "logbook/floor pairs of rounds of NDJSON streaming appends (with -clients streams)")
+	fs.IntVar(&o.streamWindow, "stream-window", 16, "lines each stream sends at once before reading their answers (1: one message in flight)")
 	fs.IntVar(&o.contextMessages, "context-messages", 10000, "messages in the context test's session, compacted through nine tenths of them")
 	fs.IntVar(&o.contextReps, "context-reps", 200, "timed reads of each read in the context test, one client")
 	fs.IntVar(&o.contextClients, "context-clients", 8, "concurrent clients in the context test's rounds")
@@ -145,10 +154,10 @@ func parseFlags(args []string) (options, error) {
 	case o.naiveMaxConns < 0:
 		return o, errors.New("-naive-max-conns must not be negative")
 	case o.duration <= 0 || o.rounds < 1 || o.clients < 1 || o.batchClients < 1 || o.batchRounds < 1 || o.pagingReps < 1 ||
-		o.pagingClients < 1 || o.pagingRounds < 1 || o.streamRounds < 1 || o.contextReps < 1 || o.contextClients < 1 || o.contextRounds < 1 ||
+		o.pagingClients < 1 || o.pagingRounds < 1 || o.streamRounds < 1 || o.streamWindow < 1 || o.contextReps < 1 || o.contextClients < 1 || o.contextRounds < 1 ||
 		o.pgRounds < 1:
 		return o, errors.New("-duration, -rounds, -clients, -batch-clients, -batch-rounds, -paging-reps, -paging-clients, -paging-rounds, " +
-			"-stream-rounds, -context-reps, -context-clients, -context-rounds and -pg-rounds must be positive")
+			"-stream-rounds, -stream-window, -context-reps, -context-clients, -context-rounds and -pg-rounds must be positive")
 	case o.pgFsyncRounds < 0:
 		return o, errors.New("-pg-fsync-rounds must not be negative")
 	case o.only != "" && !slices.Contains(sectionNames, o.only):
@@ -254,6 +263,12 @@ func appendsSection(ctx context.Context, e *env, rep *report, w io.Writer) error
 			return err
 		}
 		rep.row(w, i, "naive", p.Naive)
+		st, err := appendRound(ctx, e, "floor", i)
+		if err != nil {
+			return err
+		}
+		p.Floor = &st
+		rep.row(w, i, "floor", st)
 		if e.pbBin != "" {
 			st, err := appendRound(ctx, e, "pocketbase", i)
 			if err != nil {

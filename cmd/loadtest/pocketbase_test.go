@@ -199,9 +199,10 @@ func TestReportPocketBase(t *testing.T) {
 		r := &report{PocketBase: &pocketbaseInfo{Version: "v0.39.11"}}
 		var out bytes.Buffer
 		r.appendsHeader(&out, options{clients: 32})
-		for i, pb := range []float64{1000, 2500} { // ratios 5 and 2: median 3.5
+		for i, pb := range []float64{2500, 5000} { // ratios 2 and 1: median 1.5
 			lb := st(5000, 40)
-			r.addAppendPair(&out, appendPair{Round: i + 1, Logbook: lb, Naive: st(2500, 80), PocketBase: &stats{PerSecond: pb, ServerCPU: 300}})
+			r.addAppendPair(&out, appendPair{Round: i + 1, Logbook: lb, Naive: st(2500, 80), PocketBase: &stats{PerSecond: pb, ServerCPU: 300},
+				Floor: &stats{PerSecond: 6000, ServerCPU: 32}})
 		}
 		r.appendsFooter(&out)
 		r.pageReadsHeader(&out, options{pagingClients: 8}, 50000, &pbFillResult{Records: 50000, PerRequest: batchSize})
@@ -209,12 +210,14 @@ func TestReportPocketBase(t *testing.T) {
 		r.pageReadsFooter(&out)
 		r.summary(&out)
 		for _, want := range []string{
-			"logbook/pocketbase = 5.00", "logbook/pocketbase = 2.00",
-			"median of 2 per-round ratios logbook/pocketbase: 3.50   target >= 4.0: MISS",
-			"appends   logbook/pocketbase   3.50  (target >= 4.0)  MISS",
+			"logbook/pocketbase = 2.00", "logbook/pocketbase = 1.00",
+			"median of 2 per-round ratios logbook/pocketbase: 1.50   target >= 2.0: MISS",
+			"appends   logbook/pocketbase   1.50  (target >= 2.0)  MISS",
+			"logbook/floor server CPU per append = 1.25",
+			"appends   CPU ÷ floor          1.25  (target <= 1.2)  MISS",
 			"paging    CPU µs per page     200.0  (target <= 350)  PASS",
 			"paging    logbook/pocketbase   6.00  (target >= 5.0)  PASS",
-			"logbook 40.0 µs, naive 80.0 µs, pocketbase 300.0 µs",
+			"logbook 40.0 µs, naive 80.0 µs, floor 32.0 µs, pocketbase 300.0 µs",
 		} {
 			if !strings.Contains(out.String(), want) {
 				t.Errorf("output lacks %q:\n%s", want, out.String())
@@ -232,8 +235,9 @@ func TestReportPocketBase(t *testing.T) {
 		if err := json.Unmarshal(mustIndentJSON(r), &got); err != nil {
 			t.Fatal(err)
 		}
-		if a := got.Appends; a.PocketBase == nil || a.PocketBase.MedianRatio != 3.5 || a.PocketBase.Pass || len(a.Pairs) != 2 || a.Pairs[1].PBRatio != 2 {
-			t.Errorf("JSON appends = %+v, want logbook/pocketbase median 3.5, MISS, ratio 2 in round 2", a)
+		if a := got.Appends; a.PocketBase == nil || a.PocketBase.MedianRatio != 1.5 || a.PocketBase.Pass || len(a.Pairs) != 2 || a.Pairs[1].PBRatio != 1 ||
+			a.Pairs[1].FloorCPU != 1.25 {
+			t.Errorf("JSON appends = %+v, want logbook/pocketbase median 1.5, MISS, ratio 1 and CPU ratio to the floor 1.25 in round 2", a)
 		}
 		if rr := got.Paging.Reads; rr == nil || rr.PocketBase == nil || rr.PocketBase.MedianRatio != 6 || rr.CPUPerPage != 200 || !rr.CPUPass {
 			t.Errorf("JSON paging reads = %+v, want ratio 6 and 200 µs per page, PASS", rr)

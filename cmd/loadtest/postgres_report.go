@@ -18,8 +18,15 @@ type postgresReport struct {
 	Rounds  []pgAppendPair `json:"append_rounds,omitempty"`
 	Durable []pgAppendPair `json:"append_rounds_fsync_on,omitempty"`
 	// Appends are the medians over the rounds of each configuration.
-	Appends []pgMedian      `json:"append_medians,omitempty"`
-	Paging  *pgPagingReport `json:"paging,omitempty"`
+	Appends []pgMedian `json:"append_medians,omitempty"`
+	// VsSQLite is the median of the rounds' ratios pg-1proc ÷ sqlite
+	// appends/s, against targetPGSessions; TwoVsOne pg-2proc ÷ pg-1proc,
+	// against targetPGProcs (issue 21).
+	VsSQLite     float64         `json:"ratio_1proc_vs_sqlite,omitempty"`
+	VsSQLitePass bool            `json:"ratio_1proc_vs_sqlite_pass,omitempty"`
+	TwoVsOne     float64         `json:"ratio_2proc_vs_1proc,omitempty"`
+	TwoVsOnePass bool            `json:"ratio_2proc_vs_1proc_pass,omitempty"`
+	Paging       *pgPagingReport `json:"paging,omitempty"`
 
 	clusters []string // data directories, which must be gone once the section ends
 }
@@ -115,6 +122,10 @@ func (r *report) addPGAppendRound(w io.Writer, p pgAppendPair, durable bool) {
 	}
 	r.pgRow(w, section, p.Round, "pg-1proc"+suffix, p.OneProcess)
 	r.pgRow(w, section, p.Round, "pg-2proc"+suffix, p.TwoProcesses)
+	if p.SQLite != nil {
+		fmt.Fprintf(w, "      pg-1proc/sqlite = %.2f\n", p.OneProcess.PerSecond/p.SQLite.PerSecond)
+	}
+	fmt.Fprintf(w, "      pg-2proc/pg-1proc = %.2f\n", p.TwoProcesses.PerSecond/p.OneProcess.PerSecond)
 }
 
 // medianOf is the medians of rounds, for the configuration named name.
@@ -144,6 +155,16 @@ func (r *report) pgAppendsFooter(w io.Writer) {
 	if len(pr.Durable) > 0 {
 		fmt.Fprintf(w, "(+fs: median of %d rounds with fsync on)\n", len(pr.Durable))
 	}
+	var vs, procs []float64
+	for _, p := range pr.Rounds {
+		vs, procs = append(vs, p.OneProcess.PerSecond/p.SQLite.PerSecond), append(procs, p.TwoProcesses.PerSecond/p.OneProcess.PerSecond)
+	}
+	pr.VsSQLite, pr.TwoVsOne = median(vs), median(procs)
+	pr.VsSQLitePass, pr.TwoVsOnePass = pr.VsSQLite >= targetPGSessions, pr.TwoVsOne >= targetPGProcs
+	fmt.Fprintf(w, "median of %d per-round ratios pg-1proc/sqlite appends/s: %.2f   target >= %.1f: %s\n",
+		len(vs), pr.VsSQLite, targetPGSessions, verdict(pr.VsSQLitePass))
+	fmt.Fprintf(w, "median of %d per-round ratios pg-2proc/pg-1proc appends/s: %.2f   target >= %.1f: %s\n",
+		len(procs), pr.TwoVsOne, targetPGProcs, verdict(pr.TwoVsOnePass))
 }
 
 // pgMediansTable prints medians with the CPU per unit of both processes
@@ -205,6 +226,8 @@ func (r *report) postgresSummary(w io.Writer) {
 			fmt.Fprintf(w, "  %s %.0f", m.Name, m.PerSecond)
 		}
 		fmt.Fprintln(w)
+		fmt.Fprintf(w, "  postgres  1proc/sqlite       %6.2f  (target >= %.1f)  %s\n", pr.VsSQLite, targetPGSessions, verdict(pr.VsSQLitePass))
+		fmt.Fprintf(w, "  postgres  2proc/1proc        %6.2f  (target >= %.1f)  %s\n", pr.TwoVsOne, targetPGProcs, verdict(pr.TwoVsOnePass))
 	}
 	if pp := pr.Paging; pp != nil && len(pp.Reads) == 2 {
 		fmt.Fprintf(w, "  postgres  pages/s    sqlite %.0f  postgres %.0f;  deep page p50 ms  sqlite %.2f  postgres %.2f\n",

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -23,6 +24,16 @@ func pageReadsSection(ctx context.Context, e *env, rep *report, w io.Writer, lb 
 	targets := []pageTarget{{name: "logbook", srv: lb, url: func(after int) string {
 		return fmt.Sprintf("%s?after_seq=%d&limit=%d", msgs, after, pageSize)
 	}}}
+	// The floor reads a copy of the very rows Logbook reads.
+	fl, err := startFloorOn(ctx, e.self, e.serverBin, lb, "paging-floor")
+	if err != nil {
+		return err
+	}
+	defer fl.stop()
+	flMsgs := "http://" + fl.addr + strings.TrimPrefix(msgs, "http://"+lb.addr)
+	targets = append(targets, pageTarget{name: "floor", srv: fl, url: func(after int) string {
+		return fmt.Sprintf("%s?after_seq=%d&limit=%d", flMsgs, after, pageSize)
+	}})
 	var fill *pbFillResult
 	if e.pbBin != "" {
 		pb, err := startPocketBase(ctx, e, "paging-pocketbase")
@@ -50,9 +61,12 @@ func pageReadsSection(ctx context.Context, e *env, rep *report, w io.Writer, lb 
 				return err
 			}
 			rep.rowOf(w, "page reads ", i, t.name, st)
-			if t.name == "logbook" {
+			switch t.name {
+			case "logbook":
 				p.Logbook = st
-			} else {
+			case "floor":
+				p.Floor = &st
+			default:
 				p.PocketBase = &st
 			}
 		}

@@ -12,6 +12,10 @@ type pageReadPair struct {
 	Logbook    stats   `json:"logbook"`
 	PocketBase *stats  `json:"pocketbase,omitempty"`
 	PBRatio    float64 `json:"ratio_pocketbase,omitempty"` // pages/s logbook ÷ pocketbase
+	// Floor read a copy of the same session (floor.go); FloorCPU is
+	// Logbook's server CPU per page ÷ the floor's.
+	Floor    *stats  `json:"floor,omitempty"`
+	FloorCPU float64 `json:"cpu_ratio_floor,omitempty"`
 }
 
 type pageReadsReport struct {
@@ -25,6 +29,9 @@ type pageReadsReport struct {
 	CPUPass    bool          `json:"cpu_pass"`
 	PocketBase *versusReport `json:"pocketbase,omitempty"`
 	PBFill     *pbFillResult `json:"pocketbase_fill,omitempty"`
+	// FloorCPU is the median of the rounds' CPU ratios Logbook ÷ floor.
+	FloorCPU     float64 `json:"cpu_ratio_floor"`
+	FloorCPUPass bool    `json:"cpu_ratio_floor_pass"`
 }
 
 func (r *report) pageReadsHeader(w io.Writer, o options, messages int, fill *pbFillResult) {
@@ -34,6 +41,7 @@ func (r *report) pageReadsHeader(w io.Writer, o options, messages int, fill *pbF
 		o.pagingClients, o.duration, pageSize)
 	fmt.Fprintln(w, "starting pages spread over the whole session; each client checks its first page, the timed reads only the status")
 	fmt.Fprintf(w, "logbook    = GET /v1/sessions/{id}/messages?after_seq=N&limit=%d\n", pageSize)
+	fmt.Fprintln(w, "floor      = the same on floor.go, on a copy of Logbook's database (logbook backup) made after the fill")
 	if fill != nil {
 		r.Paging.Reads.PocketBase = &versusReport{Target: targetPBPageRatio}
 		fmt.Fprintf(w, "pocketbase = GET /api/collections/%s/records?filter=(session='…' && seq>N)&sort=seq&perPage=%d&skipTotal=1\n",
@@ -53,10 +61,17 @@ func (r *report) addPageReadPair(w io.Writer, p pageReadPair) {
 	if p.PocketBase != nil {
 		p.PBRatio = p.Logbook.PerSecond / p.PocketBase.PerSecond
 	}
+	if p.Floor != nil {
+		p.FloorCPU = cpuRatio(p.Logbook.ServerCPU, p.Floor.ServerCPU)
+		fmt.Fprintf(w, "      logbook/floor server CPU per page = %.2f\n", p.FloorCPU)
+	}
 	rr.Pairs = append(rr.Pairs, p)
-	var cpu, ratios, clean []float64
+	var cpu, ratios, clean, floor []float64
 	for _, p := range rr.Pairs {
 		cpu = append(cpu, p.Logbook.ServerCPU)
+		if p.FloorCPU > 0 {
+			floor = append(floor, p.FloorCPU)
+		}
 		if p.PocketBase == nil {
 			continue
 		}
@@ -67,6 +82,8 @@ func (r *report) addPageReadPair(w io.Writer, p pageReadPair) {
 	}
 	rr.CPUPerPage = median(cpu)
 	rr.CPUPass = cpuWithin(rr.CPUPerPage, targetPageCPU)
+	rr.FloorCPU = median(floor)
+	rr.FloorCPUPass = len(floor) > 0 && rr.FloorCPU <= targetFloorRead
 	if p.PocketBase != nil {
 		rr.PocketBase = versus(ratios, clean, targetPBPageRatio)
 		fmt.Fprintf(w, "      logbook/pocketbase = %.2f\n", p.PBRatio)
@@ -81,6 +98,10 @@ func (r *report) pageReadsFooter(w io.Writer) {
 	rr := r.Paging.Reads
 	fmt.Fprintf(w, "logbook server CPU per page, median of %d rounds: %s µs   target <= %.0f µs: %s\n",
 		len(rr.Pairs), cpuCell(rr.CPUPerPage), rr.CPUTarget, verdict(rr.CPUPass))
+	if rr.FloorCPU > 0 {
+		fmt.Fprintf(w, "median of %d per-round ratios logbook/floor server CPU per page: %.2f   target <= %.1f: %s\n",
+			len(rr.Pairs), rr.FloorCPU, targetFloorRead, verdict(rr.FloorCPUPass))
+	}
 	if pb := rr.PocketBase; pb != nil {
 		fmt.Fprintf(w, "median of %d per-round ratios logbook/pocketbase pages/s: %.2f   target >= %.1f: %s\n",
 			len(rr.Pairs), pb.MedianRatio, pb.Target, verdict(pb.Pass))
@@ -95,6 +116,9 @@ func (r *report) pageReadsSummary(w io.Writer) {
 	}
 	fmt.Fprintf(w, "  paging    CPU µs per page    %6s  (target <= %.0f)  %s\n",
 		cpuCell(rr.CPUPerPage), rr.CPUTarget, verdict(rr.CPUPass))
+	if rr.FloorCPU > 0 {
+		fmt.Fprintf(w, "  paging    CPU ÷ floor        %6.2f  (target <= %.1f)  %s\n", rr.FloorCPU, targetFloorRead, verdict(rr.FloorCPUPass))
+	}
 	if pb := rr.PocketBase; pb != nil {
 		fmt.Fprintf(w, "  paging    logbook/pocketbase %6.2f  (target >= %.1f)  %s\n", pb.MedianRatio, pb.Target, verdict(pb.Pass))
 	}

@@ -109,6 +109,40 @@ func startNaive(ctx context.Context, self, tmp, name string, maxConns int) (*ser
 	if err != nil {
 		return nil, err
 	}
+	return startSelf(ctx, self, dir, name, naiveCmd, "-db", filepath.Join(dir, "naive.db"), "-addr", "127.0.0.1:0",
+		"-max-conns", strconv.Itoa(maxConns))
+}
+
+// startFloor re-executes this tool as the floor (floor.go) on a fresh
+// database.
+func startFloor(ctx context.Context, self, tmp, name string) (*server, error) {
+	dir, err := os.MkdirTemp(tmp, name+"-")
+	if err != nil {
+		return nil, err
+	}
+	return startSelf(ctx, self, dir, name, floorCmd, "-db", filepath.Join(dir, "floor.db"), "-addr", "127.0.0.1:0")
+}
+
+// startFloorOn runs the floor on a copy of a Logbook server's database, made
+// while it serves (its backup command: VACUUM INTO), so that the floor reads
+// the very rows Logbook reads.
+func startFloorOn(ctx context.Context, self, serverBin string, lb *server, name string) (*server, error) {
+	dir, err := os.MkdirTemp(filepath.Dir(lb.dir), name+"-")
+	if err != nil {
+		return nil, err
+	}
+	db := filepath.Join(dir, "floor.db")
+	out, err := exec.CommandContext(ctx, serverBin, "--db", filepath.Join(lb.dir, logbookDB), "backup", db).CombinedOutput()
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("copy %s's database for the floor: %v: %s", lb.name, err, out)
+	}
+	return startSelf(ctx, self, dir, name, floorCmd, "-db", db, "-addr", "127.0.0.1:0")
+}
+
+// startSelf re-executes this tool with args in dir, a server that prints the
+// address it got from the kernel; stop removes dir, and so does a failure.
+func startSelf(ctx context.Context, self, dir, name string, args ...string) (*server, error) {
 	addrc := make(chan string, 1)
 	s, err := start(name, dir, self, func(line string) {
 		if _, _, err := net.SplitHostPort(line); err == nil {
@@ -117,7 +151,7 @@ func startNaive(ctx context.Context, self, tmp, name string, maxConns int) (*ser
 			default:
 			}
 		}
-	}, naiveCmd, "-db", filepath.Join(dir, "naive.db"), "-addr", "127.0.0.1:0", "-max-conns", strconv.Itoa(maxConns))
+	}, args...)
 	if err != nil {
 		return nil, err
 	}

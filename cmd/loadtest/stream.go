@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ type streamConn struct {
 	resp    *http.Response
 	answers *bufio.Reader
 	line    []byte
+	burst   []byte // window lines
 }
 
 // openStream starts a streaming append to url. The server sends its status only
@@ -61,13 +63,23 @@ func openStream(ctx context.Context, c *http.Client, url string, line []byte) (*
 	return s, nil
 }
 
-// send appends one message and waits for its answer: one message in flight per
-// stream, as an agent loop that needs each stored message before it goes on.
-func (s *streamConn) send() error {
-	if _, err := s.body.Write(s.line); err != nil {
+// send appends window messages at once and then reads their answers: window
+// lines in flight on one connection, as a runtime that writes a turn's
+// messages (or a bulk load) pipelines them; with window 1, one message at a
+// time, as an agent loop that needs each stored message before it goes on.
+func (s *streamConn) send(window int) error {
+	if len(s.burst) != window*len(s.line) {
+		s.burst = bytes.Repeat(s.line, window)
+	}
+	if _, err := s.body.Write(s.burst); err != nil {
 		return err
 	}
-	return s.answer()
+	for range window {
+		if err := s.answer(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (s *streamConn) answer() error {
@@ -98,12 +110,22 @@ func (s *streamConn) close() error {
 	return errors.Join(err, rerr)
 }
 
-// streamRound measures NDJSON streaming appends: e.opts.clients streams, one
-// session each, each sending a message and waiting for its answer before the
-// next, the same messages as the single-append rounds send one per request.
-func streamRound(ctx context.Context, e *env, round int) (stats, error) {
-	name := fmt.Sprintf("stream-r%d", round)
-	srv, err := startLogbook(ctx, e.serverBin, e.tmp, name, e.opts.serverFlags...)
+// streamRound measures NDJSON streaming appends on a server of kind (logbook
+// or floor): e.opts.clients streams, one session each, each sending
+// e.opts.streamWindow messages at once and reading their answers before the
+// next ones, the same messages as the single-append rounds send one per
+// request.
+func streamRound(ctx context.Context, e *env, kind string, round int) (stats, error) {
+	name := fmt.Sprintf("stream-%s-r%d", kind, round)
+	var (
+		srv *server
+		err error
+	)
+	if kind == "floor" {
+		srv, err = startFloor(ctx, e.self, e.tmp, name)
+	} else {
+		srv, err = startLogbook(ctx, e.serverBin, e.tmp, name, e.opts.serverFlags...)
+	}
 	if err != nil {
 		return stats{}, err
 	}
@@ -132,8 +154,9 @@ func streamRound(ctx context.Context, e *env, round int) (stats, error) {
 			return stats{}, fmt.Errorf("%s open: %w", name, err)
 		}
 	}
-	st, err := measure(ctx, srv.pid, len(streams), e.opts.duration, 1, func(_ context.Context, i int) error {
-		return streams[i].send()
+	window := e.opts.streamWindow
+	st, err := measure(ctx, srv.pid, len(streams), e.opts.duration, window, func(_ context.Context, i int) error {
+		return streams[i].send(window)
 	})
 	if err != nil {
 		return stats{}, fmt.Errorf("%s: %w", name, err)
@@ -155,11 +178,15 @@ func streamRound(ctx context.Context, e *env, round int) (stats, error) {
 func streamSection(ctx context.Context, e *env, rep *report, w io.Writer) error {
 	rep.streamHeader(w, e.opts)
 	for i := 1; i <= e.opts.streamRounds; i++ {
-		st, err := streamRound(ctx, e, i)
+		st, err := streamRound(ctx, e, "logbook", i)
 		if err != nil {
 			return err
 		}
-		rep.addStreamRound(w, i, st)
+		fl, err := streamRound(ctx, e, "floor", i)
+		if err != nil {
+			return err
+		}
+		rep.addStreamRound(w, i, st, fl)
 	}
 	rep.streamFooter(w)
 	return nil

@@ -13,9 +13,10 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// The stream round's client against Logbook's real handler: every send is one
-// stored message, answered before the next, and closing leaves nothing unread.
-func TestStreamConnAppendsOneMessagePerSend(t *testing.T) {
+// The stream round's client against Logbook's real handler: every send of a
+// window of lines stores that many messages, all answered before the next
+// send, and closing leaves nothing unread.
+func TestStreamConnAppendsAWindowPerSend(t *testing.T) {
 	ctx := context.Background()
 	store, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(t.TempDir(), "l.db"), Migrate: true, NoMessageIndex: true})
 	if err != nil {
@@ -33,8 +34,8 @@ func TestStreamConnAppendsOneMessagePerSend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for range 3 {
-		if err := s.send(); err != nil {
+	for _, window := range []int{1, 1, 5} {
+		if err := s.send(window); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -45,8 +46,8 @@ func TestStreamConnAppendsOneMessagePerSend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.MessageCount != 4 || got.LastSeq != 4 {
-		t.Errorf("session has %d messages, last seq %d; want 4 and 4", got.MessageCount, got.LastSeq)
+	if got.MessageCount != 8 || got.LastSeq != 8 {
+		t.Errorf("session has %d messages, last seq %d; want 8 and 8", got.MessageCount, got.LastSeq)
 	}
 
 	// A line the server refuses is an error of the send, not a silent count.
@@ -55,7 +56,7 @@ func TestStreamConnAppendsOneMessagePerSend(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.line = []byte(`{"role":"nobody","content":"x"}` + "\n")
-	if err := s.send(); err == nil || !strings.Contains(err.Error(), "validation_failed") {
+	if err := s.send(1); err == nil || !strings.Contains(err.Error(), "validation_failed") {
 		t.Errorf("send of a bad line: %v, want the problem", err)
 	}
 	s.abort()

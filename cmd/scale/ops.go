@@ -197,7 +197,7 @@ func operations(ctx context.Context, c *http.Client, s *server, facts fillFacts,
 		}}, struct {
 			name string
 			op   func(context.Context) (string, error)
-		}{"backup with the CLI (server backup)", func(ctx context.Context) (string, error) {
+		}{"backup with the CLI (logbook backup)", func(ctx context.Context) (string, error) {
 			dest := filepath.Join(dir, "cli-backup.db")
 			defer os.Remove(dest)
 			_, err := runCLI(ctx, s.bin, s.db, "backup", dest)

@@ -627,6 +627,11 @@ func verifyAPI(t *testing.T, client *http.Client, base string, sessions []string
 	}
 	keyAt := make(map[slot]string, len(acks))
 	perSession := make(map[string]int, len(sessions))
+	type sums struct {
+		messages, tokens int64
+		cost             float64
+	}
+	want := map[string]sums{}
 	for _, sid := range sessions {
 		msgs := listAll(t, client, base, sid)
 		perSession[sid] = len(msgs)
@@ -662,9 +667,34 @@ func verifyAPI(t *testing.T, client *http.Client, base string, sessions []string
 		}
 		getJSON(t, client, base+"/v1/sessions/"+url.PathEscape(sid), &ses)
 		n := int64(len(msgs))
+		want[sid] = sums{n, tokens, cost}
 		if ses.MessageCount != n || ses.LastSeq != n || ses.TotalTokens != tokens || !closeEnough(ses.TotalCost, cost) {
 			report("session %s counters: message_count=%d last_seq=%d total_tokens=%d total_cost=%v; rows say %d, %d, %d, %v",
 				sid, ses.MessageCount, ses.LastSeq, ses.TotalTokens, ses.TotalCost, n, n, tokens, cost)
+		}
+	}
+
+	// The usage rollups, folded across the kills (and the tail not folded
+	// yet), are the sums over the messages that survived.
+	var usage struct {
+		Data []struct {
+			Key      string  `json:"key"`
+			Messages int64   `json:"messages"`
+			Tokens   int64   `json:"tokens"`
+			Cost     float64 `json:"cost"`
+		} `json:"data"`
+	}
+	day := time.Now().UTC()
+	getJSON(t, client, base+"/v1/usage?group_by=session&from="+day.AddDate(0, 0, -1).Format(time.DateOnly)+
+		"&to="+day.AddDate(0, 0, 1).Format(time.DateOnly), &usage)
+	got := map[string]sums{}
+	for _, r := range usage.Data {
+		got[r.Key] = sums{r.Messages, r.Tokens, r.Cost}
+	}
+	for _, sid := range sessions {
+		if g, w := got[sid], want[sid]; g.messages != w.messages || g.tokens != w.tokens || !closeEnough(g.cost, w.cost) {
+			report("session %s usage: %d messages, %d tokens, cost %v; the rows say %d, %d, %v",
+				sid, g.messages, g.tokens, g.cost, w.messages, w.tokens, w.cost)
 		}
 	}
 
@@ -844,6 +874,26 @@ func verifyFile(t *testing.T, path string, acked int) {
 	rows.Close()
 	if len(result) != 1 || result[0] != "ok" {
 		t.Fatalf("integrity_check: %q", result)
+	}
+
+	// The rollups hold exactly the messages the usage folder passed before
+	// the last stop: a fold commits with its mark, or not at all.
+	for _, q := range [][2]string{
+		{`SELECT COALESCE(SUM(messages), 0), COALESCE(SUM(tokens), 0) FROM usage_daily`,
+			`SELECT COUNT(*), COALESCE(SUM(tokens), 0) FROM messages WHERE gid <= (SELECT folded FROM usage_state)`},
+		{`SELECT COALESCE(SUM(messages), 0), COALESCE(SUM(tokens), 0) FROM usage_sessions`,
+			`SELECT COUNT(*), COALESCE(SUM(tokens), 0) FROM messages WHERE gid <= (SELECT folded FROM usage_state)`},
+	} {
+		var rn, rt, mn, mt int64
+		if err := db.QueryRow(q[0]).Scan(&rn, &rt); err != nil {
+			t.Fatalf("%s: %v", q[0], err)
+		}
+		if err := db.QueryRow(q[1]).Scan(&mn, &mt); err != nil {
+			t.Fatalf("%s: %v", q[1], err)
+		}
+		if rn != mn || rt != mt {
+			t.Errorf("%s = %d messages, %d tokens; the folded messages are %d, %d tokens", q[0], rn, rt, mn, mt)
+		}
 	}
 
 	// One request_keys row per request: a second would mean a key answered twice.

@@ -1,5 +1,5 @@
 -- +goose Up
--- Operations an operator starts that may outlast a request (SQLite's 00023).
+-- Operations an operator starts that may outlast a request (SQLite's 00029).
 -- On PostgreSQL any of several processes may run a job: one whose runner has
 -- not written for model.JobStaleAfter reads as interrupted.
 CREATE TABLE jobs (

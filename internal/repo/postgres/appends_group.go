@@ -17,9 +17,10 @@ import (
 // whatever becomes of the group's transaction (a replay, a refusal, or a
 // write whose COMMIT answered).
 type appendOutcomePG struct {
-	res model.AppendResult
-	err error
-	set bool
+	res  model.AppendResult
+	err  error
+	set  bool
+	busy bool // not decided: another transaction held its session's row (runAppendMultiPG)
 }
 
 // runAppendGroupPG writes a group of appends to one session in one
@@ -135,6 +136,7 @@ func (s *Store) appendGroupOncePG(ctx context.Context, jobs []*appendJobPG) (out
 	if err := appendSendCommitPG(ctx, conn.Conn(), b); err != nil {
 		return out, err
 	}
+	s.kickSequencer()
 	if crashAfter { // stored, but the answers are lost
 		return out, model.Unavailable(fmt.Errorf("%w: %s", repo.ErrInjected, repo.FaultCrashAfterCommit))
 	}

@@ -258,10 +258,35 @@ func appendNumberRowsPG(w *appendInsertsPG, a *appendOpPG, st appendSessionPG, f
 // appends of a transaction, once for all of them. An append's first message
 // makes a created session active.
 func appendQueueSessionPG(b *pgx.Batch, tenant, session string, st appendSessionPG) {
-	b.Queue(`UPDATE sessions SET message_count = $1, last_seq = $2, total_tokens = $3, total_cost = $4, turn_count = $5,
-		updated_at = $6, status = CASE WHEN status = 'created' THEN 'active' ELSE status END
-		WHERE tenant_id = $7 AND id = $8`,
-		st.count, st.lastSeq, st.tokens, st.cost, st.turns, int64(model.Now()), tenant, session)
+	var u appendSessionUpdatesPG
+	u.add(tenant, session, st)
+	u.queue(b)
+}
+
+// appendSessionUpdatesPG gathers the counters of the sessions a transaction
+// appended to, for one UPDATE of them all.
+type appendSessionUpdatesPG struct {
+	tenant, session               []string
+	count, lastSeq, tokens, turns []int64
+	cost                          []float64
+}
+
+func (u *appendSessionUpdatesPG) add(tenant, session string, st appendSessionPG) {
+	u.tenant, u.session = append(u.tenant, tenant), append(u.session, session)
+	u.count, u.lastSeq, u.tokens, u.turns = append(u.count, st.count), append(u.lastSeq, st.lastSeq), append(u.tokens, st.tokens), append(u.turns, st.turns)
+	u.cost = append(u.cost, st.cost)
+}
+
+func (u *appendSessionUpdatesPG) queue(b *pgx.Batch) {
+	if len(u.tenant) == 0 {
+		return
+	}
+	b.Queue(`UPDATE sessions s SET message_count = u.count, last_seq = u.last_seq, total_tokens = u.tokens, total_cost = u.cost,
+		turn_count = u.turns, updated_at = $8, status = CASE WHEN s.status = 'created' THEN 'active' ELSE s.status END
+		FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::float8[], $7::bigint[])
+			AS u(tenant, id, count, last_seq, tokens, cost, turns)
+		WHERE s.tenant_id = u.tenant AND s.id = u.id`,
+		u.tenant, u.session, u.count, u.lastSeq, u.tokens, u.cost, u.turns, int64(model.Now()))
 }
 
 // appendSendPG runs a batch of writes and returns its first error.

@@ -66,3 +66,41 @@ var ListSessionsSQLForTest = listSessionsSQL
 // PurgedTablesForTest are the tables a purge erases a session's rows from
 // besides messages and checkpoints.
 var PurgedTablesForTest = purgedTables
+
+// FoldUsageForTest numbers the committed events and folds them into the
+// usage rollups, all of them, as the folder does in the background.
+func FoldUsageForTest(ctx context.Context, s *Store) error {
+	if err := sequenceEventsPG(ctx, s.pool); err != nil {
+		return err
+	}
+	for {
+		more, err := s.foldUsagePG(ctx)
+		if err != nil || !more {
+			return err
+		}
+	}
+}
+
+// UsageQueryForTest is the statement Usage runs for q.
+func UsageQueryForTest(tenant string, q model.UsageQuery) (string, []any) {
+	return usageQueryPG(tenant, q)
+}
+
+// PauseAppendsForTest keeps appends queued, no writer taking them, until the
+// returned func is called: a test sees how writers gather what waited.
+func PauseAppendsForTest(s *Store) (resume func()) {
+	q := &s.appends
+	q.mu.Lock()
+	q.paused = true
+	q.mu.Unlock()
+	return func() {
+		q.mu.Lock()
+		q.paused = false
+		n := min(len(q.ready), max(1, q.max)-q.writers)
+		q.writers += max(n, 0)
+		q.mu.Unlock()
+		for range n {
+			go q.write(s)
+		}
+	}
+}

@@ -216,7 +216,7 @@ func forkDetachPG(ctx context.Context, tx pgx.Tx, tenant, fork string) error {
 		}
 		// The copies are the fork's now: their usage is (the parent's goes
 		// when its rows do).
-		if err := applyUsagePG(ctx, tx, tenant, fork, g.lo, g.hi, +1); err != nil {
+		if err := addUsagePG(ctx, tx, tenant, fork, g.lo, g.hi); err != nil {
 			return err
 		}
 	}

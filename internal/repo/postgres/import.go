@@ -205,7 +205,7 @@ func (im *importTxPG) finish(ctx context.Context) (model.Session, error) {
 		im.cumTurns, im.tenant, im.ses.ID); err != nil {
 		return model.Session{}, err
 	}
-	if err := applyUsagePG(ctx, im.tx, im.tenant, im.ses.ID, 0, allSeqsPG, +1); err != nil {
+	if err := addUsagePG(ctx, im.tx, im.tenant, im.ses.ID, 0, allSeqsPG); err != nil {
 		return model.Session{}, err
 	}
 	out, err := getSessionTx(ctx, im.tx, im.tenant, im.ses.ID, "")

@@ -179,7 +179,9 @@ func purgeSessionTxPG(ctx context.Context, tx pgx.Tx, tenant, id string) (msgs, 
 	if _, err := tx.Exec(ctx, `DELETE FROM message_search WHERE tenant_id = $1 AND session_id = $2`, tenant, id); err != nil {
 		return 0, 0, err
 	}
-	if err := applyUsagePG(ctx, tx, tenant, id, 0, allSeqsPG, -1); err != nil {
+	b := &pgx.Batch{}
+	queueTakeBackUsagePG(b, tenant, id, 0)
+	if err := appendSendPG(ctx, tx, b); err != nil {
 		return 0, 0, err
 	}
 	tag, err := tx.Exec(ctx, `DELETE FROM messages WHERE tenant_id = $1 AND session_id = $2`, tenant, id)
@@ -191,7 +193,7 @@ func purgeSessionTxPG(ctx context.Context, tx pgx.Tx, tenant, id string) (msgs, 
 		return 0, 0, err
 	}
 	ckps = tag.RowsAffected()
-	b := &pgx.Batch{}
+	b = &pgx.Batch{}
 	// Its events go too, as on SQLite: a purge leaves nothing of the session.
 	for _, table := range purgedTables {
 		b.Queue(`DELETE FROM `+table+` WHERE tenant_id = $1 AND session_id = $2`, tenant, id)

@@ -31,6 +31,9 @@ func (s *Store) RepairSession(ctx context.Context, tenant, id string, in model.R
 		}
 		return err
 	})
+	if err == nil && len(res.Messages) > 0 {
+		s.kickSequencer() // the appended results' message events
+	}
 	return res, err
 }
 

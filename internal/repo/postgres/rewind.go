@@ -39,6 +39,9 @@ func (s *Store) Rewind(ctx context.Context, tenant, id string, in model.Rewind) 
 		res, err = s.rewindTxPG(ctx, tx, tenant, id, in, rows, now)
 		return err
 	})
+	if err == nil && len(rows) > 0 {
+		s.kickSequencer() // the replacement's message events
+	}
 	return res, err
 }
 
@@ -122,7 +125,7 @@ func rewindCutTailPG(ctx context.Context, tx pgx.Tx, tenant string, ses model.Se
 		return nil, err
 	}
 	b = &pgx.Batch{}
-	queueUsagePG(b, tenant, id, to, allSeqsPG, -1) // before the rows go
+	queueTakeBackUsagePG(b, tenant, id, to) // before the rows go
 	for _, table := range []string{"tool_calls", "tool_results", "message_search"} {
 		b.Queue(`DELETE FROM `+table+` WHERE tenant_id = $1 AND session_id = $2 AND seq > $3`, tenant, id, to)
 	}

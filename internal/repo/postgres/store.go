@@ -61,6 +61,11 @@ type Store struct {
 	listenOnce sync.Once          // the feed's listener starts with its first reader
 	stopListen context.CancelFunc // set by listenOnce
 	listenDone chan struct{}
+
+	// The sequencer and the usage folder (usagefold.go), woken by appends.
+	sequenceWake, usageWake        chan struct{}
+	stopBackground                 context.CancelFunc
+	sequencerDone, usageFolderDone chan struct{}
 }
 
 // Open connects to cfg.URL, applies migrations when cfg.Migrate is set, and
@@ -83,6 +88,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	s := &Store{pool: pool, faults: cfg.Faults, url: cfg.URL, runner: newID("run_")}
+	// Half the pool writes appends at most, in groups; the rest serves reads.
+	s.appends.max = max(2, int(pc.MaxConns)/2)
 	s.vectors = repo.NewVectorCache(s.loadVectors, cfg.VectorCacheBytes)
 	var one int
 	if err := pool.QueryRow(ctx, `SELECT 1 FROM sessions LIMIT 1`).Scan(&one); err != nil && !errors.Is(err, pgx.ErrNoRows) {
@@ -106,6 +113,12 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 			s.pgvectorErr = err
 		}
 	}
+	bg, stop := context.WithCancel(context.Background())
+	s.stopBackground = stop
+	s.sequenceWake, s.usageWake = make(chan struct{}, 1), make(chan struct{}, 1)
+	s.sequencerDone, s.usageFolderDone = make(chan struct{}), make(chan struct{})
+	go s.runSequencer(bg)
+	go s.runUsageFolder(bg)
 	return s, nil
 }
 
@@ -123,6 +136,12 @@ func (s *Store) Close() error {
 	if s.stopListen != nil {
 		s.stopListen()
 		<-s.listenDone
+	}
+	if s.stopBackground != nil {
+		s.stopBackground()
+		<-s.sequencerDone
+		<-s.usageFolderDone
+		s.stopBackground = nil
 	}
 	s.pool.Close()
 	return nil

@@ -39,6 +39,7 @@ type sessionState struct {
 	lastSeq, count, tokens, turns int64
 	cost                          float64
 	expiresAt                     sql.NullInt64
+	agent                         sql.NullString // the usage rollups' agent of a message that names none
 	dirty, activate               bool
 }
 
@@ -77,7 +78,7 @@ func (s *Store) sessionState(ctx context.Context, tx *sql.Tx, tenant, id string)
 	}
 	st := &sessionState{}
 	err := tx.StmtContext(ctx, s.st.selectSessionState).QueryRowContext(ctx, tenant, id).
-		Scan(&st.status, &st.lastSeq, &st.count, counterInt{&st.tokens}, counterFloat{&st.cost}, &st.turns, &st.expiresAt)
+		Scan(&st.status, &st.lastSeq, &st.count, counterInt{&st.tokens}, counterFloat{&st.cost}, &st.turns, &st.expiresAt, &st.agent)
 	switch {
 	case err == sql.ErrNoRows:
 		return nil, nil
@@ -333,8 +334,8 @@ func (s *Store) messageByKey(ctx context.Context, tx *sql.Tx, g *group, tenant, 
 
 // flush writes what the group staged: the rows, each touched session's
 // counters (once, whatever the number of its appends), and the request keys.
-// Nothing else: a row is its own event of the live feed, and the search index
-// and embeddings follow the rows by gid.
+// Nothing else: a row is its own event of the live feed, and the search index,
+// the embeddings and the usage rollups follow the rows by gid.
 func (s *Store) flush(ctx context.Context, tx *sql.Tx, g *group) error {
 	if len(g.rows) == 0 && len(g.reqKeys) == 0 {
 		return nil
@@ -365,15 +366,18 @@ func (s *Store) flush(ctx context.Context, tx *sql.Tx, g *group) error {
 		}
 	}
 	// Each row is its own message.appended event (events.go): the feed's
-	// readers look after the commit.
+	// readers look after the commit. The usage folder takes the rows from
+	// memory (usageAcc), not from the table.
 	s.eventsWritten = s.eventsWritten || len(g.rows) > 0
+	if s.usage.valid {
+		for _, sr := range g.rows {
+			s.usage.add(sr.tenant, sr.session, &sr.r.msg, s.sessions.m[sessionKey{sr.tenant, sr.session}])
+		}
+	}
 	for k, p := range g.pins {
 		if err := pinAgent(ctx, tx, k.tenant, p); err != nil {
 			return err
 		}
-	}
-	if err := flushUsage(ctx, tx, g); err != nil {
-		return err
 	}
 	for _, k := range g.touched {
 		st := s.sessions.m[k]
@@ -397,30 +401,6 @@ func (s *Store) flush(ctx context.Context, tx *sql.Tx, g *group) error {
 		}
 	}
 	*g = *newGroup()
-	return nil
-}
-
-// flushUsage adds the group's rows to the usage rollups, one statement per
-// session: a session's rows in a group are a run of seqs.
-func flushUsage(ctx context.Context, tx *sql.Tx, g *group) error {
-	type run struct{ lo, hi int64 }
-	runs := map[sessionKey]*run{}
-	var order []sessionKey
-	for _, sr := range g.rows {
-		k, seq := sessionKey{sr.tenant, sr.session}, sr.r.msg.Seq
-		if r := runs[k]; r != nil {
-			r.lo, r.hi = min(r.lo, seq), max(r.hi, seq)
-			continue
-		}
-		runs[k] = &run{seq, seq}
-		order = append(order, k)
-	}
-	for _, k := range order {
-		r := runs[k]
-		if err := applyUsage(ctx, tx, k.tenant, k.id, r.lo-1, r.hi, +1); err != nil {
-			return err
-		}
-	}
 	return nil
 }
 

@@ -291,10 +291,12 @@ func eventHead(ctx context.Context, q querier) (int64, error) {
 }
 
 // maxGIDSQL reads the highest gid ever handed out: the newest messages and
-// events may have been purged, the high-water mark remembers them.
+// events may have been purged, the high-water mark remembers them. The usage
+// folder's mark counts too: a message below it would never be folded.
 const maxGIDSQL = `SELECT MAX(COALESCE((SELECT MAX(gid) FROM messages), 0),
 	COALESCE((SELECT MAX(pos) FROM events), 0),
-	COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'gid_high_water'), 0))`
+	COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'gid_high_water'), 0),
+	COALESCE((SELECT folded FROM usage_state WHERE one = 1), 0))`
 
 // EventsChanged is closed after the writer's next commit of events.
 func (s *Store) EventsChanged() <-chan struct{} { return s.events.Changed() }

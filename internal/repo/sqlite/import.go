@@ -109,6 +109,7 @@ type sessionImport struct {
 }
 
 func (s *Store) newSessionImport(ctx context.Context, tx *sql.Tx, tenant string, opts model.ImportOptions) *sessionImport {
+	s.usage.invalidate() // the imported messages are no appends' (usagefold.go)
 	return &sessionImport{s: s, tx: tx, tenant: tenant, opts: opts, fileChunk: -1, insert: tx.StmtContext(ctx, s.st.insertMessage)}
 }
 
@@ -265,9 +266,8 @@ func (im *sessionImport) finish(ctx context.Context) (model.Session, error) {
 		im.cumTurns, tenant, ses.ID); err != nil {
 		return model.Session{}, err
 	}
-	if err := applyUsage(ctx, tx, tenant, ses.ID, 0, allSeqs, +1); err != nil {
-		return model.Session{}, err
-	}
+	// The messages' usage follows: they took gids the usage folder has not
+	// reached (usagefold.go).
 	out, err := getSession(ctx, tx, tenant, ses.ID)
 	if err != nil {
 		return out, err

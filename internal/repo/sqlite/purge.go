@@ -267,7 +267,7 @@ func (s *Store) purgeSessionTx(ctx context.Context, tx *sql.Tx, tenant, id strin
 	if err := releaseFiles(ctx, tx, tenant, id, 0); err != nil {
 		return 0, 0, err
 	}
-	if err := applyUsage(ctx, tx, tenant, id, 0, allSeqs, -1); err != nil {
+	if err := takeBackUsage(ctx, tx, tenant, id, 0); err != nil {
 		return 0, 0, err
 	}
 	if msgs, err = execCount(ctx, tx, `DELETE FROM messages WHERE tenant_id = ? AND session_id = ?`, tenant, id); err != nil {
@@ -345,6 +345,7 @@ func (s *Store) detachFork(ctx context.Context, tx *sql.Tx, tenant, fork string)
 // copySegment copies one stored segment of a lineage under fork, copyChunk rows
 // at a time so that a long prefix is never held in memory at once.
 func (s *Store) copySegment(ctx context.Context, tx *sql.Tx, tenant, fork string, g segment) error {
+	s.usage.invalidate() // the copies are no appends' (usagefold.go)
 	type row struct {
 		seq                          int64
 		role, content                string
@@ -388,11 +389,8 @@ func (s *Store) copySegment(ctx context.Context, tx *sql.Tx, tenant, fork string
 			after = r.seq
 		}
 	}
-	// The copies are the fork's now: their usage is (the parent's goes when
-	// its rows do).
-	if err := applyUsage(ctx, tx, tenant, fork, g.lo, g.hi, +1); err != nil {
-		return err
-	}
+	// The copies are the fork's now, with gids the usage folder has not
+	// reached: their usage follows (the parent's goes when its rows do).
 	// The copies reference the files their originals did, and answer the calls
 	// theirs did.
 	if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO message_files (tenant_id, session_id, seq, file_id, user_id)

@@ -169,7 +169,7 @@ func (s *Store) cutTail(ctx context.Context, tx *sql.Tx, tenant string, ses mode
 	if err := dropToolRows(ctx, tx, tenant, id, to); err != nil {
 		return nil, err
 	}
-	if err := applyUsage(ctx, tx, tenant, id, to, allSeqs, -1); err != nil {
+	if err := takeBackUsage(ctx, tx, tenant, id, to); err != nil {
 		return nil, err
 	}
 	if _, err := tx.ExecContext(ctx, `DELETE FROM messages WHERE tenant_id = ? AND session_id = ? AND seq > ?`, tenant, id, to); err != nil {

@@ -151,8 +151,8 @@ type attachingConnector struct {
 	indexPath string
 }
 
-func newReadConnector(dsn, indexPath string) (driver.Connector, error) {
-	c, err := sqlite.NewConnector(dsn)
+func newReadConnector(connect func(string) (driver.Connector, error), dsn, indexPath string) (driver.Connector, error) {
+	c, err := connect(dsn)
 	if err != nil {
 		return nil, err
 	}
@@ -181,6 +181,7 @@ func (a attachingConnector) Connect(ctx context.Context) (driver.Conn, error) {
 // so that no gid is ever handed out twice: the index takes every gid below its
 // progress as done, and a reused one would never be indexed.
 func (s *Store) noteDeletedMessages(ctx context.Context, tx *sql.Tx, tenant, session string, after, upto int64) error {
+	s.usage.invalidate() // the usage folder reads back what is left (usagefold.go)
 	if _, err := tx.ExecContext(ctx, `DELETE FROM index_deletes WHERE id <= ?`, s.deletesApplied.Load()); err != nil {
 		return err
 	}

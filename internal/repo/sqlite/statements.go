@@ -26,6 +26,9 @@ type writerStatements struct {
 	updateSessionCountersActivate *sql.Stmt
 	insertRequestKey              *sql.Stmt
 	insertEvent                   *sql.Stmt
+
+	// The usage folder's (usagefold.go).
+	usageFolded, usageStretch, usageCount, addUsageDaily, addUsageSession, setUsageFolded *sql.Stmt
 }
 
 func prepareWriterStatements(ctx context.Context, db *sql.DB) (writerStatements, error) {
@@ -42,7 +45,8 @@ func prepareWriterStatements(ctx context.Context, db *sql.DB) (writerStatements,
 		{&st.selectRequestKey, `SELECT request_hash, seqs FROM request_keys WHERE tenant_id = ? AND session_id = ? AND key = ?`},
 		{&st.selectMessageByKey, `SELECT ` + messageColumns + `, request_hash FROM messages
 			WHERE tenant_id = ? AND session_id = ? AND idempotency_key = ?`},
-		{&st.selectSessionState, `SELECT status, last_seq, message_count, total_tokens, total_cost, turn_count, expires_at FROM sessions WHERE tenant_id = ? AND id = ?`},
+		{&st.selectSessionState, `SELECT status, last_seq, message_count, total_tokens, total_cost, turn_count, expires_at, agent_id
+			FROM sessions WHERE tenant_id = ? AND id = ?`},
 		{&st.insertMessage, `INSERT INTO messages (tenant_id, session_id, seq, id, role, content, name, tool_calls,
 			tool_call_id, agent_id, model, tokens, cost, metadata, created_at, idempotency_key, request_hash,
 			gid, cum_tokens, cum_cost, parts, is_error, provider_item, cum_turns, in_feed, client_id)
@@ -62,6 +66,12 @@ func prepareWriterStatements(ctx context.Context, db *sql.DB) (writerStatements,
 			turn_count = ?, updated_at = ?, status = 'active' WHERE tenant_id = ? AND id = ? AND status = 'created'`},
 		{&st.insertRequestKey, `INSERT INTO request_keys (tenant_id, session_id, key, request_hash, seqs, created_at)
 			VALUES (?, ?, ?, ?, ?, ?)`},
+		{&st.usageFolded, usageFoldedSQL},
+		{&st.usageStretch, usageStretchSQL},
+		{&st.usageCount, usageCountSQL},
+		{&st.addUsageDaily, addUsageDailySQL},
+		{&st.addUsageSession, addUsageSessionSQL},
+		{&st.setUsageFolded, setUsageFoldedSQL},
 	} {
 		s, err := db.PrepareContext(ctx, p.sql)
 		if err != nil {

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/logbook/logbook/internal/repo"
-	_ "modernc.org/sqlite" // registers the "sqlite" driver (pure Go, no cgo)
+	"modernc.org/sqlite" // also registers the "sqlite" driver (pure Go, no cgo)
 )
 
 // Config says where the database lives and how hard it syncs.
@@ -44,6 +44,14 @@ type Config struct {
 	// it the writer hands over for a RESTART checkpoint between two groups.
 	// 0 means DefaultWALMaxBytes; negative, no bound (PASSIVE checkpoints only).
 	WALMaxBytes int64
+
+	// connect opens the database's connections (nil: the driver's own). The
+	// cost guard (cost_test.go) counts statements through it.
+	connect func(dsn string) (driver.Connector, error)
+	// noUsageFolder leaves the usage rollups unfolded (reads add the tail)
+	// unless a test folds them, so that a test sees the writer's groups
+	// without the writer's folds.
+	noUsageFolder bool
 }
 
 // Store is the storage handle. Its methods are safe for concurrent use.
@@ -57,7 +65,8 @@ type Store struct {
 	stopCheckpoints chan struct{}
 	checkpointsDone chan struct{}
 
-	idb            *sql.DB       // the search index file, used only by the indexer (nil with NoSearch)
+	idb            *sql.DB // the search index file, used only by the indexer (nil with NoSearch)
+	ist            indexerStatements
 	indexWake      chan struct{} // the writer's "new messages" to the indexer
 	stopIndexer    chan struct{} // nil when no indexer runs
 	indexerDone    chan struct{}
@@ -69,6 +78,13 @@ type Store struct {
 		gid   int64
 		parts []string
 	}
+
+	// The usage fold (usagefold.go): usageFolded is its mark; foldsOn,
+	// lastFold and usage are the writer's.
+	usageFolded atomic.Int64
+	foldsOn     bool
+	lastFold    time.Time
+	usage       usageAcc // the writer's: what its appends stored since the last fold
 
 	queue  chan *writeOp
 	events repo.EventSignal // the live feed's readers, woken after each commit of events
@@ -164,7 +180,18 @@ func Open(ctx context.Context, cfg Config) (s *Store, err error) {
 	if walMax > 0 {
 		writerDSN += fmt.Sprintf("&_pragma=journal_size_limit(%d)", walMax)
 	}
-	wdb, err := open(sql.Open("sqlite", writerDSN))
+	connect := cfg.connect
+	if connect == nil {
+		connect = sqlite.NewConnector
+	}
+	openDSN := func(dsn string) (*sql.DB, error) {
+		c, err := connect(dsn)
+		if err != nil {
+			return nil, err
+		}
+		return open(sql.OpenDB(c), nil)
+	}
+	wdb, err := openDSN(writerDSN)
 	if err != nil {
 		return nil, fmt.Errorf("repo: open writer: %w", err)
 	}
@@ -184,9 +211,17 @@ func Open(ctx context.Context, cfg Config) (s *Store, err error) {
 	if err != nil {
 		return nil, err
 	}
-	var lastGID int64
+	var lastGID, folded, dataVersion int64
+	// The writer's first group must not take its own connection's opening
+	// for another process's write (noticeOtherWriters).
+	if err := st.dataVersion.QueryRowContext(ctx).Scan(&dataVersion); err != nil {
+		return nil, fmt.Errorf("repo: read data_version: %w", err)
+	}
 	if err := st.maxGID.QueryRowContext(ctx).Scan(&lastGID); err != nil {
 		return nil, fmt.Errorf("repo: read the last message number: %w", err)
+	}
+	if err := st.usageFolded.QueryRowContext(ctx).Scan(&folded); err != nil {
+		return nil, fmt.Errorf("repo: read the usage rollups' progress: %w", err)
 	}
 	feedSecret, err := loadFeedSecret(ctx, wdb)
 	if err != nil {
@@ -203,7 +238,7 @@ func Open(ctx context.Context, cfg Config) (s *Store, err error) {
 
 	// The checkpoint connection's busy timeout is how long a RESTART waits
 	// for readers while the writer waits for it.
-	cdb, err := open(sql.Open("sqlite", dsnWait(cfg.Path, false, sync, restartWait)))
+	cdb, err := openDSN(dsnWait(cfg.Path, false, sync, restartWait))
 	if err != nil {
 		return nil, fmt.Errorf("repo: open checkpointer: %w", err)
 	}
@@ -212,10 +247,10 @@ func Open(ctx context.Context, cfg Config) (s *Store, err error) {
 	readDSN := dsn(cfg.Path, true, sync)
 	var rdb *sql.DB
 	if cfg.NoSearch {
-		rdb, err = open(sql.Open("sqlite", readDSN))
+		rdb, err = openDSN(readDSN)
 	} else {
 		var conn driver.Connector
-		if conn, err = newReadConnector(readDSN, searchIndexPath(cfg.Path)); err == nil {
+		if conn, err = newReadConnector(connect, readDSN, searchIndexPath(cfg.Path)); err == nil {
 			rdb, err = open(sql.OpenDB(conn), nil)
 		}
 	}
@@ -236,17 +271,25 @@ func Open(ctx context.Context, cfg Config) (s *Store, err error) {
 	if err != nil {
 		return nil, err
 	}
+	var ist indexerStatements
+	if idb != nil { // tests and benchmarks drive the indexer's steps with NoMessageIndex
+		if ist, err = prepareIndexerStatements(ctx, rdb, idb); err != nil {
+			return nil, fmt.Errorf("repo: prepare the indexer's statements: %w", err)
+		}
+	}
 
 	s = &Store{
 		wdb:             wdb,
 		rdb:             rdb,
 		cdb:             cdb,
 		idb:             idb,
+		ist:             ist,
 		readDSN:         readDSN,
 		path:            cfg.Path,
 		stopCheckpoints: make(chan struct{}),
 		checkpointsDone: make(chan struct{}),
 		indexWake:       make(chan struct{}, 1),
+		foldsOn:         !cfg.noUsageFolder,
 		queue:           make(chan *writeOp, 4096),
 		writerDone:      make(chan struct{}),
 		maxBatch:        cfg.MaxBatch,
@@ -254,6 +297,7 @@ func Open(ctx context.Context, cfg Config) (s *Store, err error) {
 		rst:             rst,
 		faults:          cfg.Faults,
 		gid:             lastGID,
+		dataVersion:     dataVersion,
 		feedSecret:      feedSecret,
 		sessions:        sessionCache{m: map[sessionKey]*sessionState{}},
 		syncFull:        sync == "FULL",
@@ -266,6 +310,11 @@ func Open(ctx context.Context, cfg Config) (s *Store, err error) {
 	s.vectors = repo.NewVectorCache(s.loadVectors, cfg.VectorCacheBytes)
 	s.deletesApplied.Store(index.deletesUpto)
 	s.lag = newLagBook(index.nextGID)
+	s.usageFolded.Store(folded)
+	s.usage.restart(folded)
+	if folded < lastGID {
+		s.usage.invalidate() // messages stored before: the folder reads them back first
+	}
 	go s.runWriter()
 	go s.runCheckpointer(s.stopCheckpoints, s.checkpointsDone)
 	if idb != nil && !cfg.NoMessageIndex {
@@ -368,7 +417,7 @@ func (s *Store) IntegrityCheck(ctx context.Context) (string, error) {
 	if s.idb == nil {
 		db = sql.OpenDB(mustConnector(s.readDSN))
 	} else {
-		conn, err := newReadConnector(s.readDSN, searchIndexPath(s.path))
+		conn, err := newReadConnector(sqlite.NewConnector, s.readDSN, searchIndexPath(s.path))
 		if err != nil {
 			return "", mapErr(err)
 		}

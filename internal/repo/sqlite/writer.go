@@ -101,8 +101,26 @@ func (s *Store) enqueue(ctx context.Context, op *writeOp) error {
 func (s *Store) runWriter() {
 	defer close(s.writerDone)
 	batch := make([]*writeOp, 0, s.maxBatch)
+	// The usage fold's turn when no write comes (usagefold.go); at Open, for
+	// what an earlier process left unfolded.
+	fold := time.NewTimer(usageFoldEvery)
+	if !s.foldsOn || s.gid <= s.usageFolded.Load() {
+		fold.Stop()
+	}
+	defer fold.Stop()
 	for {
-		op, ok := <-s.queue
+		var (
+			op *writeOp
+			ok bool
+		)
+		select {
+		case op, ok = <-s.queue:
+		case <-fold.C:
+			if s.foldNow() {
+				fold.Reset(0)
+			}
+			continue
+		}
 		if !ok {
 			return
 		}
@@ -135,6 +153,13 @@ func (s *Store) runWriter() {
 		select { // new messages, perhaps: the indexer looks
 		case s.indexWake <- struct{}{}:
 		default:
+		}
+		// And the usage fold: now if its turn came, else when it comes.
+		if s.foldDue(now) {
+			s.foldNow()
+		}
+		if s.foldsOn && s.gid > s.usageFolded.Load() {
+			fold.Reset(max(0, usageFoldEvery-time.Since(s.lastFold)))
 		}
 		s.boundWAL(now)
 	}
@@ -215,7 +240,8 @@ func (s *Store) runGroup(batch []*writeOp) (results []error, err error) {
 	defer func() {
 		if !committed {
 			_ = tx.Rollback()
-			s.sessions.reset() // what was staged for this group never happened
+			s.sessions.reset()   // what was staged for this group never happened
+			s.usage.invalidate() // nor was what the appends summed stored
 		}
 	}()
 	if err := s.noticeOtherWriters(ctx, tx); err != nil {
@@ -304,6 +330,7 @@ func (s *Store) noticeOtherWriters(ctx context.Context, tx *sql.Tx) error {
 	}
 	s.dataVersion = v
 	s.sessions.reset()
+	s.usage.invalidate() // its messages are not in the appends' sums
 	s.lineageMoved = true
 	var maxGID int64
 	if err := tx.StmtContext(ctx, s.st.maxGID).QueryRowContext(ctx).Scan(&maxGID); err != nil {
