@@ -73,16 +73,35 @@ func (s *Server) releaseBody(r *http.Request, held int64) {
 // past limit, so that it is refused at once, from the header, before a byte
 // of it is read: a client that announces a large body and sends none would
 // otherwise hold the handler until the read deadline. The connection then
-// closes after the answer, and its read deadline is now, so that the server
-// does not wait to drain the unread body either.
+// closes after the answer.
+//
+// Closing a connection with unread bytes in it resets it, and a client still
+// sending its body may then lose the answer along with the connection. So a
+// body that net/http would drain after the handler (at most
+// drainRefusedBytes) is drained, for at most drainRefusedFor, after the
+// answer is sent (full duplex, so the answer does not wait for it); a
+// larger one is not read at all (its read deadline is now).
 func declaredTooLarge(w http.ResponseWriter, r *http.Request, limit int64) bool {
 	if r.ContentLength <= limit {
 		return false
 	}
 	w.Header().Set("Connection", "close")
-	_ = http.NewResponseController(w).SetReadDeadline(time.Now()) // not every writer supports it
+	rc := http.NewResponseController(w) // not every writer supports these
+	if r.ContentLength <= drainRefusedBytes && rc.EnableFullDuplex() == nil {
+		_ = rc.SetReadDeadline(time.Now().Add(drainRefusedFor))
+		return true
+	}
+	_ = rc.SetReadDeadline(time.Now())
 	return true
 }
+
+// What a refused body may cost the server to drain: net/http's own bound on
+// what it reads of a body a handler left (maxPostHandlerReadBytes), and a
+// short while.
+const (
+	drainRefusedBytes = 256 << 10
+	drainRefusedFor   = 2 * time.Second
+)
 
 func requireJSON(r *http.Request) error {
 	ct := r.Header.Get("Content-Type")
