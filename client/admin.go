@@ -8,7 +8,7 @@ import (
 )
 
 // What an operator calls: health, keys, purges, integrity, the tenant's
-// embedding endpoint, backups and usage. The admin routes need a key of
+// embedding endpoint, backups (the long ones as jobs, jobs.go) and usage. The admin routes need a key of
 // admin scope. Each returns a *Problem for any non-2xx answer.
 
 // GetHealth answers whether the process is up, with its version.
@@ -54,16 +54,20 @@ func (c *Client) RevokeAPIKey(ctx context.Context, keyID string) error {
 
 // PurgeSessions erases, for good, the tenant's sessions in in.Status not
 // updated since in.OlderThan (or, with in.DryRun, counts them), in bounded
-// batches.
+// batches. A purge that outlasts the server's wait is waited out as a job
+// (see [Client.GetJob]), until ctx ends.
 func (c *Client) PurgeSessions(ctx context.Context, in api.PurgeRequest) (*api.PurgeResult, error) {
-	return decode[api.PurgeResult](c.raw.PurgeSessions(ctx, nil, in))
+	resp, err := c.raw.PurgeSessions(ctx, nil, in)
+	return awaitJob[api.PurgeResult](ctx, c, resp, err)
 }
 
 // CheckIntegrity checks the database file and the tenant's counters and
 // search index (with params.Repair "counters", it first repairs the
-// counters that drifted).
+// counters that drifted). A check that outlasts the server's wait is waited
+// out as a job (see [Client.GetJob]), until ctx ends.
 func (c *Client) CheckIntegrity(ctx context.Context, params *api.CheckIntegrityParams) (*api.IntegrityReport, error) {
-	return decode[api.IntegrityReport](c.raw.CheckIntegrity(ctx, params))
+	resp, err := c.raw.CheckIntegrity(ctx, params)
+	return awaitJob[api.IntegrityReport](ctx, c, resp, err)
 }
 
 // GetTenantEmbedding reads the tenant's embedding endpoint.
@@ -84,9 +88,12 @@ func (c *Client) DeleteTenantEmbedding(ctx context.Context) error {
 
 // BackupDatabase writes a consistent copy of the whole database into the
 // server's backup directory, named in.Name (by default
-// logbook-<UTC time>.db). Only an admin key of the tenant default may.
+// logbook-<UTC time>.db). Only an admin key of the tenant default may. A
+// backup that outlasts the server's wait is waited out as a job (see
+// [Client.GetJob]), until ctx ends.
 func (c *Client) BackupDatabase(ctx context.Context, in api.BackupRequest) (*api.Backup, error) {
-	return decode[api.Backup](c.raw.BackupDatabase(ctx, nil, in))
+	resp, err := c.raw.BackupDatabase(ctx, nil, in)
+	return awaitJob[api.Backup](ctx, c, resp, err)
 }
 
 // GetUsage sums the tenant's tokens and cost over UTC days, grouped by

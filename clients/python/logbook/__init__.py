@@ -15,7 +15,7 @@ the live event feed (:mod:`logbook.events`) and the OpenAI Agents SDK session
 """
 
 from .client import DEFAULT_URL, UNSET, AppendResult, Client, Response, new_idempotency_key
-from .errors import LogbookError, Problem, TransportError
+from .errors import JobInterrupted, LogbookError, Problem, TransportError
 from .events import EVENT_TYPES, Event, EventStream, EventType
 from .openai_agents import LogbookSession
 from .pagination import Pager
@@ -34,6 +34,7 @@ __all__ = [
     "EVENT_TYPES",
     "Problem",
     "TransportError",
+    "JobInterrupted",
     "LogbookError",
     "LogbookSession",
     "LineError",

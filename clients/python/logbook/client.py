@@ -32,7 +32,7 @@ from typing import (
     cast,
 )
 
-from .errors import Problem, TransportError
+from .errors import JobInterrupted, LogbookError, Problem, TransportError
 from .events import EventStream, EventType, session_events, tenant_events
 from .pagination import Pager, _page
 from .stream import LineResult, StreamWriter
@@ -53,6 +53,7 @@ from .types import (
     Identity,
     IntegrityReport,
     Item,
+    Job,
     ItemPage,
     ItemResult,
     ItemsImportResult,
@@ -88,6 +89,9 @@ log = logging.getLogger("logbook")
 
 DEFAULT_URL = "http://127.0.0.1:8080"
 _USER_AGENT = "logbook-python/0.1"
+
+_JOB_POLL_MAX = 1.0
+"""The longest wait, in seconds, between two reads of a running job."""
 
 
 class _Unset:
@@ -1741,17 +1745,47 @@ class Client:
     ) -> PurgeResult:
         """Erases, for good, the sessions in ``status`` not updated since
         ``older_than`` (a duration such as ``"720h"``), or those past their
-        ``expires_at`` (``expired=True``); ``dry_run`` only counts them."""
+        ``expires_at`` (``expired=True``); ``dry_run`` only counts them.
+
+        A purge, an integrity check and a backup run on the server as jobs:
+        one that outlasts the server's wait (about 20 s) is answered ``202``
+        with the job, which this method polls (:meth:`get_job`, about once a
+        second) until it ends, then answers as usual: the result, the
+        :class:`Problem` the job failed with, or :class:`JobInterrupted`.
+        Interrupting the wait (``KeyboardInterrupt``) leaves the job running.
+        Not to wait, send the route through :meth:`request` with
+        ``headers={"Prefer": "respond-async"}`` and read the job later."""
         body: Dict[str, Any] = {}
         for k, v in (("status", status), ("older_than", older_than), ("expired", expired), ("dry_run", dry_run)):
             if v is not None:
                 body[k] = v
-        return cast(PurgeResult, self._call("POST", "/v1/admin/purge", json_body=body))
+        return cast(PurgeResult, self._await_job("POST", "/v1/admin/purge", json_body=body))
 
     def check_integrity(self, *, repair: Optional[str] = None) -> IntegrityReport:
         """Checks the database and the tenant's counters and search index
-        (``repair="counters"`` repairs drifted counters first)."""
-        return cast(IntegrityReport, self._call("GET", "/v1/admin/integrity", query={"repair": repair}))
+        (``repair="counters"`` repairs drifted counters first). Waits out a
+        long check's job (see :meth:`purge_sessions`)."""
+        return cast(IntegrityReport, self._await_job("GET", "/v1/admin/integrity", query={"repair": repair}))
+
+    def get_job(self, id: str) -> Job:
+        """A job (a purge, an integrity check or a backup that outlasted its
+        route's wait): its ``state`` and ``progress``, then its ``result`` or
+        ``error``."""
+        return cast(Job, self._call("GET", "/v1/admin/jobs/" + _seg(id)))
+
+    def _await_job(self, method: str, path: str, **kw: Any) -> Any:
+        """The route's usual answer, or, when it answers 202, its job's once
+        the job ends."""
+        resp, _ = self._request(method, path, **kw)
+        if resp.status != 202:
+            return resp.json()
+        job = cast(Job, resp.json())
+        wait = _JOB_POLL_MAX / 4  # one asked for with respond-async may end at once
+        while job["state"] == "running":
+            self._sleep(wait)
+            wait = min(2 * wait, _JOB_POLL_MAX)
+            job = self.get_job(job["id"])
+        return _job_result(job)
 
     def get_tenant_embedding(self) -> TenantEmbedding:
         return cast(TenantEmbedding, self._call("GET", "/v1/admin/embedding"))
@@ -1773,9 +1807,10 @@ class Client:
 
     def backup_database(self, *, name: Optional[str] = None) -> Backup:
         """A consistent copy of the whole database in the server's backup
-        directory (an admin key of the tenant ``default`` only)."""
+        directory (an admin key of the tenant ``default`` only). Waits out a
+        long backup's job (see :meth:`purge_sessions`)."""
         body: Dict[str, Any] = {} if name is None else {"name": name}
-        return cast(Backup, self._call("POST", "/v1/admin/backup", json_body=body))
+        return cast(Backup, self._await_job("POST", "/v1/admin/backup", json_body=body))
 
     # --- export --------------------------------------------------------------
 
@@ -1878,6 +1913,26 @@ class Client:
             read_timeout=read_timeout,
             max_retries=max_retries,
         )
+
+
+def _job_result(job: Job) -> Any:
+    """What an ended job answers: its result, or the problem its route would
+    have raised."""
+    if job["state"] == "succeeded":
+        return job["result"]
+    e = job["error"]
+    if job["state"] == "failed" and e is not None:
+        raise Problem(
+            e["status"],
+            e["code"],
+            http.client.responses.get(e["status"], ""),
+            e["detail"],
+            type="urn:logbook:problem:" + e["code"],
+            body=e,
+        )
+    if job["state"] == "interrupted":
+        raise JobInterrupted(job["id"], job["kind"])
+    raise LogbookError("job %s is %s" % (job["id"], job["state"]))
 
 
 class _Recovered(Exception):

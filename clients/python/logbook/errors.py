@@ -128,6 +128,16 @@ def _rebuild_problem(state: Dict[str, Any]) -> Problem:
     return p
 
 
+class JobInterrupted(LogbookError):
+    """A job (a purge, an integrity check, a backup) that the server stopped or
+    restarted under: nothing says how far it got, so start it again."""
+
+    def __init__(self, job_id: str, kind: str) -> None:
+        super().__init__("job %s (%s) stopped when the server did; start it again" % (job_id, kind))
+        self.job_id = job_id
+        self.kind = kind
+
+
 class TransportError(LogbookError):
     """No answer came from the server (connection refused or reset, timeout),
     after the retries the request allowed.

@@ -454,6 +454,39 @@ class NewAPIKey(APIKey):
     key: str  # shown this once
 
 
+class JobProgress(TypedDict):
+    """How far a job has got: ``done`` of ``total`` (``None`` when not known)
+    units of its ``phase``."""
+
+    phase: str
+    done: int
+    total: Optional[int]
+
+
+class JobError(TypedDict):
+    """Why a job failed: the problem its route would have answered."""
+
+    status: int
+    code: str
+    detail: str
+
+
+class Job(TypedDict):
+    """A purge, an integrity check or a backup that outlasted its route's wait
+    (``GET /v1/admin/jobs/{id}``). ``result`` is the route's usual answer once
+    ``state`` is ``succeeded``; ``error`` says why once it is ``failed``."""
+
+    id: str
+    kind: Literal["purge", "integrity", "backup"]
+    state: Literal["running", "succeeded", "failed", "interrupted"]
+    progress: JobProgress
+    result: Optional[Dict[str, JSON]]
+    error: Optional[JobError]
+    created_at: str
+    updated_at: str
+    finished_at: Optional[str]
+
+
 class Health(TypedDict, total=False):
     status: Literal["ok"]
     version: str

@@ -5,7 +5,11 @@ table in clients/PARITY.md, which ``go test ./tools/parity`` checks)."""
 
 from __future__ import annotations
 
+import datetime
 import json
+import time
+import urllib.request
+from typing import Any, Callable, List, Tuple
 
 from logbook import Client, Problem
 
@@ -132,3 +136,82 @@ class WhoAmIAndTitlesTest(ServerTestCase):
         pager = lb.list_sessions(title="REFUND", order="asc", count=True)
         self.assertEqual([s["id"] for s in pager], [first["id"], second["id"]])
         self.assertEqual(lb.list_sessions(title="refund", count=True).first_page()["total"], {"count": 2, "exact": True})
+
+
+class _Accepted(urllib.request.BaseHandler):
+    """Counts the answers that were 202 (a job)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def http_response(self, req: urllib.request.Request, resp: Any) -> Any:
+        if resp.status == 202:
+            self.count += 1
+        return resp
+
+
+class JobsTest(ServerTestCase):
+    """Purges, integrity checks and backups answered 202 with a job (as when
+    they outlast the server's wait, forced here with ``Prefer:
+    respond-async``) answer as the routes do when they finish in time."""
+
+    def async_client(self) -> Tuple[Client, _Accepted]:
+        accepted = _Accepted()
+        opener = urllib.request.build_opener(accepted)
+        opener.addheaders = [("Prefer", "respond-async")]
+        return Client(self.server.url, api_key="", opener=opener), accepted
+
+    def test_answers_as_the_routes_do(self) -> None:
+        now = self.client
+        later, accepted = self.async_client()
+        now.create_session()
+        an_hour_on = (datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(hours=1)).isoformat()
+        cases: List[Tuple[str, Callable[[Client, int], Any], Callable[[Any, Any], None]]] = [
+            (
+                "purge",
+                lambda c, _: c.purge_sessions(status="created", older_than=an_hour_on, dry_run=True),
+                lambda a, b: self.assertEqual((b, a["sessions"]), (a, 1)),
+            ),
+            (
+                "integrity",
+                lambda c, _: c.check_integrity(),
+                lambda a, b: self.assertEqual((b["ok"], b["integrity_check"]), (a["ok"], a["integrity_check"])),
+            ),
+            (
+                "backup",
+                lambda c, i: c.backup_database(name="jobs-py-%d.db" % i),
+                lambda a, b: self.assertEqual(b["path"], a["path"].replace("-0.db", "-1.db")),
+            ),
+        ]
+        for what, run, same in cases:
+            with self.subTest(what):
+                want = run(now, 0)
+                before = accepted.count
+                got = run(later, 1)
+                self.assertEqual(accepted.count, before + 1, "the server answered no 202")
+                same(want, got)
+
+        with self.assertRaises(Problem) as cm:
+            later.backup_database(name="jobs-py-1.db")
+        self.assertEqual((cm.exception.status, cm.exception.code), (409, "conflict"))
+
+    def test_get_job(self) -> None:
+        resp = self.client.request(
+            "POST",
+            "/v1/admin/purge",
+            json_body={"expired": True, "dry_run": True},
+            headers={"Prefer": "respond-async"},
+        )
+        self.assertEqual(resp.status, 202)
+        job = resp.json()
+        self.assertEqual(resp.headers.get("Location"), "/v1/admin/jobs/" + job["id"])
+        deadline = time.monotonic() + 30
+        while job["state"] == "running":
+            self.assertLess(time.monotonic(), deadline, "job %s still runs" % job["id"])
+            time.sleep(0.05)
+            job = self.client.get_job(job["id"])
+        self.assertEqual((job["state"], job["kind"], job["error"]), ("succeeded", "purge", None))
+        self.assertTrue(job["result"]["dry_run"])
+        with self.assertRaises(Problem) as cm:
+            self.client.get_job("job_nonesuch")
+        self.assertEqual(cm.exception.code, "not_found")

@@ -1,4 +1,4 @@
-import { ConnectionError, Problem, retryAfterSeconds } from "./errors.js";
+import { ConnectionError, JobInterrupted, LogbookError, Problem, retryAfterSeconds } from "./errors.js";
 import { EventStream, type FollowOptions } from "./events.js";
 import { backoff, canonicalJSON, env, patchApplied, sleep, uuid7Hex } from "./internal.js";
 import { appendMany, type LineResult, type StreamOptions, StreamWriter } from "./stream.js";
@@ -16,6 +16,7 @@ import type {
   File,
   IntegrityQuery,
   IntegrityReport,
+  Job,
   ItemsImportResult,
   MessageEmbedding,
   MessageEmbeddingPut,
@@ -1082,14 +1083,37 @@ export class Client {
     await this.#call({ method: "DELETE", path: path`/v1/admin/keys/${keyId}`, ...opts });
   }
 
-  /** Erases, for good, the sessions in `status` not updated since `older_than` (or, with `dry_run`, counts them). */
+  // A purge, an integrity check and a backup run on the server as jobs: one
+  // that outlasts the server's wait (about 20 s) is answered 202 with the job,
+  // which these methods poll until it ends, so that a caller sees the usual
+  // answer or the usual Problem either way. `signal` ends the wait, not the job.
+
+  /** Erases, for good, the sessions in `status` not updated since `older_than` (or, with `dry_run`, counts them). Waits out a long purge's job. */
   purgeSessions(body: PurgeRequest, opts: CallOptions = {}): Promise<PurgeResult> {
-    return this.#call({ method: "POST", path: "/v1/admin/purge", body, ...opts });
+    return this.#awaitJob({ method: "POST", path: "/v1/admin/purge", body, ...opts });
   }
 
-  /** Checks the database file and the tenant's counters and search index (`repair: "counters"` repairs drifted counters first). */
+  /** Checks the database file and the tenant's counters and search index (`repair: "counters"` repairs drifted counters first). Waits out a long check's job. */
   checkIntegrity(query: IntegrityQuery = {}, opts: CallOptions = {}): Promise<IntegrityReport> {
-    return this.#call({ method: "GET", path: "/v1/admin/integrity", query, ...opts });
+    return this.#awaitJob({ method: "GET", path: "/v1/admin/integrity", query, ...opts });
+  }
+
+  /** A job (a purge, an integrity check or a backup that outlasted its route's wait): its `state` and `progress`, then its `result` or `error`. */
+  getJob(id: string, opts: CallOptions = {}): Promise<Job> {
+    return this.#call({ method: "GET", path: path`/v1/admin/jobs/${id}`, ...opts });
+  }
+
+  /** A route's usual answer, or, when it answers 202, its job's once the job ends. */
+  async #awaitJob<T>(c: Call<T>): Promise<T> {
+    const a = await this.#send<T | Job>(c);
+    if (a.status !== 202) return a.body as T;
+    let job = a.body as Job;
+    // A job asked for with `Prefer: respond-async` may end at once: look soon, then every second.
+    for (let wait = JOB_POLL_MAX_MS / 4; job.state === "running"; wait = Math.min(2 * wait, JOB_POLL_MAX_MS)) {
+      await sleep(wait, c.signal);
+      job = await this.getJob(job.id, { signal: c.signal });
+    }
+    return jobResult<T>(job);
   }
 
   getTenantEmbedding(opts: CallOptions = {}): Promise<TenantEmbedding> {
@@ -1105,13 +1129,27 @@ export class Client {
     await this.#call({ method: "DELETE", path: "/v1/admin/embedding", ...opts });
   }
 
-  /** A consistent copy of the whole database in the server's backup directory (an admin key of the tenant `default` only). */
+  /** A consistent copy of the whole database in the server's backup directory (an admin key of the tenant `default` only). Waits out a long backup's job. */
   backupDatabase(body: BackupRequest = {}, opts: CallOptions = {}): Promise<Backup> {
-    return this.#call({ method: "POST", path: "/v1/admin/backup", body, ...opts });
+    return this.#awaitJob({ method: "POST", path: "/v1/admin/backup", body, ...opts });
   }
 }
 
 const utf8 = new TextDecoder();
+
+/** The longest wait between two reads of a running job. */
+const JOB_POLL_MAX_MS = 1000;
+
+/** What an ended job answers: its result, or the Problem its route would have thrown. */
+function jobResult<T>(job: Job): T {
+  if (job.state === "succeeded") return job.result as T;
+  if (job.state === "failed" && job.error) {
+    const e = job.error;
+    throw new Problem(e.status, { type: `urn:logbook:problem:${e.code}`, status: e.status, code: e.code, detail: e.detail });
+  }
+  if (job.state === "interrupted") throw new JobInterrupted(job.id, job.kind);
+  throw new LogbookError(`job ${job.id} is ${job.state}`);
+}
 
 /** A 2xx answer's body as `request()`'s `answer` asks. */
 function readAnswer(bytes: Uint8Array<ArrayBuffer>, contentType: string, answer: RequestOptions["answer"]): unknown {

@@ -74,6 +74,22 @@ export class Problem extends LogbookError {
 }
 
 /**
+ * A job (a purge, an integrity check, a backup) that the server stopped or
+ * restarted under: nothing says how far it got, so start it again.
+ */
+export class JobInterrupted extends LogbookError {
+  override name = "JobInterrupted";
+  readonly jobId: string;
+  readonly kind: string;
+
+  constructor(jobId: string, kind: string) {
+    super(`job ${jobId} (${kind}) stopped when the server did; start it again`);
+    this.jobId = jobId;
+    this.kind = kind;
+  }
+}
+
+/**
  * No answer came: the connection failed, or the retries ran out on one.
  * `maybeApplied` says whether a write may have landed anyway (the request
  * reached the server before the connection broke). For an append, send it

@@ -1,6 +1,6 @@
 export { Client, Pager, newIdempotencyKey } from "./client.js";
 export type { Answer, AppendOptions, CallOptions, ClientOptions, ItemOptions, RequestOptions } from "./client.js";
-export { ConnectionError, LogbookError, Problem } from "./errors.js";
+export { ConnectionError, JobInterrupted, LogbookError, Problem } from "./errors.js";
 export { EventStream } from "./events.js";
 export { LineError, StreamWriter } from "./stream.js";
 export type { LineResult, StreamOptions } from "./stream.js";

@@ -80,6 +80,10 @@ export type TenantEmbedding = S["TenantEmbedding"];
 export type EmbeddingConfig = S["EmbeddingConfig"];
 export type Backup = S["Backup"];
 export type BackupRequest = S["BackupRequest"];
+/** A purge, an integrity check or a backup that outlasted its route's wait (`getJob`). */
+export type Job = S["Job"];
+export type JobProgress = S["JobProgress"];
+export type JobError = S["JobError"];
 
 export type Item = S["Item"];
 export type ItemHit = S["ItemHit"];

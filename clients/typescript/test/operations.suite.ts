@@ -4,7 +4,7 @@
 
 import assert from "node:assert/strict";
 import { before, describe, it } from "node:test";
-import { Client, Problem } from "../src/index.js";
+import { Client, type Job, Problem, type PurgeResult } from "../src/index.js";
 import { sharedServer, startServer } from "./harness.js";
 
 let lb: Client;
@@ -148,5 +148,73 @@ describe("administration", () => {
     } finally {
       await srv.stop();
     }
+  });
+});
+
+describe("jobs", () => {
+  // `Prefer: respond-async` on every request makes the long operations answer
+  // 202 with a job, as they do when they outlast the server's wait.
+  function asyncClient(url: string): { client: Client; accepted: () => number } {
+    let accepted = 0;
+    const client = new Client({
+      baseUrl: url,
+      headers: { Prefer: "respond-async" },
+      fetch: async (input, init) => {
+        const res = await fetch(input, init);
+        if (res.status === 202) accepted++;
+        return res;
+      },
+    });
+    return { client, accepted: () => accepted };
+  }
+
+  it("answer purges, integrity checks and backups as the routes do, and their failures as Problems", async () => {
+    const srv = await startServer(); // its own: a backup is the default tenant's
+    try {
+      const now = new Client({ baseUrl: srv.url });
+      const { client: later, accepted } = asyncClient(srv.url);
+      await now.createSession();
+      const purge = { status: "created", older_than: new Date(Date.now() + 3_600_000).toISOString(), dry_run: true } as const;
+      const name = `jobs-ts-${Date.now()}`;
+      const cases: [string, (c: Client, i: number) => Promise<unknown>, (a: any, b: any) => void][] = [
+        ["purge", (c) => c.purgeSessions(purge), (a, b) => assert.deepEqual([b, a.sessions], [a, 1])],
+        ["integrity", (c) => c.checkIntegrity(), (a, b) => assert.deepEqual([b.ok, b.integrity_check], [a.ok, a.integrity_check])],
+        ["backup", (c, i) => c.backupDatabase({ name: `${name}-${i}.db` }), (a, b) => {
+          assert.equal(b.path, a.path.replace(/-0\.db$/, "-1.db"));
+          assert.ok(b.bytes > 0);
+        }],
+      ];
+      for (const [what, run, same] of cases) {
+        const want = await run(now, 0);
+        const before = accepted();
+        const got = await run(later, 1);
+        assert.equal(accepted(), before + 1, `${what}: the server answered no 202`);
+        same(want, got);
+      }
+      const p = await problem(later.backupDatabase({ name: `${name}-1.db` }));
+      assert.deepEqual([p.status, p.code], [409, "conflict"]);
+    } finally {
+      await srv.stop();
+    }
+  });
+
+  it("reads a job", async () => {
+    const a = await lb.request<Job>("POST", "/v1/admin/purge", {
+      body: { expired: true, dry_run: true },
+      headers: { Prefer: "respond-async" },
+    });
+    assert.equal(a.status, 202);
+    assert.equal(a.headers.get("location"), `/v1/admin/jobs/${a.body.id}`);
+    let job = a.body;
+    for (const deadline = Date.now() + 30_000; job.state === "running"; ) {
+      assert.ok(Date.now() < deadline, `job ${job.id} still runs`);
+      await new Promise((r) => setTimeout(r, 50));
+      job = await lb.getJob(job.id);
+    }
+    assert.equal(job.state, "succeeded");
+    assert.equal(job.kind, "purge");
+    assert.equal((job.result as PurgeResult).dry_run, true);
+    assert.equal(job.error, null);
+    assert.equal((await problem(lb.getJob("job_nonesuch"))).status, 404);
   });
 });
