@@ -5,7 +5,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: run build generate test test-go test-postgres test-python test-typescript test-ui scale vecbench pgvecbench chromium soak check check-generated fmt vet lint lint-openapi deps tools bench profile gobench crash fuzz sim pg-failover clean
+.PHONY: run build generate test test-go test-api-race test-postgres test-python test-typescript test-ui scale vecbench pgvecbench chromium soak check check-generated fmt vet lint lint-openapi deps tools bench profile gobench crash fuzz sim pg-failover clean
 
 # The binary is bin/logbook; its source is cmd/server. bin/embedserver is the
 # stand-in embedding endpoint that docs/guides/embeddings.md starts.
@@ -19,14 +19,14 @@ build:
 # The whole suite, with the race detector: unit, API (spec-validated), in-process
 # run(), and the short kill -9 crash test. It refuses to pass on unformatted code,
 # vet findings, a go.mod that tidy would change or a lint finding in openapi.yaml,
-# so CI catches those too. Its four parts run side by side (output kept per
-# part): the race run keeps about one of this machine's two cores busy on its
+# so CI catches those too. Its parts run side by side (output kept per
+# part): a race run keeps about one of this machine's two cores busy on its
 # own, so the others fit beside it. Without PostgreSQL (LOGBOOK_PG_BIN, PATH
 # or /usr/lib/postgresql/NN/bin) its tests skip, each saying so; without
 # pgvector in that PostgreSQL, so do the pgvector search's (Debian 12 does not
 # package it: docs/scale.md, "pgvector", says where they run).
 test: deps fmt vet tools chromium lint-openapi check-generated
-	$(MAKE) --no-print-directory -j4 --output-sync=target test-go test-postgres test-python test-typescript
+	$(MAKE) --no-print-directory -j5 --output-sync=target test-go test-api-race test-postgres test-python test-typescript
 
 # The Go packages with the race detector, then without it the tests the
 # detector slows too much to run whole (the largest message, legal objects
@@ -35,10 +35,20 @@ test: deps fmt vet tools chromium lint-openapi check-generated
 # chain, which the race pass runs shorter; the WAL's 20 s soak, whose appends
 # the detector slows ~50×).
 test-go:
-	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+	$(GO) test -race -count=1 -timeout 20m $$($(GO) list $(PKGS) | grep -v '/internal/api$$')
 	cd client && $(GO) test -race -count=1 -timeout 10m ./...
 	$(GO) test -count=1 -run 'TestLargestMessageRoundTrips|TestLegalObjectsFitAtDefaults|TestStreamLineLimit|TestBlockHistoryIsBounded|TestSimulation|TestForkChainsReadTheirWholeHistory' ./internal/api/
 	$(GO) test -count=1 -run '^TestWALStaysBounded$$' ./internal/repo/sqlite/
+
+# The API package with the race detector: the longest of the race runs (its
+# tests run one at a time, and the detector slows them ~6×), so its tests run
+# in two processes at once, split by name; between them, every test, example
+# and fuzz seed of the package.
+API_RACE_HALF := ^Test[A-La-l]
+test-api-race:
+	$(GO) test -race -count=1 -timeout 20m -run '$(API_RACE_HALF)' ./internal/api/ & half=$$!; \
+	$(GO) test -race -count=1 -timeout 20m -skip '$(API_RACE_HALF)' ./internal/api/; rest=$$?; \
+	wait $$half && exit $$rest
 
 # The whole API suite again on PostgreSQL, a throwaway cluster of its own.
 test-postgres:

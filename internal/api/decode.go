@@ -100,7 +100,7 @@ func declaredTooLarge(w http.ResponseWriter, r *http.Request, limit int64) bool 
 // short while.
 const (
 	drainRefusedBytes = 256 << 10
-	drainRefusedFor   = 2 * time.Second
+	drainRefusedFor   = time.Second
 )
 
 func requireJSON(r *http.Request) error {

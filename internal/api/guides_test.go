@@ -436,10 +436,14 @@ func upstream(rec *recorder, addr string) http.Handler {
 // recorder keeps every request's status in the order the requests arrived,
 // and checks each request and answer against the spec.
 type recorder struct {
-	mu       sync.Mutex
-	t        *testing.T
-	seen     []*seenRequest
-	inflight sync.WaitGroup
+	mu   sync.Mutex
+	t    *testing.T
+	seen []*seenRequest
+	// inflight counts the requests being served, under mu; idle is
+	// signalled when it falls to 0. A WaitGroup will not do: a request may
+	// arrive (a client's reconnect) while finish waits.
+	inflight int
+	idle     *sync.Cond
 }
 
 type seenRequest struct {
@@ -453,6 +457,14 @@ func (s *seenRequest) route() string {
 	return r
 }
 
+// idleCond is rec.idle, made on first use; mu must be held.
+func (rec *recorder) idleCond() *sync.Cond {
+	if rec.idle == nil {
+		rec.idle = sync.NewCond(&rec.mu)
+	}
+	return rec.idle
+}
+
 func (rec *recorder) start(t *testing.T) {
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
@@ -462,15 +474,21 @@ func (rec *recorder) start(t *testing.T) {
 // finish waits for the requests still running (an event stream ends a moment
 // after its client) and answers what was seen.
 func (rec *recorder) finish(t *testing.T) []seenRequest {
-	done := make(chan struct{})
-	go func() { rec.inflight.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Errorf("requests still running 10 s after the guide ended")
-	}
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
+	deadline := time.AfterFunc(10*time.Second, func() {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		rec.idleCond().Broadcast()
+	})
+	defer deadline.Stop()
+	start := time.Now()
+	for rec.inflight > 0 && time.Since(start) < 10*time.Second {
+		rec.idleCond().Wait()
+	}
+	if rec.inflight > 0 {
+		t.Errorf("requests still running 10 s after the guide ended")
+	}
 	var got []seenRequest
 	for _, s := range rec.seen {
 		got = append(got, *s)
@@ -486,10 +504,16 @@ func (rec *recorder) wrap(h http.Handler) http.Handler {
 			panic(http.ErrAbortHandler)
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		rec.inflight.Add(1)
-		defer rec.inflight.Done()
 		seen := &seenRequest{request: r.Method + " " + r.URL.RequestURI()}
 		rec.mu.Lock()
+		rec.inflight++
+		defer func() {
+			rec.mu.Lock()
+			defer rec.mu.Unlock()
+			if rec.inflight--; rec.inflight == 0 {
+				rec.idleCond().Broadcast()
+			}
+		}()
 		rec.seen = append(rec.seen, seen)
 		t := rec.t
 		rec.mu.Unlock()

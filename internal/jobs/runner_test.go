@@ -66,7 +66,7 @@ func TestRunnerKeepsJobsAndTheirEnds(t *testing.T) {
 	if res, err, done := ok.Wait(ctx, 30*time.Second); !done || err != nil || res.(model.PurgeResult).Sessions != 3 {
 		t.Fatalf("wait: %v %v %v", res, err, done)
 	}
-	if j := waitState(t, st, "t", ok.ID, model.JobSucceeded); string(j.Result) != `{"dry_run":false,"sessions":3,"messages":0,"checkpoints":0,"passages":0}` || j.FinishedAt == nil {
+	if j := waitState(t, st, "t", ok.ID, model.JobSucceeded); string(j.Result) != `{"dry_run":false,"sessions":3,"messages":0,"checkpoints":0,"passages":0,"items":0}` || j.FinishedAt == nil {
 		t.Errorf("succeeded job: %+v", j)
 	}
 
