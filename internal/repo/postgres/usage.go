@@ -73,13 +73,18 @@ func queueTakeBackUsagePG(b *pgx.Batch, tenant, session string, after int64) {
 
 // usageTailFromPG is the tail of a tenant's days (usageTailPG), read from
 // the tenant's events: those numbered past folded and those not numbered
-// yet, each through an index (events_by_tenant, events_unsequenced).
-const usageTailFromPG = `FROM events e
+// yet, each through an index (events_by_tenant's range past folded,
+// events_unsequenced). Two branches, not one OR: with the OR the planner
+// reads every event of the tenant and filters (1.6 s at 1M messages).
+const usageTailFromPG = `FROM (
+		SELECT tenant_id, session_id, seq, message_id FROM events
+			WHERE tenant_id = $1 AND pos > (SELECT folded FROM usage_state WHERE one) AND type = 'message.appended'
+		UNION ALL
+		SELECT tenant_id, session_id, seq, message_id FROM events
+			WHERE pos IS NULL AND tenant_id = $1 AND type = 'message.appended') e
 	JOIN messages m ON m.tenant_id = e.tenant_id AND m.session_id = e.session_id AND m.seq = e.seq AND m.id = e.message_id
 	JOIN sessions s ON s.tenant_id = m.tenant_id AND s.id = m.session_id
-	WHERE e.tenant_id = $1 AND e.type = 'message.appended'
-		AND (e.pos IS NULL OR e.pos > (SELECT folded FROM usage_state WHERE one))
-		AND m.created_at / 86400000 >= $2 AND m.created_at / 86400000 <= $3`
+	WHERE m.created_at / 86400000 >= $2 AND m.created_at / 86400000 <= $3`
 
 // Usage sums the tenant's stored messages of q's days (repo.Usage).
 func (s *Store) Usage(ctx context.Context, tenant string, q model.UsageQuery) (model.Usage, error) {
