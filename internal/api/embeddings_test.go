@@ -409,11 +409,14 @@ func TestVectorSearchFollowsWrites(t *testing.T) {
 	if got := first("1,0"); got != far.ID {
 		t.Fatalf("after a delete: %s, want %s", got, far.ID)
 	}
-	soon := add("soon gone", []float32{1, 0}, map[string]any{"expires_at": time.Now().Add(300 * time.Millisecond).UTC().Format(time.RFC3339Nano)})
+	// Long enough to be read before it expires under the race detector on a
+	// loaded machine; the test then waits until it passed.
+	soonAt := time.Now().Add(2 * time.Second)
+	soon := add("soon gone", []float32{1, 0}, map[string]any{"expires_at": soonAt.UTC().Format(time.RFC3339Nano)})
 	if got := first("1,0"); got != soon.ID {
 		t.Fatalf("before it expires: %s", got)
 	}
-	time.Sleep(400 * time.Millisecond)
+	time.Sleep(time.Until(soonAt) + 100*time.Millisecond)
 	if got := first("1,0"); got != far.ID {
 		t.Fatalf("after it expired: %s, want %s", got, far.ID)
 	}

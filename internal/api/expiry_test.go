@@ -15,7 +15,10 @@ import (
 func TestSessionAndPassageExpiry(t *testing.T) {
 	c := newClient(t, withoutOpenMode())
 	w, admin := adminClients(t, c)
-	soon := time.Now().Add(300 * time.Millisecond).UTC().Format(time.RFC3339Nano)
+	// Long enough for the writes below to land before it, under the race
+	// detector on a loaded machine too; the test then waits until it passed.
+	soonAt := time.Now().Add(2 * time.Second)
+	soon := soonAt.UTC().Format(time.RFC3339Nano)
 	later := time.Now().Add(time.Hour).UTC().Format(time.RFC3339Nano)
 
 	mustCreateSession(t, w, map[string]any{"id": "ttl-soon", "expires_at": soon})
@@ -74,7 +77,7 @@ func TestSessionAndPassageExpiry(t *testing.T) {
 		}
 	})
 
-	time.Sleep(400 * time.Millisecond)
+	time.Sleep(time.Until(soonAt) + 100*time.Millisecond)
 
 	t.Run("hidden_once_expired", func(t *testing.T) {
 		w.do("GET", "/v1/sessions/ttl-soon", nil).wantProblem(t, http.StatusNotFound, "not_found")
